@@ -1,0 +1,3 @@
+module edgebench/apps/go-http
+
+go 1.22

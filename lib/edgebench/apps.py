@@ -1,0 +1,135 @@
+"""The benchmarked services, and getting them onto a target.
+
+Go programs are cross-compiled on the controlling machine for the target's architecture
+(static, CGO_ENABLED=0) and uploaded; Node apps run with the target's own `node`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from edgebench.errors import ConfigError, EdgebenchError
+from edgebench.paths import APPS_DIR, BUILD_DIR, TOOLS_DIR
+from edgebench.targets import Target
+
+# uname -m -> (GOARCH, GOARM)
+GO_ARCH = {
+    "x86_64": ("amd64", None), "amd64": ("amd64", None),
+    "aarch64": ("arm64", None), "arm64": ("arm64", None),
+    "armv7l": ("arm", "7"), "armv6l": ("arm", "6"),
+    "riscv64": ("riscv64", None),
+}
+GO_BUILD_TIMEOUT_S = 300
+
+
+@dataclass(frozen=True)
+class App:
+    name: str
+    language: str          # "go" or "node"
+    source_dir: Path
+    entry: str             # go: package dir "."; node: the script file
+    http: bool = True      # serves /io and /compute; False for batch workloads
+    container_port: int = 8080
+
+    @property
+    def source_files(self) -> list[Path]:
+        return sorted(p for p in self.source_dir.rglob("*") if p.is_file())
+
+
+APPS: dict[str, App] = {
+    "go-http": App("go-http", "go", APPS_DIR / "go-http", "."),
+    "node-http": App("node-http", "node", APPS_DIR / "node-http", "server.js"),
+}
+HTTP_APPS = tuple(name for name, app in APPS.items() if app.http)
+
+
+def get_app(name: str) -> App:
+    if name not in APPS:
+        raise ConfigError(f"unknown app {name!r}; choose from {', '.join(APPS)}")
+    return APPS[name]
+
+
+@dataclass
+class BuiltApp:
+    """An app placed on a target, ready for any runtime to package or run."""
+    app: App
+    arch: str
+    remote_path: str          # go: the binary; node: the script
+    size_bytes: int           # raw binary / script bundle
+    argv: list[str]           # how to run it natively on the target
+    local_path: Path | None = None  # go: the binary on the controller
+    details: dict = field(default_factory=dict)
+
+
+def _source_digest(paths: list[Path]) -> str:
+    h = hashlib.sha256()
+    for p in paths:
+        h.update(str(p.name).encode())
+        h.update(p.read_bytes())
+    return h.hexdigest()[:12]
+
+
+def go_build(source_dir: Path, out_name: str, arch: str) -> Path:
+    """Static build for linux/<arch>, cached by source digest under .build/."""
+    if arch not in GO_ARCH:
+        raise ConfigError(f"no Go architecture known for target arch {arch!r}; "
+                          f"supported: {', '.join(GO_ARCH)}")
+    goarch, goarm = GO_ARCH[arch]
+    go = shutil.which("go")
+    if not go:
+        raise ConfigError("Go is needed on the controlling machine to build the apps for the target; "
+                          "install Go >= 1.22 (e.g. `apt-get install golang`) and retry")
+    digest = _source_digest(sorted(p for p in source_dir.rglob("*") if p.is_file()))
+    out = BUILD_DIR / f"{out_name}-linux-{goarch}{goarm or ''}-{digest}"
+    if out.exists():
+        return out
+    out.parent.mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ, CGO_ENABLED="0", GOOS="linux", GOARCH=goarch, GOTOOLCHAIN="local",
+               GOFLAGS="-mod=mod")
+    if goarm:
+        env["GOARM"] = goarm
+    tmp = out.with_suffix(".tmp")
+    r = subprocess.run([go, "build", "-trimpath", "-ldflags=-s -w", "-o", str(tmp), "."],
+                       cwd=source_dir, env=env, capture_output=True, text=True, timeout=GO_BUILD_TIMEOUT_S)
+    if r.returncode != 0:
+        raise EdgebenchError(f"go build of {source_dir} failed:\n{r.stderr[-2000:]}")
+    tmp.rename(out)
+    return out
+
+
+def place_app(target: Target, app: App) -> BuiltApp:
+    """Build (Go) or bundle (Node) the app and upload it to the target's workspace."""
+    facts = target.facts()
+    arch = facts["arch"]
+    base = f"{target.workspace}/apps/{app.name}"
+    if app.language == "go":
+        binary = go_build(app.source_dir, app.name, arch)
+        remote = target.upload_if_changed(binary, f"{base}/{app.name}", mode="755")
+        return BuiltApp(app, arch, remote, binary.stat().st_size, [remote], local_path=binary,
+                        details={"go_build": binary.name})
+    if app.language == "node":
+        node = target.which("node")
+        if not node:
+            raise ConfigError(f"{target.name} has no `node`; install Node.js there (e.g. "
+                              "`apt-get install nodejs`) or leave node-http out of `apps`")
+        size = 0
+        for f in app.source_files:
+            rel = f.relative_to(app.source_dir)
+            target.upload_if_changed(f, f"{base}/{rel}")
+            size += f.stat().st_size
+        script = f"{base}/{app.entry}"
+        node_size = int(target.run(["sh", "-c", 'stat -L -c %s "$(command -v node)"']).stdout.strip())
+        return BuiltApp(app, arch, script, size, [node, script],
+                        details={"node": facts.get("node"), "node_binary_bytes": node_size})
+    raise ConfigError(f"app {app.name}: unsupported language {app.language!r}")
+
+
+def place_probe(target: Target) -> str:
+    """The fair time-to-ready probe, built for the target and uploaded."""
+    binary = go_build(TOOLS_DIR / "probe", "probe", target.facts()["arch"])
+    return target.upload_if_changed(binary, f"{target.workspace}/bin/probe", mode="755")

@@ -1,0 +1,197 @@
+"""Creating cgroups for native processes and reading back the limits any process runs under.
+
+Works on cgroup v1 (one hierarchy per controller) and v2 (unified), through shell commands
+on the target, so the same code serves a local machine and a Raspberry Pi over SSH.
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass
+
+from edgebench.errors import ConfigError
+from edgebench.targets import Target
+
+CFS_PERIOD_US = 100_000
+V1_CONTROLLERS = ("memory", "cpu", "cpuset")
+
+# Reads the limits of the cgroup(s) PID belongs to. Prints key=value; "max" means unlimited.
+_READ_LIMITS = r"""
+pid=$1
+if [ -f /sys/fs/cgroup/cgroup.controllers ]; then
+  p=$(awk -F: '$1=="0"{print $3}' /proc/$pid/cgroup)
+  d=/sys/fs/cgroup$p
+  echo "cgroup_version=2"; echo "cgroup_path=$p"
+  echo "memory_max=$(cat $d/memory.max 2>/dev/null)"
+  echo "swap_max=$(cat $d/memory.swap.max 2>/dev/null)"
+  echo "cpu_max=$(cat $d/cpu.max 2>/dev/null)"
+  echo "cpuset=$(cat $d/cpuset.cpus.effective 2>/dev/null)"
+  echo "oom_kills=$(awk '$1=="oom_kill"{print $2}' $d/memory.events 2>/dev/null)"
+else
+  mp=$(awk -F: '$2 ~ /(^|,)memory(,|$)/{print $3}' /proc/$pid/cgroup)
+  cp=$(awk -F: '$2 ~ /(^|,)cpu(,|$)/{print $3}' /proc/$pid/cgroup)
+  sp=$(awk -F: '$2 ~ /(^|,)cpuset(,|$)/{print $3}' /proc/$pid/cgroup)
+  m=/sys/fs/cgroup/memory$mp; c=/sys/fs/cgroup/cpu$cp; [ -d "$c" ] || c=/sys/fs/cgroup/cpu,cpuacct$cp
+  echo "cgroup_version=1"; echo "cgroup_path=$mp"
+  echo "memory_max=$(cat $m/memory.limit_in_bytes 2>/dev/null)"
+  echo "memsw_max=$(cat $m/memory.memsw.limit_in_bytes 2>/dev/null)"
+  echo "cpu_quota_us=$(cat $c/cpu.cfs_quota_us 2>/dev/null)"
+  echo "cpu_period_us=$(cat $c/cpu.cfs_period_us 2>/dev/null)"
+  echo "cpuset=$(cat /sys/fs/cgroup/cpuset$sp/cpuset.effective_cpus 2>/dev/null || cat /sys/fs/cgroup/cpuset$sp/cpuset.cpus 2>/dev/null)"
+  echo "oom_kills=$(awk '$1=="oom_kill"{print $2}' $m/memory.oom_control 2>/dev/null)"
+fi
+echo "nproc_visible=$(cat /proc/$pid/status 2>/dev/null | awk '/^Cpus_allowed_list/{print $2}')"
+"""
+
+# Anything at or above this is the kernel's "no limit" on v1 (PAGE_COUNTER_MAX * page size).
+_V1_UNLIMITED = 1 << 62
+
+
+@dataclass
+class AppliedLimits:
+    """Limits as read back from the kernel, in the units the rows use."""
+    cpus: float | None          # CFS quota / period; None = no quota
+    memory_mb: float | None     # None = no limit
+    swap_mb: float | None       # extra swap allowed beyond memory; 0 = none; None = unlimited/unknown
+    cpuset: str | None
+    cgroup_version: int | None
+    cgroup_path: str | None
+    oom_kills: int | None
+
+    def as_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+def _num(v: str | None) -> int | None:
+    try:
+        return int(v) if v not in (None, "", "max") else None
+    except ValueError:
+        return None
+
+
+def parse_limits(text: str) -> AppliedLimits:
+    kv = dict(line.split("=", 1) for line in text.splitlines() if "=" in line)
+    version = _num(kv.get("cgroup_version"))
+    cpus = memory_mb = swap_mb = None
+    if version == 2:
+        mem = _num(kv.get("memory_max"))
+        memory_mb = mem / 2**20 if mem is not None else None
+        swap = kv.get("swap_max")
+        swap_mb = None if swap in (None, "", "max") else int(swap) / 2**20
+        quota, _, period = (kv.get("cpu_max") or "max").partition(" ")
+        if quota != "max" and period:
+            cpus = int(quota) / int(period)
+    else:
+        mem = _num(kv.get("memory_max"))
+        memory_mb = mem / 2**20 if mem is not None and mem < _V1_UNLIMITED else None
+        memsw = _num(kv.get("memsw_max"))
+        if memsw is not None and mem is not None and memsw < _V1_UNLIMITED:
+            swap_mb = (memsw - mem) / 2**20
+        quota, period = _num(kv.get("cpu_quota_us")), _num(kv.get("cpu_period_us"))
+        if kv.get("cpu_quota_us", "").strip() not in ("", "-1") and quota and period:
+            cpus = quota / period
+    return AppliedLimits(cpus=cpus, memory_mb=memory_mb, swap_mb=swap_mb,
+                         cpuset=kv.get("cpuset") or kv.get("nproc_visible") or None,
+                         cgroup_version=version, cgroup_path=kv.get("cgroup_path") or None,
+                         oom_kills=_num(kv.get("oom_kills")))
+
+
+def read_limits(target: Target, pid: int) -> AppliedLimits:
+    r = target.run(["sh", "-c", _READ_LIMITS, "read-limits", str(pid)])
+    return parse_limits(r.stdout)
+
+
+def cpuset_for(cpus: float | None, cores: int, first_core: int = 0) -> str | None:
+    """The cores a fair run pins to: ceil(cpus) cores starting at first_core."""
+    if cpus is None:
+        return None
+    n = max(1, min(cores, -(-int(cpus * 1000) // 1000)))
+    last = first_core + n - 1
+    if last >= cores:
+        raise ConfigError(f"cannot pin {n} CPU(s) starting at core {first_core}: the target has {cores}")
+    return str(first_core) if n == 1 else f"{first_core}-{last}"
+
+
+class NativeCgroup:
+    """A cgroup the library creates for one native process, removed on `destroy`."""
+
+    def __init__(self, target: Target, name: str):
+        self.target = target
+        self.name = name
+        self.version = target.facts().get("cgroup_version")
+        if self.version not in (1, 2):
+            raise ConfigError(f"{target.name}: no cgroup filesystem found at /sys/fs/cgroup; run "
+                              "without cpus/memory limits or mount cgroups")
+        if self.version == 2:
+            self.dirs = [f"/sys/fs/cgroup/edgebench/{name}"]
+        else:
+            self.dirs = [f"/sys/fs/cgroup/{c}/edgebench/{name}" for c in V1_CONTROLLERS]
+
+    def create(self, cpus: float | None, memory_mb: float | None, cpuset: str | None,
+               swap: bool) -> None:
+        if not self.target.is_root:
+            raise ConfigError(f"{self.target.name}: limits for the native runtime need a cgroup, which "
+                              "needs root there; connect as root or set cpus/memory to None")
+        q = shlex.quote
+        lines = ["set -e"]
+        mem_bytes = int(memory_mb * 2**20) if memory_mb else None
+        quota = int(cpus * CFS_PERIOD_US) if cpus else None
+        if self.version == 2:
+            d = self.dirs[0]
+            lines += [
+                "echo '+cpu +memory +cpuset' > /sys/fs/cgroup/cgroup.subtree_control 2>/dev/null || true",
+                "mkdir -p /sys/fs/cgroup/edgebench",
+                "echo '+cpu +memory +cpuset' > /sys/fs/cgroup/edgebench/cgroup.subtree_control",
+                f"mkdir -p {q(d)}",
+            ]
+            if mem_bytes:
+                lines.append(f"echo {mem_bytes} > {q(d)}/memory.max")
+                if not swap:
+                    lines.append(f"[ ! -f {q(d)}/memory.swap.max ] || echo 0 > {q(d)}/memory.swap.max")
+            if quota:
+                lines.append(f"echo '{quota} {CFS_PERIOD_US}' > {q(d)}/cpu.max")
+            if cpuset:
+                lines.append(f"echo {q(cpuset)} > {q(d)}/cpuset.cpus")
+        else:
+            mem_d, cpu_d, set_d = self.dirs
+            # A v1 cpuset group accepts no task until cpus and mems are set, parent first.
+            lines += [f"mkdir -p {q(d)}" for d in self.dirs]
+            lines += [
+                "p=/sys/fs/cgroup/cpuset/edgebench",
+                "[ -n \"$(cat $p/cpuset.cpus)\" ] || cat /sys/fs/cgroup/cpuset/cpuset.cpus > $p/cpuset.cpus",
+                "[ -n \"$(cat $p/cpuset.mems)\" ] || cat /sys/fs/cgroup/cpuset/cpuset.mems > $p/cpuset.mems",
+                f"cat $p/cpuset.mems > {q(set_d)}/cpuset.mems",
+                f"echo {q(cpuset) if cpuset else '$(cat $p/cpuset.cpus)'} > {q(set_d)}/cpuset.cpus",
+            ]
+            if mem_bytes:
+                lines.append(f"echo {mem_bytes} > {q(mem_d)}/memory.limit_in_bytes")
+                if not swap:
+                    lines.append(f"[ ! -f {q(mem_d)}/memory.memsw.limit_in_bytes ] || "
+                                 f"echo {mem_bytes} > {q(mem_d)}/memory.memsw.limit_in_bytes")
+            if quota:
+                lines += [f"echo {CFS_PERIOD_US} > {q(cpu_d)}/cpu.cfs_period_us",
+                          f"echo {quota} > {q(cpu_d)}/cpu.cfs_quota_us"]
+        self.target.run(["sh", "-c", "\n".join(lines)])
+
+    def wrap(self, argv: list[str]) -> list[str]:
+        """argv that joins this cgroup and then execs the command, keeping its PID."""
+        joins = " && ".join(f"echo $$ > {shlex.quote(d)}/cgroup.procs" for d in self.dirs)
+        return ["sh", "-c", f'{joins} && exec "$@"', "edgebench-launch", *argv]
+
+    def destroy(self) -> None:
+        """Kill whatever is left inside and remove the directories (retrying while tasks exit)."""
+        dirs = " ".join(shlex.quote(d) for d in self.dirs)
+        script = f"""
+for d in {dirs}; do
+  [ -d "$d" ] || continue
+  for p in $(cat "$d/cgroup.procs" 2>/dev/null); do kill -9 "$p" 2>/dev/null; done
+done
+for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do
+  left=0
+  for d in {dirs}; do [ -d "$d" ] && {{ rmdir "$d" 2>/dev/null || left=1; }}; done
+  [ $left = 0 ] && exit 0
+  sleep 0.1
+done
+exit 1
+"""
+        self.target.run(["sh", "-c", script], check=False)

@@ -1,0 +1,28 @@
+"""Errors a user can act on. Each message says what to change."""
+
+
+class EdgebenchError(Exception):
+    """Base class for every error edgebench raises on purpose."""
+
+
+class ConfigError(EdgebenchError, ValueError):
+    """A parameter is wrong; raised before anything is started."""
+
+
+class TargetUnreachable(EdgebenchError):
+    """The device under test cannot be reached (SSH connect, auth or host key)."""
+
+
+class RemoteCommandError(EdgebenchError):
+    """A command on a target failed. Names the host, the command and the tail of stderr."""
+
+    def __init__(self, host: str, command: str, exit_code: int | None, stderr: str, stdout: str = ""):
+        self.host, self.command, self.exit_code = host, command, exit_code
+        self.stderr, self.stdout = stderr, stdout
+        tail = "\n".join(stderr.strip().splitlines()[-8:]) or "(no stderr)"
+        what = "timed out" if exit_code is None else f"exited {exit_code}"
+        super().__init__(f"on {host}: `{command}` {what}:\n{tail}")
+
+
+class RuntimeUnavailable(EdgebenchError):
+    """A runtime cannot run on this target; the message says why."""

@@ -1,0 +1,141 @@
+"""What every experiment shares: parameter checking, profiles, choosing runtimes, and a
+session that stops everything it started however the run ends."""
+
+from __future__ import annotations
+
+import sys
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Iterable, Iterator
+
+from edgebench.apps import APPS, HTTP_APPS, get_app
+from edgebench.errors import ConfigError
+from edgebench.runtimes import RUNTIMES, Runtime, check_runtime_names
+from edgebench.targets import Target, connect
+from edgebench.units import parse_cpus, parse_memory_mb
+
+# quick: seconds per notebook, for tests and a first look. standard: the papers' settings.
+PROFILES: dict[str, dict] = {
+    "quick": {"repetitions": 3},
+    "standard": {"repetitions": 20},
+}
+
+
+def as_list(value, everything: Iterable[str], word: str = "all") -> list[str]:
+    """'a,b' or ['a', 'b'] or 'all'/'auto' -> list. Make passes strings; notebooks pass lists."""
+    if value is None:
+        return list(everything)
+    if isinstance(value, str):
+        items = [v.strip() for v in value.split(",") if v.strip()]
+    else:
+        items = [str(v).strip() for v in value]
+    if items in ([word], ["auto"], ["all"]):
+        return list(everything)
+    return items
+
+
+def check_profile(profile: str) -> dict:
+    if profile not in PROFILES:
+        raise ConfigError(f"unknown profile {profile!r}; choose from {', '.join(PROFILES)}")
+    return dict(PROFILES[profile])
+
+
+def check_apps(apps, allowed: Iterable[str] = HTTP_APPS) -> list[str]:
+    allowed = list(allowed)
+    names = as_list(apps, allowed)
+    for name in names:
+        get_app(name)
+        if name not in allowed:
+            raise ConfigError(f"app {name!r} does not fit this experiment; choose from {', '.join(allowed)}")
+    if not names:
+        raise ConfigError(f"no apps selected; choose from {', '.join(allowed)}")
+    return names
+
+
+def check_repetitions(value) -> int:
+    try:
+        n = int(value)
+    except (TypeError, ValueError):
+        raise ConfigError(f"repetitions={value!r} is not a whole number") from None
+    if n < 1:
+        raise ConfigError(f"repetitions={value!r} must be at least 1")
+    return n
+
+
+def check_protocols(value) -> list[str]:
+    names = as_list(value, ["fair", "published"])
+    for p in names:
+        if p not in ("fair", "published"):
+            raise ConfigError(f"unknown protocol {p!r}; use 'fair', 'published' or both")
+    return names
+
+
+@dataclass
+class Selection:
+    runtimes: list[Runtime]
+    skipped: dict[str, str] = field(default_factory=dict)  # runtime -> why it is absent
+
+
+def select_runtimes(target: Target, requested, run_tag: str) -> Selection:
+    """'auto': every runtime the target can run, the rest skipped with the reason.
+    A runtime named explicitly must be available, or this fails before anything starts."""
+    auto = requested is None or as_list(requested, ["auto"]) == ["auto"] or requested == "auto"
+    names = list(RUNTIMES) if auto else check_runtime_names(as_list(requested, RUNTIMES))
+    chosen, skipped = [], {}
+    for name in names:
+        rt = RUNTIMES[name](target, run_tag)
+        why = rt.availability()
+        if why:
+            chosen.append(rt)
+        elif auto:
+            skipped[name] = why.reason
+        else:
+            raise ConfigError(f"runtime {name!r} is not available on {target.name}: {why.reason}; "
+                              "fix that or leave it out of `runtimes`")
+    if not chosen:
+        raise ConfigError(f"no runtime available on {target.name}: {skipped}")
+    for name, reason in skipped.items():
+        print(f"[edgebench] {name} skipped: {reason}", file=sys.stderr)
+    return Selection(chosen, skipped)
+
+
+def resolve_limits(target: Target, cpus, memory) -> tuple[float | None, float | None, str]:
+    """The requested limits, clipped to what the target has; the note says what was clipped."""
+    cpus_v, mem_v = parse_cpus(cpus), parse_memory_mb(memory)
+    facts = target.facts()
+    notes = []
+    cores, mem_total = facts.get("cores"), facts.get("memory_mb")
+    if cpus_v is not None and cores and cpus_v > cores:
+        notes.append(f"cpus {cpus_v:g} clipped to the target's {cores}")
+        cpus_v = float(cores)
+    if mem_v is not None and mem_total and mem_v > mem_total:
+        notes.append(f"memory {mem_v:g} MiB clipped to the target's {mem_total}")
+        mem_v = float(mem_total)
+    return cpus_v, mem_v, "; ".join(notes)
+
+
+@contextmanager
+def session(target_spec, runtimes, run_id: str) -> Iterator[tuple[Target, Selection]]:
+    """Connect (failing fast when unreachable), choose runtimes, and on the way out, however it
+    ends, stop everything the runtimes started and close the connection."""
+    target = connect(target_spec)
+    selection = None
+    try:
+        selection = select_runtimes(target, runtimes, run_tag_for(run_id))
+        yield target, selection
+    finally:
+        try:
+            if selection:
+                for rt in selection.runtimes:
+                    rt.cleanup()
+        finally:
+            target.close()
+
+
+def run_tag_for(run_id: str) -> str:
+    """Short, name-safe tag for containers and cgroups (docker names allow [a-zA-Z0-9_.-])."""
+    return run_id.replace("T", "").replace("Z", "")[:24]
+
+
+__all__ = ["PROFILES", "as_list", "check_profile", "check_apps", "check_repetitions", "check_protocols",
+           "select_runtimes", "resolve_limits", "session", "APPS"]

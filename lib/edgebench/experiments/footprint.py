@@ -1,0 +1,66 @@
+"""Static footprint (paper 000, Fig. 2): the size of each app and of each runtime's artifact.
+
+Metrics per (app, runtime, build):
+- `app_size`: the app's own code (Go: the static binary; Node: the script bundle).
+- `image_size`: what the runtime needs on the device to run it. Native Go: the binary. Native
+  Node: the script plus the `node` binary (what the paper's pkg-built binary bundles). Docker:
+  the image size as `docker image inspect` reports it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from edgebench.apps import APPS, HTTP_APPS, place_app
+from edgebench.errors import ConfigError, EdgebenchError
+from edgebench.experiments.common import as_list, check_apps, check_profile, session
+from edgebench.results import Run, new_run_id
+from edgebench.runtimes.docker import BUILD_MODES
+
+EXPERIMENT = "static_footprint"
+EXTRA_COLUMNS = ["build", "artifact"]
+
+
+def run_footprint(target="local", runtimes="auto", apps="all", docker_builds="offline",
+                  profile: str = "standard", run_id: str | None = None) -> Path:
+    """Measure, write data/static_footprint/<run_id>/, return that directory."""
+    check_profile(profile)
+    app_names = check_apps(apps, HTTP_APPS)
+    builds = as_list(docker_builds, ["offline"])
+    for b in builds:
+        if b not in BUILD_MODES:
+            raise ConfigError(f"docker build {b!r} unknown; choose from {', '.join(BUILD_MODES)}")
+    run_id = run_id or new_run_id()
+    params = dict(target=str(target), runtimes=runtimes, apps=app_names, docker_builds=builds,
+                  profile=profile)
+    with session(target, runtimes, run_id) as (tgt, selection):
+        with Run(EXPERIMENT, params, tgt.facts(), extra_columns=EXTRA_COLUMNS, run_id=run_id) as run:
+            run.note("skipped_runtimes", selection.skipped)
+            for app_name in app_names:
+                base = dict(app=app_name, rep=1, cpus=None, memory_mb=None)
+                try:
+                    built = place_app(tgt, APPS[app_name])
+                except EdgebenchError as e:
+                    for rt in selection.runtimes:
+                        run.failed(metric="image_size", unit="bytes", error=f"building {app_name}: {e}",
+                                   runtime=rt.name, protocol="fair", **base)
+                    continue
+                for rt in selection.runtimes:
+                    for build in (builds if rt.name == "docker" else ["native"]):
+                        row = dict(base, runtime=rt.name, build=build,
+                                   protocol="published" if build == "published" else "fair")
+                        try:
+                            artifact = rt.package(built, build)
+                        except EdgebenchError as e:
+                            run.failed(metric="image_size", unit="bytes", error=str(e), **row)
+                            continue
+                        run.save_raw(f"package-{app_name}-{rt.name}-{build}",
+                                     command=artifact.details.get("build_command", "(copied)"),
+                                     stdout=str(artifact.details), artifact=artifact.ref)
+                        size = artifact.size_bytes
+                        if rt.name == "native" and "node_binary_bytes" in built.details:
+                            size += built.details["node_binary_bytes"]
+                        run.add(metric="app_size", value=artifact.raw_size_bytes, unit="bytes",
+                                artifact=artifact.ref, **row)
+                        run.add(metric="image_size", value=size, unit="bytes", artifact=artifact.ref, **row)
+            return run.dir

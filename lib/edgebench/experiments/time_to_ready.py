@@ -1,0 +1,215 @@
+"""Time to ready (paper 000, Fig. 3): from issuing the launch to the first HTTP 200.
+
+Two protocols, recorded in the `protocol` column:
+- `fair`: the probe on the target takes the clock just before it spawns the launch command and
+  polls the port every <= 1 ms with plain sockets (no process per poll). Artifacts are built
+  beforehand. The app's own clock reading at listen time splits the launch into "until the
+  app listens" and "until the probe sees it". The same limits, pinning and GOMAXPROCS for all.
+- `published`: the artifact's method: `date +%s%3N`, the launch command, then `curl` every
+  50 ms until it succeeds, `date +%s%3N` again. Only `--cpus`/`--memory`, Go's default
+  GOMAXPROCS.
+"""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+
+from tqdm.auto import tqdm
+
+from edgebench.apps import APPS, HTTP_APPS, place_app, place_probe
+from edgebench.cgroups import cpuset_for
+from edgebench.errors import ConfigError, EdgebenchError
+from edgebench.experiments.common import (check_apps, check_profile, check_protocols, check_repetitions,
+                                          resolve_limits, session)
+from edgebench.results import Run, new_run_id
+from edgebench.runtimes import Limits, Runtime, StartFailed
+from edgebench.runtimes.base import parse_listen_line
+from edgebench.targets import Target, sh
+
+EXPERIMENT = "time_to_ready"
+EXTRA_COLUMNS = ["build", "network", "cpus_applied", "memory_mb_applied", "cpuset_applied",
+                 "limits_note"]
+PUBLISHED_POLL_S = 0.05
+READY_TIMEOUT_S = 60
+PORT_BASE = 18080
+PORT_SPAN = 200
+
+# The artifact's timing loop, bounded so a never-ready app cannot hang the run.
+_PUBLISHED_SCRIPT = r"""
+url=$1; detaches=$2; shift 2
+start=$(date +%s%3N)
+if [ "$detaches" = 1 ]; then "$@" >/dev/null 2>"$EB_ERR" || { echo "launch-failed $start"; exit 3; }; pid=
+else "$@" >"$EB_OUT" 2>"$EB_ERR" </dev/null & pid=$!; fi
+n=0
+until curl -sf -o /dev/null "$url"; do
+  n=$((n+1)); [ $n -gt $EB_MAX_POLLS ] && { echo "timeout $start $pid"; exit 2; }
+  sleep __POLL__
+done
+end=$(date +%s%3N)
+echo "ready $start $end $pid $n"
+""".replace("__POLL__", str(PUBLISHED_POLL_S))
+
+
+def fair_limits(cpus: float | None, memory_mb: float | None, cores: int) -> Limits:
+    """Same cores for every runtime, GOMAXPROCS = granted CPUs, no swap beyond the limit."""
+    pinned = cpuset_for(cpus, cores)
+    gomaxprocs = max(1, int(-(-cpus // 1))) if cpus else None
+    return Limits(cpus=cpus, memory_mb=memory_mb, cpuset=pinned, swap=False, gomaxprocs=gomaxprocs)
+
+
+def published_limits(cpus: float | None, memory_mb: float | None) -> Limits:
+    return Limits(cpus=cpus, memory_mb=memory_mb)
+
+
+def _applied_columns(instance) -> dict:
+    a = instance.limits_applied if instance else None
+    if a is None:
+        return {}
+    return dict(cpus_applied=a.cpus, memory_mb_applied=a.memory_mb, cpuset_applied=a.cpuset)
+
+
+def verify_limits(requested: Limits, applied) -> str:
+    """Empty when the kernel holds what was asked; otherwise what differs."""
+    if applied is None:
+        return "limits not read back"
+    diffs = []
+    if requested.cpus is not None and (applied.cpus is None or abs(applied.cpus - requested.cpus) > 0.01):
+        diffs.append(f"cpus asked {requested.cpus:g}, cgroup has {applied.cpus}")
+    if requested.memory_mb is not None and (applied.memory_mb is None
+                                            or abs(applied.memory_mb - requested.memory_mb) > 1):
+        diffs.append(f"memory asked {requested.memory_mb:g} MiB, cgroup has {applied.memory_mb}")
+    if requested.cpuset and applied.cpuset != requested.cpuset:
+        diffs.append(f"cpuset asked {requested.cpuset}, cgroup has {applied.cpuset}")
+    return "; ".join(diffs)
+
+
+def measure_fair(run: Run, rt: Runtime, artifact, limits: Limits, port: int, row: dict) -> None:
+    try:
+        instance, probe = rt.start(artifact, limits, port, timeout_s=READY_TIMEOUT_S)
+    except StartFailed as e:
+        if e.probe:
+            run.save_raw(f"probe-{row['app']}-{rt.name}-rep{row['rep']}", command=e.probe.command,
+                         stdout=e.probe.raw)
+        run.failed(metric="time_to_ready", unit="ms", error=str(e), **row)
+        return
+    try:
+        output = rt.app_output(instance)
+        listen_ns = parse_listen_line(output)
+        run.save_raw(f"probe-{row['app']}-{rt.name}-rep{row['rep']}", command=probe.command, stdout=probe.raw,
+                     app_stdout=output, limits_applied=instance.limits_applied,
+                     instance_details=instance.details)
+        note = verify_limits(limits, instance.limits_applied)
+        row = dict(row, network=instance.network_path, limits_note=note, **_applied_columns(instance))
+        run.add(metric="time_to_ready", value=probe.ready_after_ns / 1e6, unit="ms", **row)
+        if probe.first_connect_unix_ns:
+            run.add(metric="time_to_first_connect", unit="ms",
+                    value=(probe.first_connect_unix_ns - probe.start_unix_ns) / 1e6, **row)
+        if listen_ns is None:
+            run.failed(metric="time_to_listen", unit="ms", error="the app printed no listening line", **row)
+        else:
+            run.add(metric="time_to_listen", value=(listen_ns - probe.start_unix_ns) / 1e6, unit="ms", **row)
+            run.add(metric="probe_lag", value=(probe.ready_unix_ns - listen_ns) / 1e6, unit="ms", **row)
+        run.add(metric="probe_attempts", value=probe.attempts, unit="count", **row)
+    finally:
+        rt.stop(instance)
+
+
+def measure_published(run: Run, rt: Runtime, artifact, limits: Limits, port: int, row: dict) -> None:
+    plan = rt.launch_plan(artifact, limits, port)
+    script = f"EB_OUT={shlex.quote(plan.stdout_path)} EB_ERR={shlex.quote(plan.stderr_path)} " \
+             f"EB_MAX_POLLS={int(READY_TIMEOUT_S / PUBLISHED_POLL_S)} " + \
+             sh(["sh", "-c", _PUBLISHED_SCRIPT, "published-ttr", plan.ready_url,
+                 "1" if plan.detaches else "0", *plan.argv])
+    pid = None
+    try:
+        r = rt.target.run(script, timeout=READY_TIMEOUT_S + 30, check=False)
+        run.save_raw(f"published-{row['app']}-{rt.name}-rep{row['rep']}", command=script,
+                     stdout=r.stdout, stderr=r.stderr, exit_code=r.exit_code)
+        fields = r.stdout.split()
+        if fields and fields[0] == "ready":
+            start, end = int(fields[1]), int(fields[2])
+            pid = int(fields[3]) if len(fields) > 4 and fields[3] else None
+            instance = rt.attach(plan, pid)
+            pid = instance.pid if rt.name == "native" else pid
+            note = verify_limits(limits, instance.limits_applied)
+            run.add(metric="time_to_ready", value=float(end - start), unit="ms",
+                    **dict(row, network=plan.network_path, limits_note=note, **_applied_columns(instance)))
+        else:
+            reason = rt.failure_reason(plan) or r.stdout.strip() or r.stderr.strip()[-300:]
+            run.failed(metric="time_to_ready", unit="ms", error=f"not ready: {reason}", **row)
+            if len(fields) > 2 and fields[2].isdigit():
+                pid = int(fields[2])
+    finally:
+        rt.stop_plan(plan, pid)
+
+
+def run_time_to_ready(target="local", runtimes="auto", apps="all", repetitions: int | None = None,
+                      protocols="fair,published", cpus="8", memory="2048m", docker_build: str = "offline",
+                      profile: str = "standard", run_id: str | None = None, progress: bool = True) -> Path:
+    """Measure every (app, runtime, protocol) `repetitions` times, runtimes interleaved."""
+    prof = check_profile(profile)
+    reps = check_repetitions(repetitions if repetitions not in (None, "", 0) else prof["repetitions"])
+    app_names = check_apps(apps, HTTP_APPS)
+    protocol_names = check_protocols(protocols)
+    run_id = run_id or new_run_id()
+    params = dict(target=str(target), runtimes=runtimes, apps=app_names, repetitions=reps,
+                  protocols=protocol_names, cpus=cpus, memory=memory, docker_build=docker_build,
+                  profile=profile)
+    with session(target, runtimes, run_id) as (tgt, selection):
+        cpus_v, mem_v, clip_note = resolve_limits(tgt, cpus, memory)
+        if "published" in protocol_names and not tgt.which("curl"):
+            raise ConfigError(f"the published protocol polls with curl, which {tgt.name} lacks; install "
+                              "curl there or set protocols='fair'")
+        limits = {"fair": fair_limits(cpus_v, mem_v, tgt.facts()["cores"]),
+                  "published": published_limits(cpus_v, mem_v)}
+        for rt in selection.runtimes:
+            for app in app_names:
+                rt.check_limits(app, limits["fair"])
+        with Run(EXPERIMENT, params, tgt.facts(), extra_columns=EXTRA_COLUMNS, run_id=run_id) as run:
+            run.note("skipped_runtimes", selection.skipped)
+            run.note("limits", {k: v.as_dict() for k, v in limits.items()})
+            if clip_note:
+                run.note("clipped", clip_note)
+            place_probe(tgt)
+            artifacts = _package_all(run, tgt, selection.runtimes, app_names, docker_build)
+            steps = [(rep, app, i, proto) for rep in range(1, reps + 1) for app in app_names
+                     for i in range(len(selection.runtimes)) for proto in protocol_names]
+            port_seq = 0
+            for rep, app, i, proto in tqdm(steps, desc="time to ready", disable=not progress):
+                # Rotate the order each repetition (A B, B A, ...) so drift favours no runtime.
+                rts = selection.runtimes
+                rt = rts[(i + rep) % len(rts)]
+                artifact = artifacts.get((app, rt.name))
+                lim = limits[proto]
+                row = dict(app=app, runtime=rt.name, protocol=proto, rep=rep, cpus=lim.cpus,
+                           memory_mb=lim.memory_mb, limits_note=clip_note,
+                           build=artifact.build if artifact else "")
+                if artifact is None:
+                    run.failed(metric="time_to_ready", unit="ms", error="packaging failed (see raw/)", **row)
+                    continue
+                port_seq += 1
+                port = PORT_BASE + port_seq % PORT_SPAN
+                measure = measure_fair if proto == "fair" else measure_published
+                try:
+                    measure(run, rt, artifact, lim, port, row)
+                except EdgebenchError as e:
+                    run.failed(metric="time_to_ready", unit="ms", error=str(e), **row)
+            return run.dir
+
+
+def _package_all(run: Run, target: Target, runtimes, app_names, docker_build: str) -> dict:
+    """Build every artifact before any clock starts."""
+    artifacts = {}
+    for app in app_names:
+        try:
+            built = place_app(target, APPS[app])
+        except EdgebenchError as e:
+            run.save_raw(f"build-{app}", command="place_app", stderr=str(e))
+            continue
+        for rt in runtimes:
+            try:
+                artifacts[(app, rt.name)] = rt.package(built, docker_build if rt.name == "docker" else "native")
+            except EdgebenchError as e:
+                run.save_raw(f"package-{app}-{rt.name}", command="package", stderr=str(e))
+    return artifacts

@@ -1,0 +1,208 @@
+"""Where a run's data goes: data/<experiment>/<run_id>/ with meta.json, raw/ and results.csv.
+
+A row is appended and flushed per repetition, so an interrupted run keeps what it measured.
+Nothing is averaged here; aggregation happens in the notebook.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import os
+import re
+import secrets
+import signal
+import subprocess
+import threading
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from edgebench.errors import ConfigError
+from edgebench.paths import DATA_DIR, PROJECT_ROOT
+
+CORE_COLUMNS = ["experiment", "run_id", "target", "app", "runtime", "protocol", "cpus", "memory_mb",
+                "rep", "metric", "value", "unit", "status", "error"]
+_RUN_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+
+def utc_now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+
+
+def new_run_id() -> str:
+    return datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(2)
+
+
+def git_state(root: Path = PROJECT_ROOT) -> dict:
+    def git(*args):
+        r = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, timeout=20)
+        return r.stdout.strip() if r.returncode == 0 else None
+    commit = git("rev-parse", "HEAD")
+    status = git("status", "--porcelain", "--untracked-files=no")
+    return {"commit": commit, "dirty": bool(status) if status is not None else None}
+
+
+def _jsonable(value: Any) -> Any:
+    if hasattr(value, "as_dict"):
+        return value.as_dict()
+    if isinstance(value, Path):
+        return str(value)
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    return str(value)
+
+
+class Run:
+    """One execution of one experiment. Use as a context manager: the meta file records how
+    it ended (completed, failed, interrupted) even when the body raises."""
+
+    def __init__(self, experiment: str, params: dict, target_facts: dict, *,
+                 extra_columns: list[str] = (), run_id: str | None = None, data_dir: Path = DATA_DIR):
+        if run_id is not None and not _RUN_ID_RE.match(run_id):
+            raise ConfigError(f"run_id={run_id!r} may only hold letters, digits, '.', '_' and '-'")
+        self.experiment = experiment
+        self.run_id = run_id or new_run_id()
+        self.dir = Path(data_dir) / experiment / self.run_id
+        if (self.dir / "results.csv").exists():
+            raise ConfigError(f"{self.dir} already holds results; choose another run_id "
+                              "(raw data is never overwritten)")
+        self.raw_dir = self.dir / "raw"
+        self.raw_dir.mkdir(parents=True, exist_ok=True)
+        self.columns = CORE_COLUMNS + [c for c in extra_columns if c not in CORE_COLUMNS]
+        self.target = target_facts.get("target", "local")
+        self.counts = {"ok": 0, "failed": 0}
+        self._raw_seq = 0
+        self._lock = threading.Lock()
+        self.meta = {
+            "experiment": experiment, "run_id": self.run_id, "status": "running",
+            "started_at": utc_now(), "ended_at": None, "parameters": params,
+            "project": git_state(), "target": target_facts,
+            "tool_versions": {k: target_facts.get(k) for k in
+                              ("docker", "docker_server", "go", "node", "wrk", "qemu", "ops", "lxd", "curl",
+                               "perf")},
+            "columns": self.columns,
+        }
+        self._write_meta()
+        self._csv = open(self.dir / "results.csv", "w", newline="")
+        self._writer = csv.DictWriter(self._csv, fieldnames=self.columns, extrasaction="raise")
+        self._writer.writeheader()
+        self._flush()
+
+    # -- rows ---------------------------------------------------------------------
+    def add(self, *, metric: str, value: float | None, unit: str, status: str = "ok",
+            error: str = "", **context) -> None:
+        if status not in ("ok", "failed"):
+            raise ValueError(f"status must be ok or failed, not {status!r}")
+        row = {c: "" for c in self.columns}
+        row.update(experiment=self.experiment, run_id=self.run_id, target=self.target)
+        unknown = set(context) - set(self.columns)
+        if unknown:
+            raise ValueError(f"columns {sorted(unknown)} not declared for {self.experiment}")
+        row.update({k: ("" if v is None else v) for k, v in context.items()})
+        row.update(metric=metric, unit=unit, status=status,
+                   value="" if value is None or (isinstance(value, float) and math.isnan(value)) else value,
+                   error=" ".join(str(error).split())[:500])
+        with self._lock:
+            self._writer.writerow(row)
+            self._flush()
+            self.counts[status] += 1
+
+    def failed(self, *, metric: str, unit: str, error: str, **context) -> None:
+        self.add(metric=metric, value=None, unit=unit, status="failed", error=error, **context)
+
+    def _flush(self) -> None:
+        self._csv.flush()
+        os.fsync(self._csv.fileno())
+
+    # -- raw output ---------------------------------------------------------------
+    def save_raw(self, name: str, *, command: str, stdout: str = "", stderr: str = "",
+                 exit_code: int | None = None, **extra) -> Path:
+        """Tool output exactly as captured, with the command that produced it."""
+        with self._lock:
+            self._raw_seq += 1
+            seq = self._raw_seq
+        safe = re.sub(r"[^A-Za-z0-9._-]+", "_", name)[:120]
+        path = self.raw_dir / f"{seq:05d}-{safe}.json"
+        record = {"command": command, "exit_code": exit_code, "stdout": stdout, "stderr": stderr,
+                  "captured_at": utc_now(), **extra}
+        path.write_text(json.dumps(record, indent=1, default=_jsonable))
+        return path
+
+    # -- lifecycle ----------------------------------------------------------------
+    def _write_meta(self) -> None:
+        tmp = self.dir / "meta.json.tmp"
+        tmp.write_text(json.dumps(self.meta, indent=1, default=_jsonable))
+        tmp.replace(self.dir / "meta.json")
+
+    def note(self, key: str, value: Any) -> None:
+        self.meta.setdefault("notes", {})[key] = value
+        self._write_meta()
+
+    def finish(self, status: str = "completed", error: str | None = None) -> None:
+        self.meta.update(status=status, ended_at=utc_now(), rows=dict(self.counts))
+        if error:
+            self.meta["error"] = error
+        self._write_meta()
+        if not self._csv.closed:
+            self._csv.close()
+
+    def __enter__(self) -> "Run":
+        self._old_sigterm = None
+        if threading.current_thread() is threading.main_thread():
+            # `kill`/timeouts send SIGTERM: turn it into the same unwinding as Ctrl-C.
+            self._old_sigterm = signal.signal(signal.SIGTERM, _raise_interrupt)
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if self._old_sigterm is not None:
+            signal.signal(signal.SIGTERM, self._old_sigterm)
+        if exc_type is None:
+            self.finish("completed")
+        elif issubclass(exc_type, KeyboardInterrupt):
+            self.finish("interrupted", "interrupted by the user (Ctrl-C or SIGTERM)")
+        else:
+            self.finish("failed", f"{exc_type.__name__}: {exc}")
+
+
+def _raise_interrupt(signum, frame):
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+# -- reading back -------------------------------------------------------------------
+
+def run_dirs(experiment: str, data_dir: Path = DATA_DIR) -> list[Path]:
+    base = Path(data_dir) / experiment
+    if not base.is_dir():
+        return []
+    dirs = [d for d in base.iterdir() if (d / "results.csv").exists() and (d / "meta.json").exists()]
+    return sorted(dirs, key=lambda d: json.loads((d / "meta.json").read_text()).get("started_at") or "")
+
+
+def find_run(experiment: str, run_id: str = "latest", data_dir: Path = DATA_DIR) -> Path:
+    """'latest' -> the most recent run of the experiment; otherwise that run's directory."""
+    if run_id in ("latest", "", None):
+        dirs = run_dirs(experiment, data_dir)
+        if not dirs:
+            raise ConfigError(f"no data for {experiment} under {Path(data_dir) / experiment}; "
+                              "run the experiment first (make figures) instead of replotting")
+        return dirs[-1]
+    path = Path(data_dir) / experiment / run_id
+    if not (path / "results.csv").exists():
+        raise ConfigError(f"no run {run_id!r} for {experiment} in {path.parent}")
+    return path
+
+
+def load_results(run_dir: Path) -> pd.DataFrame:
+    df = pd.read_csv(Path(run_dir) / "results.csv", keep_default_na=False, na_values=[""])
+    df["value"] = pd.to_numeric(df["value"], errors="coerce")
+    for col in ("error",):
+        df[col] = df[col].fillna("")
+    return df
+
+
+def load_meta(run_dir: Path) -> dict:
+    return json.loads((Path(run_dir) / "meta.json").read_text())

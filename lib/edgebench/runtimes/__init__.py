@@ -1,0 +1,39 @@
+"""Runtimes by name. Nanos (ops on QEMU) and LXD plug in here with the same interface."""
+
+from __future__ import annotations
+
+from edgebench.errors import ConfigError
+from edgebench.runtimes.base import (Artifact, Availability, BatchResult, Instance, LaunchPlan, Limits,
+                                     ProbeResult, Runtime, StartFailed)
+from edgebench.runtimes.docker import DockerRuntime
+from edgebench.runtimes.native import NativeRuntime
+from edgebench.targets import Target
+
+RUNTIMES: dict[str, type[Runtime]] = {
+    "native": NativeRuntime,
+    "docker": DockerRuntime,
+}
+# Runtimes the papers use that are not implemented yet: named, so the error can say so.
+PLANNED = {"nanos": "the Nanos unikernel (ops on QEMU)", "lxd": "LXD system containers"}
+
+
+def check_runtime_names(names) -> list[str]:
+    out = []
+    for name in names:
+        if name in RUNTIMES:
+            out.append(name)
+        elif name in PLANNED:
+            raise ConfigError(f"runtime {name!r} ({PLANNED[name]}) is not available in this version of "
+                              f"edgebench; choose from {', '.join(RUNTIMES)} or 'auto'")
+        else:
+            raise ConfigError(f"unknown runtime {name!r}; choose from {', '.join(RUNTIMES)} or 'auto'")
+    return out
+
+
+def get_runtime(name: str, target: Target, run_tag: str | None = None) -> Runtime:
+    check_runtime_names([name])
+    return RUNTIMES[name](target, run_tag)
+
+
+__all__ = ["RUNTIMES", "get_runtime", "check_runtime_names", "Runtime", "Limits", "Artifact", "Instance",
+           "LaunchPlan", "BatchResult", "Availability", "ProbeResult", "StartFailed"]

@@ -1,0 +1,204 @@
+"""Docker containers, driven with the docker CLI on the target (the same commands a user
+would type, and the same path over SSH as locally).
+
+Images build two ways:
+- `offline`: package what is already on the target: the static Go binary into `FROM scratch`;
+  for Node the target's node binary, the shared libraries `ldd` lists and the script into a
+  `FROM scratch` image. Needs no registry.
+- `published`: the paper's multi-stage Dockerfiles in `dockerfiles/` (golang builder to
+  scratch; node:alpine). Needs a registry to pull the base images.
+"""
+
+from __future__ import annotations
+
+import shlex
+import time
+
+from edgebench.apps import BuiltApp
+from edgebench.cgroups import AppliedLimits, read_limits
+from edgebench.errors import ConfigError, EdgebenchError
+from edgebench.paths import DOCKERFILES_DIR
+from edgebench.runtimes.base import (Artifact, Availability, BatchResult, Instance, LaunchPlan, Limits,
+                                     Runtime)
+from edgebench.runtimes.native import app_env
+from edgebench.targets import sh
+
+BUILD_MODES = ("offline", "published")
+LABEL = "edgebench.run"
+BUILD_TIMEOUT_S = 900
+
+# Lays out rootfs/ for the offline Node image: node, every library ldd lists, the script.
+_NODE_ROOTFS = r"""
+set -e
+ctx=$1; script=$2
+rm -rf "$ctx"; mkdir -p "$ctx/rootfs/usr/local/bin" "$ctx/rootfs/app" "$ctx/rootfs/tmp"
+node=$(readlink -f "$(command -v node)")
+cp "$node" "$ctx/rootfs/usr/local/bin/node"
+for lib in $(ldd "$node" | awk '$2 == "=>" && $3 ~ /^\// {print $3} $1 ~ /^\// {print $1}'); do
+  cp --parents -L "$lib" "$ctx/rootfs/"
+done
+cp "$script" "$ctx/rootfs/app/server.js"
+"""
+
+
+class DockerRuntime(Runtime):
+    name = "docker"
+    min_memory_mb = 6  # dockerd refuses --memory below 6 MiB
+
+    def availability(self) -> Availability:
+        if not self.target.which("docker"):
+            return Availability(False, f"no docker CLI on {self.target.name}; install docker.io "
+                                "(or Docker Engine) there")
+        r = self.target.run(["docker", "version", "--format", "{{.Server.Version}}"], timeout=20,
+                            check=False)
+        if not r.ok:
+            tail = (r.stderr.strip().splitlines() or ["no answer"])[-1]
+            return Availability(False, f"the Docker daemon on {self.target.name} does not answer "
+                                f"({tail}); start it (`systemctl start docker` or `dockerd &`)")
+        return Availability(True)
+
+    # -- images ------------------------------------------------------------------
+    def package(self, built: BuiltApp, build: str = "offline") -> Artifact:
+        if build not in BUILD_MODES:
+            raise ConfigError(f"docker build mode {build!r} unknown; use one of {', '.join(BUILD_MODES)}")
+        app = built.app
+        ctx = f"{self.target.workspace}/docker/{app.name}-{build}"
+        tag = f"edgebench/{app.name}:{build}"
+        if build == "offline":
+            dockerfile = DOCKERFILES_DIR / f"offline-{app.language}.Dockerfile"
+            if app.language == "go":
+                self.target.run(["sh", "-c", 'rm -rf "$1" && mkdir -p "$1" && cp "$2" "$1/app"', "ctx",
+                                 ctx, built.remote_path])
+            else:
+                self.target.run(["sh", "-c", _NODE_ROOTFS, "node-rootfs", ctx, built.remote_path])
+        else:
+            dockerfile = DOCKERFILES_DIR / f"{app.name}.Dockerfile"
+            self.target.run(["sh", "-c", 'rm -rf "$1" && mkdir -p "$1"', "ctx", ctx])
+            for f in app.source_files:
+                self.target.put(f, f"{ctx}/{f.relative_to(app.source_dir)}")
+        self.target.upload_if_changed(dockerfile, f"{ctx}/Dockerfile")
+        cmd = ["docker", "build", "-q", "-t", tag, "-f", f"{ctx}/Dockerfile", ctx]
+        r = self.target.run(cmd, timeout=BUILD_TIMEOUT_S, check=False)
+        if not r.ok:
+            hint = (" (the published build pulls base images: it needs a registry; use build='offline' "
+                    "without internet)") if build == "published" else ""
+            raise EdgebenchError(f"docker build of {tag} on {self.target.name} failed{hint}:\n"
+                                 f"{r.stderr[-1500:]}")
+        size = int(self.target.run(["docker", "image", "inspect", "-f", "{{.Size}}", tag]).stdout.strip())
+        return Artifact(self.name, app.name, tag, size, built.size_bytes, built, build=build,
+                        details={"image_id": r.stdout.strip(), "build_command": sh(cmd),
+                                 "dockerfile": dockerfile.name})
+
+    # -- services ----------------------------------------------------------------
+    def run_args(self, limits: Limits) -> list[str]:
+        args = []
+        if limits.cpus is not None:
+            args.append(f"--cpus={limits.cpus:g}")
+        if limits.memory_mb is not None:
+            args.append(f"--memory={int(limits.memory_mb)}m")
+            if not limits.swap:
+                args.append(f"--memory-swap={int(limits.memory_mb)}m")
+        if limits.cpuset:
+            args.append(f"--cpuset-cpus={limits.cpuset}")
+        return args
+
+    def launch_plan(self, artifact: Artifact, limits: Limits, port: int) -> LaunchPlan:
+        self.check_limits(artifact.app, limits)
+        self._check_port_free(port)
+        name = self.new_name(artifact.app)
+        cport = artifact.built.app.container_port
+        env = [x for e in app_env(artifact.built, limits, cport) for x in ("-e", e)]
+        argv = ["docker", "run", "-d", "--name", name, "--label", f"{LABEL}={self.run_tag}",
+                "-p", f"{port}:{cport}", *self.run_args(limits), *env, artifact.ref]
+        self.target.run(["mkdir", "-p", self.logs_dir()])
+        return LaunchPlan(self.name, artifact.app, name, argv, port, detaches=True, limits=limits,
+                          stdout_path=f"{self.logs_dir()}/{name}.out",
+                          stderr_path=f"{self.logs_dir()}/{name}.err",
+                          network_path="docker-proxy+bridge", state={"container": name})
+
+    def _check_port_free(self, port: int) -> None:
+        r = self.target.run(["docker", "ps", "-q", "--filter", f"publish={port}"], check=False)
+        if r.stdout.strip():
+            raise ConfigError(f"port {port} on {self.target.name} is already published by container "
+                              f"{r.stdout.split()[0]}; stop it or choose another port")
+
+    def inspect(self, name: str, fmt: str) -> str | None:
+        r = self.target.run(["docker", "inspect", "-f", fmt, name], check=False)
+        return r.stdout.strip() if r.ok else None
+
+    def attach(self, plan: LaunchPlan, launcher_pid: int | None) -> Instance:
+        name = plan.state["container"]
+        pid = int(self.inspect(name, "{{.State.Pid}}") or 0) or None
+        applied = read_limits(self.target, pid) if pid else None
+        host_config = self.inspect(name, "{{json .HostConfig}}")
+        return Instance(self.name, plan.app, name, plan.port, f"http://127.0.0.1:{plan.port}", pid,
+                        plan.limits, applied, plan.network_path, plan,
+                        details={"container_id": self.inspect(name, "{{.Id}}"),
+                                 "host_config": host_config})
+
+    def app_output(self, instance: Instance) -> str:
+        r = self.target.run(["docker", "logs", instance.plan.state["container"]], check=False)
+        return r.stdout
+
+    def failure_reason(self, plan: LaunchPlan) -> str | None:
+        name = plan.state.get("container")
+        state = self.inspect(name, "{{.State.OOMKilled}}|{{.State.ExitCode}}|{{.State.Status}}|"
+                             "{{.State.Error}}") if name else None
+        err = (self.target.read_text(plan.stderr_path, missing_ok=True) or "").strip()
+        if state:
+            oom, code, status, error = state.split("|", 3)
+            if oom == "true":
+                return f"OOMKilled (docker inspect), exit code {code}"
+            if status in ("exited", "dead"):
+                logs = self.target.run(["docker", "logs", "--tail", "3", name], check=False)
+                return f"container {status} with exit code {code} {error} {logs.stderr.strip()[-300:]}".strip()
+        return err.splitlines()[-1] if err else None
+
+    def stop_plan(self, plan: LaunchPlan, pid: int | None = None) -> None:
+        name = plan.state.get("container")
+        if name:
+            self.target.run(["docker", "rm", "-f", "-v", name], timeout=60, check=False)
+
+    def cleanup(self) -> None:
+        super().cleanup()
+        # Anything labelled with this run that a crash kept from the bookkeeping.
+        r = self.target.run(["docker", "ps", "-aq", "--filter", f"label={LABEL}={self.run_tag}"], check=False)
+        ids = r.stdout.split()
+        if ids:
+            self.target.run(["docker", "rm", "-f", "-v", *ids], timeout=60, check=False)
+
+    # -- batch -------------------------------------------------------------------
+    def run_batch(self, artifact: Artifact, args: list[str], limits: Limits,
+                  timeout_s: float = 600) -> BatchResult:
+        self.check_limits(artifact.app, limits)
+        name = self.new_name(artifact.app)
+        argv = ["docker", "run", "--name", name, "--label", f"{LABEL}={self.run_tag}",
+                *self.run_args(limits), artifact.ref, *args]
+        plan = LaunchPlan(self.name, artifact.app, name, argv, 0, limits=limits, state={"container": name})
+        self._live[name] = plan
+        try:
+            start = time.monotonic()
+            r = self.target.run(argv, timeout=timeout_s, check=False)
+            wall = time.monotonic() - start
+            applied = limits_from_host_config(self.inspect(name, "{{.HostConfig.NanoCpus}} "
+                                                           "{{.HostConfig.Memory}} {{.HostConfig.MemorySwap}} "
+                                                           "{{.HostConfig.CpusetCpus}}"))
+            oom = self.inspect(name, "{{.State.OOMKilled}}")
+        finally:
+            self.stop_plan(plan)
+            self._live.pop(name, None)
+        return BatchResult(r.exit_code, r.stdout, r.stderr, wall, sh(argv), applied,
+                           details={"oom_killed": oom == "true"})
+
+
+def limits_from_host_config(text: str | None) -> AppliedLimits | None:
+    """Docker's record of the limits, for containers whose cgroup is already gone."""
+    if not text:
+        return None
+    nano, mem, memsw, *cpuset = text.split(" ") + [""]
+    nano_i, mem_i, memsw_i = int(nano or 0), int(mem or 0), int(memsw or 0)
+    return AppliedLimits(cpus=nano_i / 1e9 if nano_i else None,
+                         memory_mb=mem_i / 2**20 if mem_i else None,
+                         swap_mb=(memsw_i - mem_i) / 2**20 if memsw_i > 0 and mem_i else None,
+                         cpuset=(cpuset[0] or None) if cpuset else None, cgroup_version=None,
+                         cgroup_path="docker inspect HostConfig", oom_kills=None)

@@ -1,0 +1,117 @@
+"""A plain process on the target. With limits, it runs inside a cgroup the library creates
+(v1 or v2) with CPU quota, memory limit and CPU pinning, read back after start."""
+
+from __future__ import annotations
+
+import shlex
+import time
+
+from edgebench.apps import BuiltApp
+from edgebench.cgroups import NativeCgroup, read_limits
+from edgebench.runtimes.base import (Artifact, Availability, BatchResult, Instance, LaunchPlan, Limits,
+                                     Runtime, is_alive, kill_pid)
+from edgebench.targets import sh
+
+
+def app_env(built: BuiltApp, limits: Limits, port: int) -> list[str]:
+    """Environment every runtime gives the app: its port, and GOMAXPROCS when asked for."""
+    env = [f"PORT={port}"]
+    if limits.gomaxprocs and built.app.language == "go":
+        env.append(f"GOMAXPROCS={limits.gomaxprocs}")
+    return env
+
+
+class NativeRuntime(Runtime):
+    name = "native"
+    min_memory_mb = 4
+
+    def availability(self) -> Availability:
+        return Availability(True)
+
+    def package(self, built: BuiltApp, build: str = "native") -> Artifact:
+        # Nothing to wrap: the artifact is the binary (Go) or the script bundle (Node).
+        return Artifact(self.name, built.app.name, built.remote_path, built.size_bytes, built.size_bytes,
+                        built, build="native", details=dict(built.details))
+
+    def _cgroup(self, name: str, limits: Limits) -> NativeCgroup | None:
+        if not limits.any:
+            return None
+        cg = NativeCgroup(self.target, name)
+        cg.create(limits.cpus, limits.memory_mb, limits.cpuset, limits.swap)
+        return cg
+
+    def launch_plan(self, artifact: Artifact, limits: Limits, port: int) -> LaunchPlan:
+        self.check_limits(artifact.app, limits)
+        name = self.new_name(artifact.app)
+        argv = ["env", *app_env(artifact.built, limits, port), *artifact.built.argv]
+        plan = LaunchPlan(self.name, artifact.app, name, argv, port, limits=limits,
+                          stdout_path=f"{self.logs_dir()}/{name}.out",
+                          stderr_path=f"{self.logs_dir()}/{name}.err", network_path="loopback")
+        self.target.run(["mkdir", "-p", self.logs_dir()])
+        cgroup = self._cgroup(name, limits)  # created before the clock starts
+        if cgroup:
+            plan.argv = cgroup.wrap(argv)
+            plan.state["cgroup"] = cgroup
+        return plan
+
+    def attach(self, plan: LaunchPlan, launcher_pid: int | None) -> Instance:
+        # The launcher execs into the app, so the probe's child PID is the app's PID.
+        applied = read_limits(self.target, launcher_pid) if launcher_pid else None
+        return Instance(self.name, plan.app, plan.name, plan.port, f"http://127.0.0.1:{plan.port}",
+                        launcher_pid, plan.limits, applied, plan.network_path, plan)
+
+    def app_output(self, instance: Instance) -> str:
+        return self.target.read_text(instance.plan.stdout_path, missing_ok=True) or ""
+
+    def failure_reason(self, plan: LaunchPlan) -> str | None:
+        err = self.target.read_text(plan.stderr_path, missing_ok=True) or ""
+        cgroup = plan.state.get("cgroup")
+        oom = None
+        if cgroup:
+            r = self.target.run(["sh", "-c", "cat " + " ".join(
+                f"{d}/memory.events {d}/memory.oom_control" for d in cgroup.dirs[:1]) + " 2>/dev/null"],
+                check=False)
+            for line in r.stdout.splitlines():
+                if line.startswith("oom_kill ") and line.split()[1] != "0":
+                    oom = f"OOM-killed in cgroup (oom_kill {line.split()[1]})"
+        tail = err.strip().splitlines()[-3:]
+        return "; ".join(x for x in [oom, " | ".join(tail)] if x) or None
+
+    def stop_plan(self, plan: LaunchPlan, pid: int | None = None) -> None:
+        if pid and is_alive(self.target, pid):
+            kill_pid(self.target, pid)
+        cgroup = plan.state.pop("cgroup", None)
+        if cgroup:
+            cgroup.destroy()  # also kills anything the app forked
+
+    def run_batch(self, artifact: Artifact, args: list[str], limits: Limits,
+                  timeout_s: float = 600) -> BatchResult:
+        self.check_limits(artifact.app, limits)
+        name = self.new_name(artifact.app)
+        argv = [*artifact.built.argv, *args]
+        cgroup = self._cgroup(name, limits)
+        applied = None
+        try:
+            if cgroup:
+                argv = cgroup.wrap(argv)
+            start = time.monotonic()
+            r = self.target.run(argv, timeout=timeout_s, check=False)
+            wall = time.monotonic() - start
+            if cgroup:
+                applied = read_cgroup_dir_limits(self.target, cgroup)
+        finally:
+            if cgroup:
+                cgroup.destroy()
+        return BatchResult(r.exit_code, r.stdout, r.stderr, wall, sh(argv), applied)
+
+
+def read_cgroup_dir_limits(target, cgroup: NativeCgroup):
+    """Limits of a cgroup whose batch process has exited, read through a short-lived member."""
+    placeholder = sh(cgroup.wrap(["sleep", "5"]))
+    joined = f"grep -q {shlex.quote('edgebench/' + cgroup.name)} /proc/$p/cgroup"
+    pid = int(target.run(f"{placeholder} >/dev/null 2>&1 & p=$!; "
+                         f"for i in $(seq 200); do {joined} && break; sleep 0.01; done; echo $p").stdout.strip())
+    try:
+        return read_limits(target, pid)
+    finally:
+        target.run(["kill", "-9", str(pid)], check=False)

@@ -1,0 +1,343 @@
+"""The device under test: the local machine (the default) or a host reached over SSH.
+
+Both kinds run the same shell command strings, so the localhost path exercises exactly
+what a remote run does. Commands are given as argv lists and quoted here; callers that
+need shell syntax build it from `shlex.quote`d parts (see `sh`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shlex
+import shutil
+import signal
+import subprocess
+import time
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Sequence
+
+from edgebench.errors import ConfigError, RemoteCommandError, TargetUnreachable
+
+LOCAL_NAMES = ("", "local", "localhost")
+DEFAULT_CONNECT_TIMEOUT_S = 10
+DEFAULT_COMMAND_TIMEOUT_S = 120
+
+Command = "Sequence[str] | str"
+
+
+def sh(argv: Sequence[str]) -> str:
+    """Quote an argv list into one shell word sequence. Every parameter goes through here."""
+    return shlex.join(str(a) for a in argv)
+
+
+@dataclass
+class CommandResult:
+    host: str
+    command: str
+    stdout: str
+    stderr: str
+    exit_code: int | None  # None: timed out
+    duration_s: float
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == 0
+
+    def check(self) -> "CommandResult":
+        if not self.ok:
+            raise RemoteCommandError(self.host, self.command, self.exit_code, self.stderr, self.stdout)
+        return self
+
+
+# One script collects every fact in one round trip. Each line is key=value; a tool that is
+# absent prints nothing, which becomes a missing value rather than an error.
+_FACTS_SCRIPT = r"""
+v() { command -v "$1" >/dev/null 2>&1 && "$@" 2>&1 | head -n 1; }
+echo "arch=$(uname -m)"
+echo "kernel=$(uname -r)"
+echo "os=$(. /etc/os-release 2>/dev/null && echo "$PRETTY_NAME")"
+echo "hostname=$(hostname)"
+echo "cores=$(nproc --all 2>/dev/null || getconf _NPROCESSORS_ONLN)"
+echo "cores_online=$(getconf _NPROCESSORS_ONLN)"
+echo "cpu_model=$(grep -m1 -E '^(model name|Model|Hardware)' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')"
+echo "memory_kb=$(awk '/^MemTotal:/{print $2}' /proc/meminfo)"
+echo "swap_kb=$(awk '/^SwapTotal:/{print $2}' /proc/meminfo)"
+if [ -f /sys/fs/cgroup/cgroup.controllers ]; then echo "cgroup_version=2";
+elif [ -d /sys/fs/cgroup/memory ]; then echo "cgroup_version=1"; fi
+echo "smt=$(cat /sys/devices/system/cpu/smt/active 2>/dev/null)"
+echo "governor=$(cat /sys/devices/system/cpu/cpu0/cpufreq/scaling_governor 2>/dev/null)"
+if [ -r /dev/kvm ] && [ -w /dev/kvm ]; then echo "kvm=yes"; elif [ -e /dev/kvm ]; then echo "kvm=no-permission"; else echo "kvm=no"; fi
+echo "uid=$(id -u)"
+echo "user=$(id -un)"
+echo "home=$HOME"
+echo "docker=$(command -v docker >/dev/null 2>&1 && docker version --format '{{.Client.Version}}' 2>/dev/null | head -n1)"
+echo "docker_server=$(command -v docker >/dev/null 2>&1 && timeout 10 docker version --format '{{.Server.Version}}' 2>/dev/null | head -n1)"
+echo "go=$(v go version)"
+echo "node=$(v node --version)"
+echo "wrk=$(command -v wrk >/dev/null 2>&1 && (wrk --version 2>&1 | head -n1))"
+echo "qemu=$(v qemu-system-x86_64 --version)$(v qemu-system-aarch64 --version)"
+echo "ops=$(v ops version)"
+echo "lxd=$(v lxd --version)"
+echo "curl=$(v curl --version)"
+echo "perf=$(v perf --version)"
+"""
+
+_INT_FACTS = ("cores", "cores_online", "memory_kb", "swap_kb", "uid", "cgroup_version")
+
+
+def parse_facts(text: str) -> dict:
+    facts: dict = {}
+    for line in text.splitlines():
+        key, sep, value = line.partition("=")
+        if not sep:
+            continue
+        value = value.strip()
+        facts[key.strip()] = value or None
+    for key in _INT_FACTS:
+        if facts.get(key) is not None:
+            try:
+                facts[key] = int(facts[key])
+            except ValueError:
+                facts[key] = None
+    if facts.get("memory_kb"):
+        facts["memory_mb"] = round(facts["memory_kb"] / 1024)
+    if facts.get("swap_kb") is not None:
+        facts["swap_mb"] = round(facts["swap_kb"] / 1024)
+    return facts
+
+
+class Target(ABC):
+    """Somewhere commands run. Subclasses provide `_exec`, `put` and `get`."""
+
+    name: str
+    is_local: bool
+
+    def __init__(self, command_timeout_s: float = DEFAULT_COMMAND_TIMEOUT_S):
+        self.command_timeout_s = command_timeout_s
+        self._facts: dict | None = None
+
+    # -- commands -----------------------------------------------------------------
+    def run(self, command: Sequence[str] | str, *, timeout: float | None = None,
+            check: bool = True, stdin: str | None = None) -> CommandResult:
+        """Run argv (quoted here) or a shell string the library built from quoted parts."""
+        cmd = command if isinstance(command, str) else sh(command)
+        result = self._exec(cmd, timeout or self.command_timeout_s, stdin)
+        return result.check() if check else result
+
+    @abstractmethod
+    def _exec(self, cmd: str, timeout: float, stdin: str | None) -> CommandResult: ...
+
+    @abstractmethod
+    def put(self, local: Path | str, remote: str) -> None: ...
+
+    @abstractmethod
+    def get(self, remote: str, local: Path | str) -> None: ...
+
+    def write_text(self, remote: str, text: str) -> None:
+        self.run(f"mkdir -p {shlex.quote(str(Path(remote).parent))} && cat > {shlex.quote(remote)}",
+                 stdin=text)
+
+    def read_text(self, remote: str, missing_ok: bool = False) -> str | None:
+        r = self.run(["cat", remote], check=not missing_ok)
+        return r.stdout if r.ok else None
+
+    def which(self, tool: str) -> str | None:
+        r = self.run(f"command -v {shlex.quote(tool)}", check=False)
+        return r.stdout.strip() or None if r.ok else None
+
+    def upload_if_changed(self, local: Path, remote: str, mode: str | None = None) -> str:
+        """Copy a file unless the target already has identical bytes; returns the remote path."""
+        digest = hashlib.sha256(Path(local).read_bytes()).hexdigest()
+        r = self.run(["sha256sum", remote], check=False)
+        if not (r.ok and r.stdout.split()[0] == digest):
+            self.run(["mkdir", "-p", str(Path(remote).parent)])
+            self.put(local, remote)
+        if mode:
+            self.run(["chmod", mode, remote])
+        return remote
+
+    # -- facts --------------------------------------------------------------------
+    def facts(self, refresh: bool = False) -> dict:
+        """Architecture, cores, memory, kernel, cgroup version, swap, KVM, governor, tool versions."""
+        if self._facts is None or refresh:
+            r = self.run(["sh", "-c", _FACTS_SCRIPT], timeout=60)
+            self._facts = parse_facts(r.stdout)
+            self._facts["target"] = self.name
+        return self._facts
+
+    @property
+    def workspace(self) -> str:
+        """Where edgebench keeps uploaded binaries, build contexts and logs on the target."""
+        return f"{self.facts()['home'].rstrip('/')}/.cache/edgebench"
+
+    @property
+    def is_root(self) -> bool:
+        return self.facts().get("uid") == 0
+
+    def close(self) -> None:
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name}>"
+
+
+class LocalTarget(Target):
+    """This machine, through the same shell commands a remote target gets."""
+
+    is_local = True
+
+    def __init__(self, command_timeout_s: float = DEFAULT_COMMAND_TIMEOUT_S):
+        super().__init__(command_timeout_s)
+        self.name = "local"
+
+    def _exec(self, cmd: str, timeout: float, stdin: str | None) -> CommandResult:
+        start = time.monotonic()
+        # Own session, so a timeout kills the whole pipeline, not just the shell.
+        proc = subprocess.Popen(["/bin/sh", "-c", cmd], stdin=subprocess.PIPE if stdin is not None
+                                else subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True, start_new_session=True)
+        try:
+            out, err = proc.communicate(stdin, timeout=timeout)
+            code: int | None = proc.returncode
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            out, err = proc.communicate()
+            code = None
+        except BaseException:  # Ctrl-C: do not leave the child running
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            raise
+        return CommandResult(self.name, cmd, out, err, code, time.monotonic() - start)
+
+    def put(self, local, remote) -> None:
+        Path(remote).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(local, remote)
+
+    def get(self, remote, local) -> None:
+        Path(local).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(remote, local)
+
+
+_SPEC_RE = re.compile(r"^(?:(?P<user>[^@\s]+)@)?(?P<host>[^@:\s]+|\[[0-9a-fA-F:]+\])(?::(?P<port>\d+))?$")
+
+
+class SSHTarget(Target):
+    """A host reached with Fabric. Honours ~/.ssh/config (or `ssh_config`), verifies host keys
+    against known_hosts and refuses unknown hosts unless `accept_new_host_key=True`."""
+
+    is_local = False
+
+    def __init__(self, spec: str, *, ssh_config: str | Path | None = None,
+                 known_hosts: str | Path | None = None, key_file: str | Path | None = None,
+                 accept_new_host_key: bool = False, connect_timeout_s: float = DEFAULT_CONNECT_TIMEOUT_S,
+                 command_timeout_s: float = DEFAULT_COMMAND_TIMEOUT_S):
+        super().__init__(command_timeout_s)
+        m = _SPEC_RE.match(spec.strip())
+        if not m:
+            raise ConfigError(f"target={spec!r} is not 'local', 'host', 'user@host' or 'user@host:port'")
+        self.name = spec.strip()
+        self._user, self._host = m.group("user"), m.group("host").strip("[]")
+        self._port = int(m.group("port")) if m.group("port") else None
+        self._ssh_config = ssh_config or os.environ.get("EDGEBENCH_SSH_CONFIG")
+        self._known_hosts = known_hosts
+        self._key_file = key_file
+        self._accept_new = accept_new_host_key
+        self._connect_timeout = connect_timeout_s
+        self._conn = None
+
+    def _connection(self):
+        if self._conn is not None:
+            return self._conn
+        import paramiko
+        from fabric import Config, Connection
+
+        config = Config(runtime_ssh_path=str(self._ssh_config)) if self._ssh_config else Config()
+        connect_kwargs = {"key_filename": str(self._key_file)} if self._key_file else {}
+        conn = Connection(self._host, user=self._user, port=self._port, config=config,
+                          connect_timeout=self._connect_timeout, connect_kwargs=connect_kwargs)
+        client = conn.client
+        # Fabric accepts any host key by default; edgebench does not.
+        known = [Path(p).expanduser() for p in self._known_hosts_files(conn)]
+        for path in known:
+            if path.exists():
+                client.load_host_keys(str(path))
+        client.set_missing_host_key_policy(
+            paramiko.AutoAddPolicy() if self._accept_new else paramiko.RejectPolicy())
+        try:
+            conn.open()
+        except paramiko.SSHException as e:
+            if "not found in known_hosts" in str(e):
+                raise TargetUnreachable(
+                    f"{self.name}: host key unknown ({', '.join(map(str, known)) or 'no known_hosts'}). "
+                    "Connect once with ssh to check and record it, or pass accept_new_host_key=True "
+                    "(like ssh's StrictHostKeyChecking=accept-new).") from None
+            raise TargetUnreachable(f"{self.name}: SSH failed: {e}. Check the user, key and "
+                                    "~/.ssh/config entry for this host.") from None
+        except (OSError, TimeoutError) as e:
+            raise TargetUnreachable(
+                f"{self.name}: cannot connect ({e}). Check the address, that sshd runs there and "
+                f"that the device is on; connect timeout was {self._connect_timeout:g} s.") from None
+        if self._accept_new and known:
+            # Like accept-new: remember the key we just trusted, so the next run verifies it.
+            known[0].parent.mkdir(parents=True, exist_ok=True)
+            client.save_host_keys(str(known[0]))
+        self._conn = conn
+        return conn
+
+    def _known_hosts_files(self, conn) -> list[str]:
+        if self._known_hosts:
+            return [str(self._known_hosts)]
+        files = conn.ssh_config.get("userknownhostsfile", "~/.ssh/known_hosts").split()
+        return [os.path.expanduser(f) for f in files]
+
+    def connect(self) -> "SSHTarget":
+        self._connection()
+        return self
+
+    def _exec(self, cmd: str, timeout: float, stdin: str | None) -> CommandResult:
+        from invoke.exceptions import CommandTimedOut
+        import io
+
+        conn = self._connection()
+        start = time.monotonic()
+        try:
+            r = conn.run(cmd, hide=True, warn=True, timeout=timeout,
+                         in_stream=io.StringIO(stdin) if stdin is not None else False)
+            return CommandResult(self.name, cmd, r.stdout, r.stderr, r.exited, time.monotonic() - start)
+        except CommandTimedOut as e:
+            return CommandResult(self.name, cmd, e.result.stdout, e.result.stderr, None,
+                                 time.monotonic() - start)
+
+    def put(self, local, remote) -> None:
+        self._connection().put(str(local), remote)
+
+    def get(self, remote, local) -> None:
+        Path(local).parent.mkdir(parents=True, exist_ok=True)
+        self._connection().get(remote, str(local))
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+
+def connect(spec: "str | Target | None" = "local", **ssh_options) -> Target:
+    """'local' (default) -> this machine; 'user@host[:port]' or an ~/.ssh/config alias -> SSH.
+    Connects at once, so an unreachable host fails before anything starts."""
+    if isinstance(spec, Target):
+        return spec
+    if spec is None or spec.strip().lower() in LOCAL_NAMES:
+        return LocalTarget()
+    target = SSHTarget(spec, **ssh_options)
+    target.connect()
+    return target

@@ -1,0 +1,3 @@
+module edgebench/tools/probe
+
+go 1.22
