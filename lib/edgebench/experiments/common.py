@@ -139,3 +139,12 @@ def run_tag_for(run_id: str) -> str:
 
 __all__ = ["PROFILES", "as_list", "check_profile", "check_apps", "check_repetitions", "check_protocols",
            "select_runtimes", "resolve_limits", "session", "APPS"]
+
+
+def collect(experiment: str, measure, run_id: str = "", **params):
+    """What a notebook calls: replot an existing run when run_id is given ('latest' or an id),
+    otherwise measure now. Returns the run directory."""
+    from edgebench.results import find_run
+    if run_id:
+        return find_run(experiment, run_id)
+    return measure(**params)

@@ -64,3 +64,9 @@ def run_footprint(target="local", runtimes="auto", apps="all", docker_builds="of
                                 artifact=artifact.ref, **row)
                         run.add(metric="image_size", value=size, unit="bytes", artifact=artifact.ref, **row)
             return run.dir
+
+
+def collect(run_id: str = "", **params) -> Path:
+    """Replot run_id ('latest' or an id) if given, else measure now."""
+    from edgebench.experiments.common import collect as _collect
+    return _collect(EXPERIMENT, run_footprint, run_id, **params)

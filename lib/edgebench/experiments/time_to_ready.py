@@ -15,7 +15,7 @@ from __future__ import annotations
 import shlex
 from pathlib import Path
 
-from tqdm.auto import tqdm
+from tqdm import tqdm
 
 from edgebench.apps import APPS, HTTP_APPS, place_app, place_probe
 from edgebench.cgroups import cpuset_for
@@ -213,3 +213,9 @@ def _package_all(run: Run, target: Target, runtimes, app_names, docker_build: st
             except EdgebenchError as e:
                 run.save_raw(f"package-{app}-{rt.name}", command="package", stderr=str(e))
     return artifacts
+
+
+def collect(run_id: str = "", **params) -> Path:
+    """Replot run_id ('latest' or an id) if given, else measure now."""
+    from edgebench.experiments.common import collect as _collect
+    return _collect(EXPERIMENT, run_time_to_ready, run_id, **params)

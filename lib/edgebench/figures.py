@@ -1,0 +1,115 @@
+"""`make figures` / `make replot`: run every experiment notebook headless through papermill,
+then print a short summary of what each produced.
+
+    python -m edgebench.figures [--replot] [--profile quick] [--target pi@raspberrypi] ...
+
+A notebook is written to figures/<experiment>/ only once it has run to the end; a failed one
+is kept as <name>.failed.ipynb for reading, never as a product.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+import time
+from pathlib import Path
+
+from edgebench.paths import FIGURES_DIR, PROJECT_ROOT
+from edgebench.results import find_run, load_meta, load_results
+
+NOTEBOOKS_DIR = PROJECT_ROOT / "notebooks"
+PASSED_THROUGH = ("target", "runtimes", "apps", "profile", "repetitions")
+
+
+def experiment_of(notebook: Path) -> str:
+    """notebooks/02_time_to_ready.ipynb -> time_to_ready (the data/ and figures/ folder name)."""
+    return re.sub(r"^\d+_", "", notebook.stem)
+
+
+def notebooks(only: str | None = None) -> list[Path]:
+    found = sorted(NOTEBOOKS_DIR.glob("[0-9]*.ipynb"))
+    return [nb for nb in found if not only or only in nb.stem]
+
+
+def run_notebook(nb: Path, parameters: dict, log_output: bool = True) -> Path:
+    import papermill as pm
+
+    out_dir = FIGURES_DIR / experiment_of(nb)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    final, partial = out_dir / nb.name, out_dir / f"{nb.stem}.partial.ipynb"
+    failed = out_dir / f"{nb.stem}.failed.ipynb"
+    try:
+        pm.execute_notebook(str(nb), str(partial), parameters=parameters, kernel_name="python3",
+                            cwd=str(NOTEBOOKS_DIR), log_output=log_output, progress_bar=False)
+    except BaseException:
+        if partial.exists():
+            partial.replace(failed)
+        raise
+    partial.replace(final)
+    failed.unlink(missing_ok=True)
+    return final
+
+
+def summary(experiments: list[str]) -> str:
+    lines = [f"{'experiment':<20} {'ok':>5} {'failed':>6}  data / figures"]
+    for exp in experiments:
+        try:
+            run_dir = find_run(exp, "latest")
+        except Exception:
+            lines.append(f"{exp:<20} {'-':>5} {'-':>6}  no data")
+            continue
+        df = load_results(run_dir)
+        meta = load_meta(run_dir)
+        ok, failed = (df["status"] == "ok").sum(), (df["status"] == "failed").sum()
+        lines.append(f"{exp:<20} {ok:>5} {failed:>6}  {run_dir.relative_to(PROJECT_ROOT)}  "
+                     f"{(FIGURES_DIR / exp).relative_to(PROJECT_ROOT)}/")
+        skipped = (meta.get("notes") or {}).get("skipped_runtimes") or {}
+        for rt, why in skipped.items():
+            lines.append(f"{'':<20} {rt} skipped: {why}")
+        if meta.get("status") != "completed":
+            lines.append(f"{'':<20} run status: {meta.get('status')} {meta.get('error') or ''}")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--replot", action="store_true", help="re-render from the latest data, measure nothing")
+    ap.add_argument("--only", help="run only notebooks whose name contains this")
+    ap.add_argument("--quiet", action="store_true", help="do not stream notebook output")
+    for name in PASSED_THROUGH:
+        ap.add_argument(f"--{name}", default=None)
+    args = ap.parse_args(argv)
+    params = {k: getattr(args, k) for k in PASSED_THROUGH if getattr(args, k) not in (None, "")}
+    if "repetitions" in params:
+        params["repetitions"] = int(params["repetitions"])
+    if args.replot:
+        params["run_id"] = "latest"
+    todo = notebooks(args.only)
+    if not todo:
+        print(f"no notebooks match {args.only!r} in {NOTEBOOKS_DIR}", file=sys.stderr)
+        return 2
+    failures = []
+    for nb in todo:
+        start = time.monotonic()
+        print(f"== {nb.name} {params}", file=sys.stderr, flush=True)
+        try:
+            out = run_notebook(nb, params, log_output=not args.quiet)
+            print(f"== {nb.name} done in {time.monotonic() - start:.0f} s -> {out.relative_to(PROJECT_ROOT)}",
+                  file=sys.stderr)
+        except KeyboardInterrupt:
+            print(f"== {nb.name} interrupted; measured rows so far are kept under data/", file=sys.stderr)
+            return 130
+        except Exception as e:  # papermill's PapermillExecutionError carries the cell's traceback
+            failures.append(nb.name)
+            print(f"== {nb.name} FAILED: {str(e).strip().splitlines()[-1] if str(e).strip() else e}",
+                  file=sys.stderr)
+    print("\n" + summary([experiment_of(nb) for nb in todo]))
+    if failures:
+        print(f"\nfailed notebooks: {', '.join(failures)} (see figures/<experiment>/*.failed.ipynb)")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

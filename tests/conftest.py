@@ -1,0 +1,92 @@
+"""Shared fixtures. A test that needs a part this machine lacks skips with the reason, unless
+EDGEBENCH_REQUIRE names that part (CI provisioned it): then the test fails instead."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from edgebench.targets import LocalTarget  # noqa: E402
+
+REQUIRED = {p.strip() for p in os.environ.get("EDGEBENCH_REQUIRE", "").split(",") if p.strip()}
+
+
+def need(part: str, missing_reason: str | None) -> None:
+    """Skip (or fail, if the part is required) when missing_reason is not None."""
+    if missing_reason is None:
+        return
+    if part in REQUIRED:
+        pytest.fail(f"{part} is required (EDGEBENCH_REQUIRE={','.join(sorted(REQUIRED))}) "
+                    f"but unavailable: {missing_reason}")
+    pytest.skip(f"{part} unavailable: {missing_reason}")
+
+
+@pytest.fixture(scope="session")
+def local():
+    return LocalTarget()
+
+
+@pytest.fixture(scope="session")
+def docker_ready(local):
+    from edgebench.runtimes.docker import DockerRuntime
+    why = DockerRuntime(local).availability()
+    need("docker", None if why else why.reason)
+    return True
+
+
+@pytest.fixture(scope="session")
+def cgroups_ready(local):
+    facts = local.facts()
+    reason = None
+    if facts.get("cgroup_version") not in (1, 2):
+        reason = "no cgroup filesystem"
+    elif facts.get("uid") != 0:
+        reason = "creating cgroups needs root"
+    need("cgroups", reason)
+    return True
+
+
+@pytest.fixture(scope="session")
+def ssh_host(tmp_path_factory):
+    import sshhost
+    need("ssh", sshhost.unavailable_reason())
+    with sshhost.ssh_host(tmp_path_factory.mktemp("sshhost")) as host:
+        yield host
+
+
+def leftovers() -> list[str]:
+    """Anything edgebench started that is still there: containers, cgroups, app processes."""
+    found = []
+    r = subprocess.run(["docker", "ps", "-aq", "--filter", "label=edgebench.run"], capture_output=True,
+                       text=True)
+    if r.returncode == 0 and r.stdout.strip():
+        found.append(f"containers: {r.stdout.split()}")
+    for base in ("/sys/fs/cgroup/edgebench", "/sys/fs/cgroup/memory/edgebench",
+                 "/sys/fs/cgroup/cpu/edgebench", "/sys/fs/cgroup/cpuset/edgebench"):
+        if os.path.isdir(base):
+            subs = [d for d in os.listdir(base) if os.path.isdir(os.path.join(base, d))]
+            if subs:
+                found.append(f"cgroups under {base}: {subs}")
+    r = subprocess.run(["ps", "-eo", "pid=,stat=,args="], capture_output=True, text=True)
+    for line in r.stdout.splitlines():
+        pid, stat, args = line.split(None, 2) if len(line.split(None, 2)) == 3 else (None, "", "")
+        if "Z" in stat:
+            continue  # zombies of orphans: PID 1 here does not always reap promptly
+        if "/.cache/edgebench/apps/" in args or "edgebench-launch" in args:
+            found.append(f"process {pid}: {args}")
+    return found
+
+
+@pytest.fixture
+def no_leftovers():
+    """Use in every test that starts something: it must all be gone afterwards."""
+    before = leftovers()
+    yield
+    after = [x for x in leftovers() if x not in before]
+    assert not after, f"left running: {after}"
