@@ -66,8 +66,8 @@ func run() int {
 	timeout := fs.Duration("timeout", 60*time.Second, "give up this long after spawning")
 	connectTimeout := fs.Duration("connect-timeout", 50*time.Millisecond, "TCP connect timeout per attempt")
 	readTimeout := fs.Duration("read-timeout", time.Second, "time to wait for the status line once connected")
-	stdoutPath := fs.String("stdout", "", "append the command's stdout to FILE (default /dev/null)")
-	stderrPath := fs.String("stderr", "", "append the command's stderr to FILE (default /dev/null)")
+	stdoutPath := fs.String("stdout", "", "write the command's stdout to FILE (default /dev/null)")
+	stderrPath := fs.String("stderr", "", "write the command's stderr to FILE (default /dev/null)")
 	afterLauncher := fs.Bool("after-launcher", false, "start polling only once a detaching launcher (docker run -d) has exited")
 	fs.Usage = func() {
 		fmt.Fprintln(os.Stderr, "usage: probe -url URL [flags] -- COMMAND ARGS...")
@@ -176,19 +176,23 @@ func run() int {
 			return report(exitReady, "")
 		}
 
-		wait := time.NewTimer(time.Until(attemptStart.Add(*interval)))
 		select {
 		case e := <-exited:
-			wait.Stop()
 			if noteExit(e) {
 				return report(exitLauncher, fmt.Sprintf("launcher exited with code %d before ready", e.code))
 			}
 			// Exit 0 (e.g. `docker run -d`): keep polling at the normal pace.
-			// The interval timer was cancelled, so the next attempt starts now.
 		case <-timer.C:
-			wait.Stop()
 			return report(exitTimeout, fmt.Sprintf("not ready after %s", *timeout))
-		case <-wait.C:
+		default:
+		}
+		// Go's timers wake with about 1 ms granularity when the process is idle (the
+		// netpoller waits in whole milliseconds); nanosleep blocks this thread for
+		// the exact remainder without spinning on a CPU the launch may need.
+		if rest := time.Until(attemptStart.Add(*interval)); rest > 0 {
+			ts := syscall.NsecToTimespec(rest.Nanoseconds())
+			for syscall.Nanosleep(&ts, &ts) == syscall.EINTR {
+			}
 		}
 	}
 }
@@ -221,7 +225,7 @@ func openOutput(path string) (*os.File, error) {
 	if path == "" {
 		path = os.DevNull
 	}
-	return os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	return os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644) // one launch per file: a stale line must not pass for this launch's
 }
 
 // attempt does one connect + request + status-line read. It returns when the

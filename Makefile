@@ -1,0 +1,57 @@
+# edgebench: `make figures` reproduces the papers' experiments on this machine (or TARGET);
+# `make test` checks the library against real parts. Both set themselves up on first use.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+.DELETE_ON_ERROR:
+
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.edgebench-installed
+
+# Parameters, e.g. `make figures PROFILE=quick TARGET=pi@raspberrypi RUNTIMES=native,docker`
+PROFILE ?= standard
+TARGET ?= local
+RUNTIMES ?= auto
+APPS ?= all
+REPS ?=
+ONLY ?=
+PYTEST_ARGS ?=
+
+FIGURE_ARGS = --profile '$(PROFILE)' --target '$(TARGET)' --runtimes '$(RUNTIMES)' --apps '$(APPS)' \
+	$(if $(REPS),--repetitions '$(REPS)') $(if $(ONLY),--only '$(ONLY)')
+
+.PHONY: help setup figures replot lab test bench clean
+
+help: ## Show this help
+	@echo "edgebench: make <goal> [PROFILE=quick|standard] [TARGET=local|user@host] [RUNTIMES=auto|native,docker] [APPS=all|go-http] [REPS=N] [ONLY=name]"
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-9s %s\n", $$1, $$2}'
+
+setup: $(STAMP) ## Create .venv and install edgebench with its dependencies (quick when done)
+
+$(STAMP): pyproject.toml
+	@command -v go >/dev/null || { echo "Go >= 1.22 is needed to build the apps for the target (apt-get install golang)"; exit 1; }
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[dev]'
+	touch $@
+
+figures: setup ## Run every experiment notebook headless on TARGET and render its figures
+	$(PY) -m edgebench.figures $(FIGURE_ARGS)
+
+replot: setup ## Re-render every notebook from its latest data, measuring nothing
+	$(PY) -m edgebench.figures --replot $(if $(ONLY),--only '$(ONLY)')
+
+lab: setup ## Open JupyterLab on notebooks/
+	$(VENV)/bin/jupyter lab --notebook-dir=notebooks
+
+test: setup ## Run the test suite (parts this machine lacks are skipped, with the reason)
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+bench: setup ## Print the benchmarks' figures (probe detection lag)
+	$(PY) benchmarks/probe_lag.py
+
+clean: ## Remove build outputs, rendered figures and caches (keeps data/ and .venv)
+	rm -rf .build .pytest_cache
+	find figures -mindepth 1 ! -name .gitkeep -exec rm -rf {} +
+	find . -name __pycache__ -type d -prune -exec rm -rf {} +
