@@ -105,7 +105,9 @@ def cpuset_for(cpus: float | None, cores: int, first_core: int = 0) -> str | Non
     """The cores a fair run pins to: ceil(cpus) cores starting at first_core."""
     if cpus is None:
         return None
-    n = max(1, min(cores, -(-int(cpus * 1000) // 1000)))
+    n = max(1, -(-int(cpus * 1000) // 1000))
+    if n > cores:
+        raise ConfigError(f"cannot pin {cpus:g} CPU(s): the target has {cores} cores; ask for at most {cores}")
     last = first_core + n - 1
     if last >= cores:
         raise ConfigError(f"cannot pin {n} CPU(s) starting at core {first_core}: the target has {cores}")

@@ -22,6 +22,13 @@ NOTEBOOKS_DIR = PROJECT_ROOT / "notebooks"
 PASSED_THROUGH = ("target", "runtimes", "apps", "profile", "repetitions")
 
 
+def _short(path: Path) -> str:
+    try:
+        return str(path.relative_to(PROJECT_ROOT))
+    except ValueError:
+        return str(path)
+
+
 def experiment_of(notebook: Path) -> str:
     """notebooks/02_time_to_ready.ipynb -> time_to_ready (the data/ and figures/ folder name)."""
     return re.sub(r"^\d+_", "", notebook.stem)
@@ -62,8 +69,8 @@ def summary(experiments: list[str]) -> str:
         df = load_results(run_dir)
         meta = load_meta(run_dir)
         ok, failed = (df["status"] == "ok").sum(), (df["status"] == "failed").sum()
-        lines.append(f"{exp:<20} {ok:>5} {failed:>6}  {run_dir.relative_to(PROJECT_ROOT)}  "
-                     f"{(FIGURES_DIR / exp).relative_to(PROJECT_ROOT)}/")
+        lines.append(f"{exp:<20} {ok:>5} {failed:>6}  {_short(run_dir)}  "
+                     f"{_short(FIGURES_DIR / exp)}/")
         skipped = (meta.get("notes") or {}).get("skipped_runtimes") or {}
         for rt, why in skipped.items():
             lines.append(f"{'':<20} {rt} skipped: {why}")
@@ -95,7 +102,7 @@ def main(argv=None) -> int:
         print(f"== {nb.name} {params}", file=sys.stderr, flush=True)
         try:
             out = run_notebook(nb, params, log_output=not args.quiet)
-            print(f"== {nb.name} done in {time.monotonic() - start:.0f} s -> {out.relative_to(PROJECT_ROOT)}",
+            print(f"== {nb.name} done in {time.monotonic() - start:.0f} s -> {_short(out)}",
                   file=sys.stderr)
         except KeyboardInterrupt:
             print(f"== {nb.name} interrupted; measured rows so far are kept under data/", file=sys.stderr)

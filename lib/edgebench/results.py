@@ -197,10 +197,10 @@ def find_run(experiment: str, run_id: str = "latest", data_dir: Path = DATA_DIR)
 
 
 def load_results(run_dir: Path) -> pd.DataFrame:
-    df = pd.read_csv(Path(run_dir) / "results.csv", keep_default_na=False, na_values=[""])
+    df = pd.read_csv(Path(run_dir) / "results.csv", keep_default_na=False, na_values=[""],
+                     dtype={"error": str, "status": str})
     df["value"] = pd.to_numeric(df["value"], errors="coerce")
-    for col in ("error",):
-        df[col] = df[col].fillna("")
+    df["error"] = df["error"].fillna("")
     return df
 
 

@@ -3,6 +3,7 @@ bytes, MB or MiB, and the papers' tools disagree on which."""
 
 from __future__ import annotations
 
+import math
 import re
 
 from edgebench.errors import ConfigError
@@ -47,8 +48,8 @@ def parse_cpus(value: str | int | float | None) -> float | None:
         cpus = float(value)
     except (TypeError, ValueError):
         raise ConfigError(f"cpus={value!r} is not a number; write e.g. cpus=1 or cpus=0.5") from None
-    if cpus <= 0:
-        raise ConfigError(f"cpus={value!r} must be positive")
+    if not math.isfinite(cpus) or cpus <= 0:
+        raise ConfigError(f"cpus={value!r} must be a positive number, e.g. cpus=1 or cpus=0.5")
     return cpus
 
 

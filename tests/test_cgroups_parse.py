@@ -1,0 +1,90 @@
+"""edgebench.cgroups: reading limits back (v1 and v2 text), pinning, and a real native cgroup."""
+
+import os
+import uuid
+
+import pytest
+
+from edgebench.cgroups import NativeCgroup, cpuset_for, parse_limits, read_limits
+from edgebench.errors import ConfigError
+from edgebench.runtimes.base import is_alive, wait_until_gone
+from edgebench.targets import sh
+
+V1_UNLIMITED = "9223372036854771712"
+MiB = 2**20
+
+
+def v1(memory=str(64 * MiB), memsw=str(64 * MiB), quota="50000", period="100000", cpuset="0",
+       oom="0", visible="0-3"):
+    return (f"cgroup_version=1\ncgroup_path=/edgebench/x\nmemory_max={memory}\nmemsw_max={memsw}\n"
+            f"cpu_quota_us={quota}\ncpu_period_us={period}\ncpuset={cpuset}\noom_kills={oom}\n"
+            f"nproc_visible={visible}\n")
+
+
+def v2(memory=str(64 * MiB), swap="0", cpu="150000 100000", cpuset="0-1", oom="2"):
+    return (f"cgroup_version=2\ncgroup_path=/edgebench/x\nmemory_max={memory}\nswap_max={swap}\n"
+            f"cpu_max={cpu}\ncpuset={cpuset}\noom_kills={oom}\nnproc_visible=0-3\n")
+
+
+def test_v1_limited():
+    a = parse_limits(v1())
+    assert (a.cpus, a.memory_mb, a.swap_mb, a.cpuset) == (0.5, 64, 0, "0")
+    assert (a.cgroup_version, a.cgroup_path, a.oom_kills) == (1, "/edgebench/x", 0)
+
+
+def test_v1_unlimited():
+    a = parse_limits(v1(memory=V1_UNLIMITED, memsw=V1_UNLIMITED, quota="-1", cpuset=""))
+    assert (a.cpus, a.memory_mb, a.swap_mb) == (None, None, None)
+    assert a.cpuset == "0-3"  # falls back to the CPUs the process may use
+
+
+def test_v1_swap_is_memsw_minus_memory():
+    assert parse_limits(v1(memsw=str(96 * MiB))).swap_mb == 32
+    assert parse_limits(v1(memsw=V1_UNLIMITED)).swap_mb is None
+    assert parse_limits(v1(memsw="")).swap_mb is None  # no swap accounting
+
+
+def test_v2_limited():
+    a = parse_limits(v2())
+    assert (a.cpus, a.memory_mb, a.swap_mb, a.cpuset, a.cgroup_version, a.oom_kills) == \
+        (1.5, 64, 0, "0-1", 2, 2)
+
+
+def test_v2_unlimited():
+    a = parse_limits(v2(memory="max", swap="max", cpu="max 100000", oom=""))
+    assert (a.cpus, a.memory_mb, a.swap_mb, a.oom_kills) == (None, None, None, None)
+
+
+@pytest.mark.parametrize("cpus, cores, expected", [
+    (1, 4, "0"), (2, 4, "0-1"), (0.5, 4, "0"), (1.5, 4, "0-1"), (4, 4, "0-3"), (None, 4, None),
+])
+def test_cpuset_for(cpus, cores, expected):
+    assert cpuset_for(cpus, cores) == expected
+
+
+@pytest.mark.parametrize("cpus, cores, first", [(5, 4, 0), (8, 1, 0), (2, 4, 3)])
+def test_cpuset_for_more_than_the_cores_is_refused(cpus, cores, first):
+    with pytest.raises(ConfigError):
+        cpuset_for(cpus, cores, first_core=first)
+
+
+def test_native_cgroup_applies_and_cleans_up(local, cgroups_ready, no_leftovers):
+    cg = NativeCgroup(local, f"test-{uuid.uuid4().hex[:8]}")
+    try:
+        cg.create(cpus=0.5, memory_mb=64, cpuset="0", swap=False)
+        joined = f"grep -q edgebench/{cg.name} /proc/$p/cgroup"
+        pid = int(local.run(f"{sh(cg.wrap(['sleep', '30']))} >/dev/null 2>&1 & p=$!; "
+                            f"for i in $(seq 200); do {joined} && break; sleep 0.01; done; echo $p"
+                            ).stdout.strip())
+        a = read_limits(local, pid)
+        assert (a.cpus, a.memory_mb, a.cpuset) == (0.5, 64, "0")
+        assert a.cgroup_version == local.facts()["cgroup_version"]
+        assert cg.name in a.cgroup_path
+        memsw = f"{cg.dirs[0]}/memory.memsw.limit_in_bytes"
+        if cg.version == 2 or os.path.exists(memsw):  # v1 without swap accounting: unknown
+            assert a.swap_mb == 0
+        assert is_alive(local, pid)
+    finally:
+        cg.destroy()
+    assert wait_until_gone(local, pid, 2)
+    assert [d for d in cg.dirs if os.path.isdir(d)] == []

@@ -1,0 +1,56 @@
+"""`make figures PROFILE=quick` end to end: every notebook runs headless through papermill,
+writes its executed copy and figures, and the summary names each experiment's data."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from edgebench.figures import experiment_of, notebooks
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+
+def test_quick_figures_render_every_notebook(tmp_path, docker_ready, cgroups_ready, no_leftovers):
+    env = dict(os.environ, EDGEBENCH_DATA_DIR=str(tmp_path / "data"),
+               EDGEBENCH_FIGURES_DIR=str(tmp_path / "figures"))
+    r = subprocess.run([sys.executable, "-m", "edgebench.figures", "--profile", "quick", "--quiet"],
+                       env=env, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    for nb in notebooks():
+        exp = experiment_of(nb)
+        executed = tmp_path / "figures" / exp / nb.name
+        assert executed.exists(), f"{executed} missing"
+        cells = json.loads(executed.read_text())["cells"]
+        errors = [o for c in cells if c["cell_type"] == "code" for o in c.get("outputs", [])
+                  if o.get("output_type") == "error"]
+        assert not errors
+        assert list((tmp_path / "figures" / exp).glob("*.png")), f"no figure for {exp}"
+        runs = list((tmp_path / "data" / exp).iterdir())
+        assert len(runs) == 1
+        import pandas as pd
+        df = pd.read_csv(runs[0] / "results.csv")
+        # Both runtimes measured, every row ok.
+        assert {"native", "docker"} <= set(df["runtime"]), df["runtime"].unique()
+        assert (df["status"] == "ok").all(), df[df["status"] != "ok"][["runtime", "error"]]
+        assert exp in r.stdout
+    # Nothing from the partial/failed write-then-move is left as a product.
+    assert not list((tmp_path / "figures").rglob("*.partial.ipynb"))
+    assert not list((tmp_path / "figures").rglob("*.failed.ipynb"))
+
+
+def test_replot_measures_nothing(tmp_path):
+    """Replot without data fails with a message saying to measure first, and creates no run."""
+    env = dict(os.environ, EDGEBENCH_DATA_DIR=str(tmp_path / "data"),
+               EDGEBENCH_FIGURES_DIR=str(tmp_path / "figures"))
+    r = subprocess.run([sys.executable, "-m", "edgebench.figures", "--replot", "--quiet",
+                        "--only", "static_footprint"], env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 1
+    assert "run the experiment first" in (tmp_path / "figures" / "static_footprint" /
+                                          "01_static_footprint.failed.ipynb").read_text()
+    assert not (tmp_path / "data" / "static_footprint").exists()
