@@ -66,3 +66,14 @@ def test_one_parameters_cell_of_typed_commented_literals(path):
         assert stmt.lineno in commented, f"no trailing comment saying what it means: {line!r}"
         names.add(stmt.target.id)
     assert REQUIRED_PARAMETERS <= names, f"missing parameters: {REQUIRED_PARAMETERS - names}"
+
+
+@each_notebook
+def test_papermill_infers_every_parameter(path):
+    """papermill's --help-notebook parser drops a line it cannot read (an '=' in the comment,
+    for one): every name in the cell must reach it, or `-p name value` is silently ignored."""
+    from papermill.inspection import inspect_notebook
+
+    (cell,) = parameter_cells(load(path))
+    names = {node.target.id for node in ast.parse(source(cell)).body if isinstance(node, ast.AnnAssign)}
+    assert names and set(inspect_notebook(str(path))) == names
