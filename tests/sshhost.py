@@ -423,9 +423,10 @@ def ssh_host(workdir: Path, name: str = "ebtest") -> Iterator[SSHHost]:
 
         sshd_log = workdir / "sshd.log"
         log_fh = open(sshd_log, "ab")
-        # `ip netns exec` execs sshd in place, so proc.pid is sshd's pid.
+        # nsenter (not `ip netns exec`, which mounts a fresh /sys and so hides the cgroup
+        # filesystem) joins only the network namespace and execs sshd in place: proc.pid is sshd.
         proc = subprocess.Popen(
-            [ip, "netns", "exec", ns, "/usr/sbin/sshd", "-D", "-e", "-f", str(sshd_config)],
+            ["nsenter", f"--net=/run/netns/{ns}", "/usr/sbin/sshd", "-D", "-e", "-f", str(sshd_config)],
             stdin=subprocess.DEVNULL,
             stdout=log_fh,
             stderr=log_fh,

@@ -143,12 +143,16 @@ class Run:
         self._write_meta()
 
     def finish(self, status: str = "completed", error: str | None = None) -> None:
+        if not self._csv.closed:
+            self._csv.close()
+        # Counted from the file: a signal between a row's write and its tally cannot skew it.
+        with open(self.dir / "results.csv", newline="") as f:
+            statuses = [row["status"] for row in csv.DictReader(f)]
+        self.counts = {s: statuses.count(s) for s in ("ok", "failed")}
         self.meta.update(status=status, ended_at=utc_now(), rows=dict(self.counts))
         if error:
             self.meta["error"] = error
         self._write_meta()
-        if not self._csv.closed:
-            self._csv.close()
 
     def __enter__(self) -> "Run":
         self._old_sigterm = None

@@ -16,7 +16,7 @@ import signal
 import subprocess
 import time
 from abc import ABC, abstractmethod
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
@@ -67,7 +67,8 @@ echo "cpu_model=$(grep -m1 -E '^(model name|Model|Hardware)' /proc/cpuinfo | cut
 echo "memory_kb=$(awk '/^MemTotal:/{print $2}' /proc/meminfo)"
 echo "swap_kb=$(awk '/^SwapTotal:/{print $2}' /proc/meminfo)"
 if [ -f /sys/fs/cgroup/cgroup.controllers ]; then echo "cgroup_version=2";
-elif [ -d /sys/fs/cgroup/memory ]; then echo "cgroup_version=1"; fi
+elif [ -f /sys/fs/cgroup/memory/memory.limit_in_bytes ]; then echo "cgroup_version=1";
+else echo "cgroup_version="; fi
 echo "smt=$(cat /sys/devices/system/cpu/smt/active 2>/dev/null)"
 echo "governor=$(cat /sys/devices/system/cpu/cpu0/cpufreq/scaling_governor 2>/dev/null)"
 if [ -r /dev/kvm ] && [ -w /dev/kvm ]; then echo "kvm=yes"; elif [ -e /dev/kvm ]; then echo "kvm=no-permission"; else echo "kvm=no"; fi
@@ -191,6 +192,13 @@ class Target(ABC):
         return f"<{type(self).__name__} {self.name}>"
 
 
+def _kill_group(pid: int) -> None:
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except ProcessLookupError:  # already gone (communicate() may have reaped it)
+        pass
+
+
 class LocalTarget(Target):
     """This machine, through the same shell commands a remote target gets."""
 
@@ -210,11 +218,11 @@ class LocalTarget(Target):
             out, err = proc.communicate(stdin, timeout=timeout)
             code: int | None = proc.returncode
         except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
+            _kill_group(proc.pid)
             out, err = proc.communicate()
             code = None
         except BaseException:  # Ctrl-C: do not leave the child running
-            os.killpg(proc.pid, signal.SIGKILL)
+            _kill_group(proc.pid)
             proc.wait()
             raise
         return CommandResult(self.name, cmd, out, err, code, time.monotonic() - start)
@@ -319,6 +327,7 @@ class SSHTarget(Target):
                                  time.monotonic() - start)
 
     def put(self, local, remote) -> None:
+        self.run(["mkdir", "-p", str(Path(remote).parent)])
         self._connection().put(str(local), remote)
 
     def get(self, remote, local) -> None:

@@ -41,7 +41,8 @@ class Limits:
 
     @property
     def any(self) -> bool:
-        return any(v is not None for v in (self.cpus, self.memory_mb, self.cpuset)) or not self.swap
+        # `swap` only means something next to a memory limit.
+        return any(v is not None for v in (self.cpus, self.memory_mb, self.cpuset))
 
     def as_dict(self) -> dict:
         return asdict(self)

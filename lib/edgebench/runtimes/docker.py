@@ -11,7 +11,6 @@ Images build two ways:
 
 from __future__ import annotations
 
-import shlex
 import time
 
 from edgebench.apps import BuiltApp

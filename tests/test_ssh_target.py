@@ -1,0 +1,265 @@
+"""Integration: SSHTarget against a real sshd in a network namespace (tests/sshhost.py), and the
+time-to-ready experiment run end to end through it."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import subprocess
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from edgebench.errors import RemoteCommandError, TargetUnreachable
+from edgebench.experiments.time_to_ready import run_time_to_ready
+from edgebench.results import load_meta, load_results
+from edgebench.targets import LocalTarget, SSHTarget, connect
+
+pytestmark = pytest.mark.integration
+
+
+def ssh_target(host, **kw) -> SSHTarget:
+    opts = dict(key_file=host.key_file, known_hosts=host.known_hosts)
+    opts.update(kw)
+    return SSHTarget(f"root@{host.host}", **opts)
+
+
+@pytest.fixture
+def target(ssh_host):
+    t = ssh_target(ssh_host)
+    yield t
+    t.close()
+
+
+# -- commands ---------------------------------------------------------------------------
+
+def test_run_returns_stdout_and_exit_code(target, ssh_host):
+    r = target.run(["sh", "-c", "echo out; echo err >&2; exit 0"])
+    assert (r.stdout, r.stderr, r.exit_code, r.ok) == ("out\n", "err\n", 0, True)
+    r = target.run(["sh", "-c", "exit 7"], check=False)
+    assert r.exit_code == 7 and not r.ok
+    # It really runs behind the namespace's sshd: the connection comes from the veth's far end.
+    assert target.run("echo $SSH_CONNECTION").stdout.split()[2] == ssh_host.host
+    assert r.host == f"root@{ssh_host.host}"
+
+
+def test_check_raises_naming_host_and_command(target, ssh_host):
+    with pytest.raises(RemoteCommandError) as e:
+        target.run(["sh", "-c", "echo broken-thing >&2; exit 3"])
+    assert e.value.exit_code == 3
+    assert e.value.host == f"root@{ssh_host.host}"
+    assert ssh_host.host in str(e.value) and "exited 3" in str(e.value)
+    assert "broken-thing" in str(e.value)
+
+
+def test_command_timeout_gives_none_exit_code(target):
+    started = time.monotonic()
+    r = target.run(["sleep", "10"], timeout=1, check=False)
+    assert r.exit_code is None
+    assert time.monotonic() - started < 8
+
+
+def test_parameters_are_quoted(target, tmp_path):
+    marker = f"/tmp/pwned-{uuid.uuid4().hex}"
+    nasty = f"x; touch {marker}"
+    try:
+        r = target.run(["echo", nasty])
+        assert r.stdout == nasty + "\n"
+        r = target.run(["printf", "%s|", "$(id)", "`id`", "a b", "'q'", '"d"'])
+        assert r.stdout == "$(id)|`id`|a b|'q'|\"d\"|"
+        assert target.read_text(marker, missing_ok=True) is None
+        assert not Path(marker).exists()  # the "remote" shares this machine's filesystem
+    finally:
+        Path(marker).unlink(missing_ok=True)
+
+
+def test_put_get_roundtrip(target, tmp_path):
+    src = tmp_path / "src.bin"
+    src.write_bytes(bytes(range(256)) * 300 + b"\n")
+    remote_dir = f"/tmp/eb-ssh-it-{uuid.uuid4().hex}"
+    try:
+        target.run(["mkdir", "-p", remote_dir])
+        target.put(src, f"{remote_dir}/file.bin")
+        back = tmp_path / "sub" / "back.bin"
+        target.get(f"{remote_dir}/file.bin", back)
+        assert back.read_bytes() == src.read_bytes()
+        digest = target.run(["sha256sum", f"{remote_dir}/file.bin"]).stdout.split()[0]
+        assert digest == hashlib.sha256(src.read_bytes()).hexdigest()
+        target.write_text(f"{remote_dir}/deep/t.txt", "héllo\n")
+        assert target.read_text(f"{remote_dir}/deep/t.txt") == "héllo\n"
+    finally:
+        shutil.rmtree(remote_dir, ignore_errors=True)
+
+
+def test_put_creates_parent_directories_like_local(target, tmp_path):
+    """LocalTarget.put creates missing parents; the SSH target should behave the same."""
+    src = tmp_path / "f.txt"
+    src.write_text("x")
+    remote_dir = f"/tmp/eb-ssh-it-{uuid.uuid4().hex}"
+    try:
+        LocalTarget().put(src, f"{remote_dir}/local/f.txt")
+        assert Path(remote_dir, "local/f.txt").read_text() == "x"
+        target.put(src, f"{remote_dir}/ssh/f.txt")
+        assert Path(remote_dir, "ssh/f.txt").read_text() == "x"
+    finally:
+        shutil.rmtree(remote_dir, ignore_errors=True)
+
+
+def test_facts_have_the_same_keys_as_local(target, ssh_host):
+    remote, local = target.facts(), LocalTarget().facts()
+    assert remote["target"] == f"root@{ssh_host.host}"
+    assert remote["uid"] == 0 and remote["arch"] == local["arch"]
+    assert set(remote) ^ set(local) == set(), "keys only one side has"
+
+
+# -- host keys --------------------------------------------------------------------------
+
+def test_unknown_host_key_is_refused(ssh_host, tmp_path):
+    empty = tmp_path / "known_hosts"
+    empty.write_text("")
+    with pytest.raises(TargetUnreachable) as e:
+        ssh_target(ssh_host, known_hosts=empty).connect()
+    msg = str(e.value)
+    assert "host key unknown" in msg and "accept_new_host_key" in msg and str(empty) in msg
+    assert empty.read_text() == ""
+
+
+def test_accept_new_host_key_records_it(ssh_host, tmp_path):
+    kh = tmp_path / "known_hosts"
+    kh.write_text("")
+    t = ssh_target(ssh_host, known_hosts=kh, accept_new_host_key=True)
+    try:
+        assert t.connect().run("echo hi").stdout == "hi\n"
+    finally:
+        t.close()
+    lines = [ln.split() for ln in kh.read_text().splitlines() if ln.strip()]
+    assert [ssh_host.host] + ssh_host.host_public_key.split() in lines
+    # Next time the recorded key is verified without accept_new_host_key.
+    t = ssh_target(ssh_host, known_hosts=kh)
+    try:
+        assert t.connect().run("echo again").stdout == "again\n"
+    finally:
+        t.close()
+
+
+@pytest.mark.parametrize("accept_new", [False, True])
+def test_changed_host_key_is_refused(ssh_host, tmp_path, accept_new):
+    other = tmp_path / "other_key"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(other)], check=True)
+    wrong_key = " ".join(other.with_name("other_key.pub").read_text().split()[:2])
+    kh = tmp_path / "known_hosts"
+    kh.write_text(f"{ssh_host.host} {wrong_key}\n")
+    with pytest.raises(TargetUnreachable) as e:
+        ssh_target(ssh_host, known_hosts=kh, accept_new_host_key=accept_new).connect()
+    assert "does not match" in str(e.value)
+    assert kh.read_text() == f"{ssh_host.host} {wrong_key}\n"  # not overwritten
+
+
+def test_ssh_config_alias(ssh_host):
+    for kw in ({"known_hosts": ssh_host.known_hosts}, {}):  # {}: UserKnownHostsFile from the config
+        t = SSHTarget(ssh_host.alias, ssh_config=ssh_host.ssh_config, **kw)
+        try:
+            r = t.connect().run("echo $SSH_CONNECTION")
+            assert r.stdout.split()[2] == ssh_host.host
+            assert t.facts()["user"] == "root"
+        finally:
+            t.close()
+
+
+def test_connect_passes_targets_through_and_connects_specs(ssh_host):
+    t = ssh_target(ssh_host)
+    assert connect(t) is t
+    t2 = connect(f"root@{ssh_host.host}", key_file=ssh_host.key_file, known_hosts=ssh_host.known_hosts)
+    try:
+        assert isinstance(t2, SSHTarget) and t2._conn is not None  # connected at once
+    finally:
+        t2.close()
+
+
+def test_unreachable_port(ssh_host):
+    started = time.monotonic()
+    with pytest.raises(TargetUnreachable) as e:
+        SSHTarget(f"root@{ssh_host.host}:2222", key_file=ssh_host.key_file,
+                  known_hosts=ssh_host.known_hosts, connect_timeout_s=2).connect()
+    assert time.monotonic() - started < 10
+    msg = str(e.value)
+    assert f"root@{ssh_host.host}:2222" in msg and "cannot connect" in msg and "2 s" in msg
+
+
+# -- the experiment over SSH --------------------------------------------------------------
+
+def edgebench_procs_in_ns(host) -> list[str]:
+    """Processes inside the namespace that edgebench started (apps, probes, launchers)."""
+    pids = subprocess.run(["ip", "netns", "pids", host.netns], capture_output=True, text=True).stdout.split()
+    found = []
+    for pid in pids:
+        try:
+            args = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+            state = [ln for ln in Path(f"/proc/{pid}/status").read_text().splitlines()
+                     if ln.startswith("State:")]
+        except OSError:
+            continue
+        if state and "Z" in state[0]:
+            continue
+        if ".cache/edgebench" in args or "edgebench-launch" in args:
+            found.append(f"{pid}: {args}")
+    return found
+
+
+TTR_PARAMS = dict(runtimes="native", apps="go-http", repetitions=2, protocols="fair", profile="quick",
+                  cpus="1", memory="256m", progress=False)
+
+
+def test_time_to_ready_over_ssh_matches_a_local_run(ssh_host, cgroups_ready, no_leftovers):
+    tag = uuid.uuid4().hex[:8]
+    dirs = []
+    try:
+        remote_dir = run_time_to_ready(target=ssh_target(ssh_host), run_id=f"it-ssh-{tag}", **TTR_PARAMS)
+        dirs.append(remote_dir)
+        local_dir = run_time_to_ready(target="local", run_id=f"it-local-{tag}", **TTR_PARAMS)
+        dirs.append(local_dir)
+
+        remote, local = load_results(remote_dir), load_results(local_dir)
+        ok = remote[(remote.metric == "time_to_ready") & (remote.status == "ok")]
+        assert len(ok) == 2, remote[["metric", "status", "error"]].to_string()
+        assert (remote.status == "ok").all(), remote[remote.status != "ok"][["metric", "error"]].to_string()
+        assert list(remote.columns) == list(local.columns)
+        assert set(remote.metric) == set(local.metric)
+        assert set(remote.target) == {f"root@{ssh_host.host}"}
+        assert set(local.target) == {"local"}
+        # The limits held on the SSH target too.
+        assert set(ok.cpus_applied) == {1.0} and set(ok.memory_mb_applied) == {256.0}
+        assert set(ok.cpuset_applied.astype(str)) == {"0"}
+        assert (ok.value > 0).all() and (ok.value < 60_000).all()
+
+        meta = load_meta(remote_dir)
+        assert meta["status"] == "completed"
+        assert meta["target"]["target"] == f"root@{ssh_host.host}"
+        assert meta["target"]["uid"] == 0
+        assert load_meta(local_dir)["target"]["target"] == "local"
+        assert edgebench_procs_in_ns(ssh_host) == []
+    finally:
+        for d in dirs:
+            shutil.rmtree(d, ignore_errors=True)
+
+
+def test_time_to_ready_without_limits_creates_no_cgroup(ssh_host, no_leftovers):
+    """Without cpus/memory there is nothing to limit: the native fair protocol runs as a plain
+    process (no cgroup needed, so a target without root or cgroups can still be measured)."""
+    run_dir = None
+    try:
+        run_dir = run_time_to_ready(target=ssh_target(ssh_host), run_id=f"it-ssh-nolimits-{uuid.uuid4().hex[:8]}",
+                                    **dict(TTR_PARAMS, cpus=None, memory=None, repetitions=1))
+        df = load_results(run_dir)
+        ttr = df[df.metric == "time_to_ready"]
+        assert list(ttr.status) == ["ok"], ttr.error.tolist()
+        assert ttr.cpus_applied.isna().all() and ttr.memory_mb_applied.isna().all()
+        probes = [json.loads(p.read_text()) for p in (run_dir / "raw").glob("*probe-*.json")]
+        assert probes and all("/edgebench/" not in (p["limits_applied"]["cgroup_path"] or "") for p in probes)
+        assert edgebench_procs_in_ns(ssh_host) == []
+    finally:
+        if run_dir:
+            shutil.rmtree(run_dir, ignore_errors=True)
