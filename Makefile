@@ -48,8 +48,9 @@ lab: setup ## Open JupyterLab on notebooks/
 test: setup ## Run the test suite (parts this machine lacks are skipped, with the reason)
 	$(PY) -m pytest $(PYTEST_ARGS)
 
-bench: setup ## Print the benchmarks' figures (probe detection lag)
+bench: setup ## Print the benchmarks' figures (probe detection lag, wrk driver overhead)
 	$(PY) benchmarks/probe_lag.py
+	$(PY) benchmarks/wrk_driver_overhead.py
 
 clean: ## Remove build outputs, rendered figures and caches (keeps data/ and .venv)
 	rm -rf .build .pytest_cache

@@ -1,0 +1,101 @@
+"""The wrk driver run for real against a local app, natively and in Docker, and its parsing."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from edgebench.apps import APPS, place_app
+from edgebench.errors import ConfigError, EdgebenchError
+from edgebench.load import REPORT_MARKER, LoadGenerator, LoadSettings, parse_report, wrk_command
+from edgebench.runtimes import Limits
+from edgebench.runtimes.docker import DockerRuntime
+from edgebench.runtimes.native import NativeRuntime
+from edgebench.targets import LocalTarget
+
+SHORT = LoadSettings(threads=2, connections=8, duration_s=1, warmup_s=1)
+
+
+@pytest.fixture(scope="module")
+def wrk_ready():
+    from conftest import need
+    need("wrk", None if LocalTarget().which("wrk") else "wrk is not installed (apt-get install wrk)")
+
+
+def check_report(report, settings):
+    lat = report.latency_us
+    assert report.requests > 100 and report.requests_per_second > 100
+    assert 0.9e6 < report.duration_us < 3e6
+    assert 0 < lat["min"] <= lat["p50"] <= lat["p90"] <= lat["p99"] <= lat["p99_9"] <= lat["max"]
+    assert set(report.errors) == {"connect", "read", "write", "status", "timeout"}
+    assert report.error_count == 0
+    assert report.littles_law_ratio(settings.connections) > 0
+    assert REPORT_MARKER in report.stdout and "wrk" in report.command
+
+
+@pytest.mark.integration
+def test_driver_against_a_native_app(local, wrk_ready, no_leftovers):
+    rt = NativeRuntime(local, "loadtest")
+    try:
+        instance, _ = rt.start(rt.package(place_app(local, APPS["go-http"])), Limits(), 18960)
+        gen = LoadGenerator(local)
+        warm = gen.warm_up(instance.url + "/io", SHORT)
+        assert warm is not None and warm.requests > 0
+        check_report(gen.run(instance.url + "/io", SHORT), SHORT)
+        compute = gen.run(instance.url + "/compute?iter=1000", SHORT)
+        check_report(compute, SHORT)
+    finally:
+        rt.cleanup()
+
+
+@pytest.mark.integration
+def test_driver_against_a_docker_container(local, wrk_ready, docker_ready, no_leftovers):
+    rt = DockerRuntime(local, "loadtest")
+    try:
+        artifact = rt.package(place_app(local, APPS["go-http"]), "offline")
+        instance, _ = rt.start(artifact, Limits(cpus=1, memory_mb=64), 18961)
+        check_report(LoadGenerator(local).run(instance.url + "/io", SHORT), SHORT)
+    finally:
+        rt.cleanup()
+
+
+@pytest.mark.integration
+def test_status_errors_are_counted(local, wrk_ready, no_leftovers):
+    """A 404 on every request: wrk counts non-2xx/3xx as status errors, and the driver keeps them."""
+    rt = NativeRuntime(local, "loadtest")
+    try:
+        instance, _ = rt.start(rt.package(place_app(local, APPS["go-http"])), Limits(), 18962)
+        report = LoadGenerator(local).run(instance.url + "/nothing-here", SHORT)
+        assert report.errors["status"] == report.requests > 0
+    finally:
+        rt.cleanup()
+
+
+def test_unreachable_server_is_an_error_not_a_crash(local, wrk_ready):
+    """Nothing listens: every connect fails; the driver still returns what wrk counted."""
+    try:
+        report = LoadGenerator(local).run("http://127.0.0.1:1/io", SHORT)
+    except EdgebenchError as e:  # some wrk builds exit non-zero here
+        assert "wrk" in str(e)
+    else:
+        assert report.requests == 0 and report.errors["connect"] > 0
+
+
+def test_parse_report_and_commands():
+    line = REPORT_MARKER + json.dumps({
+        "requests": 10, "duration_us": 1_000_000, "bytes": 100, "requests_per_second": 10.0,
+        "latency_us": {"mean": 100_000.0, "stdev": 1.0, "min": 1, "max": 2, "p50": 1, "p90": 1, "p99": 2,
+                       "p99_9": 2},
+        "errors": {"connect": 0, "read": 1, "write": 0, "status": 2, "timeout": 3}})
+    report = parse_report("wrk noise\n" + line + "\n")
+    assert report.error_count == 6
+    assert report.littles_law_ratio(1) == pytest.approx(1.0)  # 10 req/s x 0.1 s = 1 in flight
+    with pytest.raises(EdgebenchError, match="no report"):
+        parse_report("Requests/sec: 5\n")
+    argv = wrk_command("http://h/io", LoadSettings(), "/r.lua", cpuset="1")
+    assert argv[:3] == ["taskset", "-c", "1"] and "-t4" in argv and "-c100" in argv and "-d30s" in argv
+    for bad in (LoadSettings(threads=0), LoadSettings(threads=8, connections=4),
+                LoadSettings(duration_s=0), LoadSettings(duration_s=1.5)):
+        with pytest.raises(ConfigError):
+            bad.check()
