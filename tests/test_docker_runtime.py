@@ -93,15 +93,16 @@ def test_start_with_limits_reads_them_back_and_stop_removes(runtime, artifacts, 
 
 
 def test_too_little_memory_fails_with_oom_kill(runtime, artifacts, no_leftovers):
-    # `docker run -d` succeeds, node is OOM-killed inside the 6 MiB container; the probe cannot
-    # tell (docker-proxy keeps accepting) and gives up at the timeout; the reason comes from
-    # `docker inspect`.
+    # `docker run -d` succeeds, node is OOM-killed inside the 6 MiB container. docker-proxy keeps
+    # accepting, so the probe alone could not tell; the watchdog asks docker and fails at once
+    # (well before the 60 s ready timeout) with the reason from `docker inspect`.
+    started = time.monotonic()
     with pytest.raises(StartFailed) as e:
-        runtime.start(artifacts["node-http"], Limits(memory_mb=6, swap=False), free_port(), timeout_s=8)
+        runtime.start(artifacts["node-http"], Limits(memory_mb=6, swap=False), free_port())
+    assert time.monotonic() - started < 15
     msg = str(e.value)
     assert "docker/node-http did not become ready" in msg
     assert "OOMKilled (docker inspect), exit code 137" in msg
-    assert e.value.probe.launcher_exit_code == 0  # docker run -d itself succeeded
     assert not container_exists(e.value.plan.name)
     assert not runtime._live
 

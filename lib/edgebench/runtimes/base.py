@@ -14,6 +14,7 @@ image import; plan argv = `lxc start` or `lxc exec`).
 from __future__ import annotations
 
 import json
+import shlex
 import time
 import uuid
 from abc import ABC, abstractmethod
@@ -23,11 +24,12 @@ from typing import ClassVar
 from edgebench.apps import BuiltApp, place_probe
 from edgebench.cgroups import AppliedLimits
 from edgebench.errors import ConfigError, EdgebenchError
-from edgebench.targets import Target
+from edgebench.targets import Target, sh
 
 # <= 1 ms as the protocol asks; finer, because the lag is up to one interval plus one request.
 PROBE_INTERVAL = "200us"
 DEFAULT_READY_TIMEOUT_S = 60
+WATCHDOG_S = 1.0  # how often a detached app's liveness is checked while the probe waits
 
 
 @dataclass(frozen=True)
@@ -221,11 +223,15 @@ class Runtime(ABC):
                "-stdout", plan.stdout_path, "-stderr", plan.stderr_path,
                *(["-after-launcher"] if plan.detaches else []), "--", *plan.argv]
         try:
-            r = self.target.run(cmd, timeout=timeout_s + 30, check=False)
-            try:
-                result = ProbeResult.parse(r.stdout, r.command)
-            except (ValueError, IndexError):
-                raise StartFailed(f"probe gave no result (exit {r.exit_code}): {r.stderr[-500:]}", plan)
+            if plan.detaches:
+                result = self._probe_with_watchdog(cmd, plan, timeout_s)
+            else:
+                # The probe sees the app's own exit (it is the launcher's child), so it fails fast.
+                r = self.target.run(cmd, timeout=timeout_s + 30, check=False)
+                try:
+                    result = ProbeResult.parse(r.stdout, r.command)
+                except (ValueError, IndexError):
+                    raise StartFailed(f"probe gave no result (exit {r.exit_code}): {r.stderr[-500:]}", plan)
             if result.error or result.ready_unix_ns is None:
                 reason = self.failure_reason(plan) or result.error or "not ready"
                 raise StartFailed(f"{self.name}/{plan.app} did not become ready: {reason}", plan, result)
@@ -236,6 +242,34 @@ class Runtime(ABC):
             raise
         self._live[plan.name] = instance
         return instance, result
+
+    def _probe_with_watchdog(self, cmd: list[str], plan: LaunchPlan, timeout_s: float) -> ProbeResult:
+        """For detaching launchers: the app is not the probe's child, and a proxy may keep
+        accepting connections after it died (docker-proxy). Run the probe in the background and,
+        between waits of up to WATCHDOG_S for its answer, ask the runtime whether the app died."""
+        out, err = f"{self.logs_dir()}/{plan.name}.probe", f"{self.logs_dir()}/{plan.name}.probe-err"
+        pid = int(self.target.run(f"{sh(cmd)} >{shlex.quote(out)} 2>{shlex.quote(err)} </dev/null & echo $!")
+                  .stdout.strip())
+        deadline = time.monotonic() + timeout_s + 10
+        polls = max(1, int(WATCHDOG_S / 0.02))
+        try:
+            while True:
+                r = self.target.run(["sh", "-c", f'for i in $(seq {polls}); do [ -s "$1" ] && '
+                                     '{ cat "$1"; exit 0; }; sleep 0.02; done; exit 1', "wait-probe", out],
+                                    check=False)
+                if r.ok:
+                    return ProbeResult.parse(r.stdout, sh(cmd))
+                died = self.died(plan)
+                if died:
+                    raise StartFailed(f"{self.name}/{plan.app} did not become ready: {died}", plan)
+                if time.monotonic() > deadline:
+                    raise StartFailed(f"probe gave no result within {timeout_s:g} s", plan)
+        finally:
+            self.target.run(["kill", "-9", str(pid)], check=False)
+
+    def died(self, plan: LaunchPlan) -> str | None:
+        """Why a detached app is already gone, or None while it may still become ready."""
+        return None
 
     def stop(self, instance: Instance) -> None:
         self.stop_plan(instance.plan, instance.pid)

@@ -153,6 +153,12 @@ class DockerRuntime(Runtime):
                 return f"container {status} with exit code {code} {error} {logs.stderr.strip()[-300:]}".strip()
         return err.splitlines()[-1] if err else None
 
+    def died(self, plan: LaunchPlan) -> str | None:
+        status = self.inspect(plan.state["container"], "{{.State.Status}}")
+        if status in ("exited", "dead"):
+            return self.failure_reason(plan)
+        return None
+
     def stop_plan(self, plan: LaunchPlan, pid: int | None = None) -> None:
         name = plan.state.get("container")
         if name:
