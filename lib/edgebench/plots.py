@@ -208,3 +208,97 @@ def footprint_findings(table: pd.DataFrame) -> str:
             lines.append(f"  - {r.runtime}: {r.image_MB:.1f} MB measured vs {r.published_MB:g} MB published "
                          f"(x{r.image_MB / r.published_MB:.2f}).")
     return "\n".join(lines)
+
+
+# -- HTTP load ----------------------------------------------------------------------
+
+def _level(row) -> str:
+    return "rich" if row["scenario"] == "rich" else f"{row['memory_mb']:g} MB"
+
+
+def http_table(df: pd.DataFrame, reference: pd.DataFrame) -> pd.DataFrame:
+    """Median throughput (IQR), latency mean/p99 and the Little's-law ratio per level, app,
+    runtime and protocol, with the paper's published throughput beside."""
+    rps = ok_rows(df, "requests_per_second")
+    keys = ["scenario", "cpus", "memory_mb", "app", "runtime", "protocol"]
+    rows = []
+    for key, g in rps.groupby(keys):
+        s = spread(g["value"])
+        sel = df[(df[keys] == pd.Series(key, index=keys)).all(axis=1) & (df["status"] == "ok")]
+        med = lambda m: sel[sel["metric"] == m]["value"].median()  # noqa: E731
+        rows.append(dict(zip(keys, key), n=s["n"], rps_median=s["median"], rps_iqr=s["iqr"],
+                         latency_mean_ms=med("latency_mean"), latency_stdev_ms=med("latency_stdev"),
+                         latency_p99_ms=med("latency_p99"), timeouts=med("errors_timeout"),
+                         littles_law=g["littles_law"].median()))
+    table = pd.DataFrame(rows)
+    failed = df[(df["metric"] == "requests_per_second") & (df["status"] == "failed")]
+    fails = failed.groupby(keys).size().rename("failed").reset_index()
+    table = table.merge(fails, on=keys, how="outer").fillna({"failed": 0})
+    ref = reference[reference["metric"] == "requests_per_second"][["app", "runtime", "cpus", "memory_mb",
+                                                                   "value"]]
+    table = table.merge(ref.rename(columns={"value": "published_rps"}), on=["app", "runtime", "memory_mb"],
+                        how="left", suffixes=("", "_ref")).drop(columns=["cpus_ref"], errors="ignore")
+    table["level"] = table.apply(_level, axis=1)
+    order = {r: i for i, r in enumerate(runtime_order(table["runtime"]))}
+    return table.sort_values(["app", "scenario", "memory_mb", "runtime", "protocol"],
+                             ascending=[True, False, False, True, True],
+                             key=lambda c: c.map(order) if c.name == "runtime" else c).reset_index(drop=True)
+
+
+def http_figure(table: pd.DataFrame, title: str):
+    """Throughput and mean latency per memory level (rich first), one row per app, published
+    values as crosses; failed levels marked at the bottom."""
+    if table.empty:
+        raise NoData("HTTP load table is empty")
+    apps = list(dict.fromkeys(table["app"]))
+    levels = list(dict.fromkeys(table.sort_values(["scenario", "memory_mb"], ascending=[False, False])["level"]))
+    fig, axes = plt.subplots(len(apps), 2, figsize=(11, 3.6 * len(apps)), squeeze=False)
+    colors = {"native": "#2ca02c", "docker": "#1f77b4", "nanos": "#d62728", "lxd": "#9467bd"}
+    for r, app in enumerate(apps):
+        t = table[table["app"] == app]
+        for (rt, proto), g in t.groupby(["runtime", "protocol"]):
+            g = g.set_index("level").reindex(levels)
+            x = np.arange(len(levels))
+            style = dict(color=colors.get(rt, "grey"), ls="-" if proto == "fair" else "--", marker="o")
+            axes[r][0].errorbar(x, g["rps_median"], yerr=g["rps_iqr"] / 2, label=f"{rt} {proto}", **style)
+            axes[r][1].errorbar(x, g["latency_mean_ms"], yerr=g["latency_stdev_ms"], capsize=2, **style)
+            dead = g["rps_median"].isna() & (g["failed"] > 0)
+            axes[r][0].scatter(x[dead.values], np.zeros(dead.sum()), marker="v", color=style["color"], s=40)
+            pub = g["published_rps"]
+            if proto == "published" and pub.notna().any():
+                axes[r][0].scatter(x, pub, marker="x", color=colors.get(rt, "grey"), s=50,
+                                   label=f"{rt} (paper 000)")
+        for ax, ylabel in zip(axes[r], ("requests/s (median, IQR)", "mean latency (ms, ±stdev)")):
+            ax.set_xticks(range(len(levels)), levels)
+            ax.set_ylabel(ylabel)
+            ax.set_title(app)
+            ax.grid(alpha=0.3)
+        axes[r][0].set_ylim(bottom=0)
+        axes[r][0].legend(fontsize=7)
+    fig.suptitle(f"{title}: ▼ = failed at that level; x = paper 000")
+    fig.tight_layout()
+    return fig
+
+
+def crossover_findings(table: pd.DataFrame) -> str:
+    """Per app and protocol: the best runtime at each constrained level, and where it flips."""
+    lines = []
+    con = table[table["scenario"] == "constrained"]
+    for (app, proto), g in con.groupby(["app", "protocol"]):
+        if g["runtime"].nunique() < 2:
+            continue
+        winners = []
+        for mem, lvl in sorted(g.groupby("memory_mb"), key=lambda kv: -kv[0]):
+            ok = lvl.dropna(subset=["rps_median"])
+            winners.append((mem, ok.loc[ok["rps_median"].idxmax(), "runtime"] if not ok.empty else "none"))
+        seq = ", ".join(f"{w} at {m:g} MB" for m, w in winners)
+        flips = [m for (m0, w0), (m, w) in zip(winners, winners[1:]) if w != w0]
+        verdict = (f"the ranking flips at {flips[0]:g} MB (crossover)" if flips
+                   else "no crossover in this sweep")
+        lines.append(f"- **{app}**, {proto}: fastest {seq}; {verdict}.")
+    bad = table[(table["littles_law"] > 1.5)]
+    if not bad.empty:
+        lines.append(f"- {len(bad)} of {len(table)} cells have a Little's-law ratio above 1.5 "
+                     "(throughput x mean latency exceeds the connections): wrk's coordinated-omission "
+                     "correction inflates the mean under stalls, so read percentiles there.")
+    return "\n".join(lines) or "- Only one runtime measured: no ranking to compare."

@@ -202,7 +202,7 @@ def find_run(experiment: str, run_id: str = "latest", data_dir: Path = DATA_DIR)
 
 def load_results(run_dir: Path) -> pd.DataFrame:
     df = pd.read_csv(Path(run_dir) / "results.csv", keep_default_na=False, na_values=[""],
-                     dtype={"error": str, "status": str})
+                     dtype={"error": str, "status": str, "cpuset_applied": str, "loadgen_cpuset": str})
     df["value"] = pd.to_numeric(df["value"], errors="coerce")
     df["error"] = df["error"].fillna("")
     return df

@@ -1,0 +1,183 @@
+"""HTTP load (paper 000, Figs. 4-13): throughput, latency and jitter of `/io` (I/O-bound) and
+`/compute` (CPU-bound), in a rich scenario (the paper's 8 CPUs / 2048 MB, clipped to the target)
+and a constrained sweep (1 CPU at 512/256/128/64 MB by default).
+
+Protocols, in the `protocol` column:
+- `published`: as the artifact did it: `--cpus`/`--memory` only, Go's default GOMAXPROCS,
+  closed-loop wrk; the paper kept mean and standard deviation (the rows keep everything).
+- `fair`: the same pinned cores for every runtime, GOMAXPROCS = granted CPUs, memory+swap =
+  memory, and the load generator pinned to cores the app does not use when both share a machine.
+
+A runtime that fails at a memory level (OOM-killed, never ready, every request failing) gives
+`failed` rows with the reason, and the sweep goes on.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+from tqdm import tqdm
+
+from edgebench.apps import HTTP_APPS
+from edgebench.errors import ConfigError, EdgebenchError
+from edgebench.experiments.common import (as_list, check_apps, check_profile, check_protocols,
+                                          check_repetitions, collect as _collect, resolve_limits, session)
+from edgebench.experiments.time_to_ready import _package_all, fair_limits, published_limits, verify_limits
+from edgebench.load import LOAD_PROFILES, LoadGenerator, LoadSettings
+from edgebench.results import Run, new_run_id
+from edgebench.runtimes import Limits, StartFailed
+from edgebench.runtimes.base import is_alive
+from edgebench.units import parse_memory_mb
+
+ENDPOINTS = {"io_bound": "/io", "cpu_bound": "/compute"}
+EXTRA_COLUMNS = ["scenario", "endpoint", "iter", "build", "network", "threads", "connections",
+                 "duration_s", "littles_law", "cpus_applied", "memory_mb_applied", "cpuset_applied",
+                 "loadgen_cpuset", "limits_note"]
+PORT_BASE = 18300
+# The paper's constrained sweep; quick keeps one level the apps live at and one near the edge.
+MEMORY_LEVELS = {"standard": "512m,256m,128m,64m", "quick": "256m,64m"}
+READY_TIMEOUT_S = 60
+# (metric, key in the report, unit, scale from microseconds)
+LATENCY_METRICS = [("latency_mean", "mean", "ms"), ("latency_stdev", "stdev", "ms"),
+                   ("latency_p50", "p50", "ms"), ("latency_p90", "p90", "ms"), ("latency_p99", "p99", "ms"),
+                   ("latency_p99_9", "p99_9", "ms"), ("latency_max", "max", "ms")]
+
+
+def scenarios(target, rich_cpus, rich_memory, constrained_cpus, memory_levels) -> list[tuple[str, float, float, str]]:
+    """[(scenario, cpus, memory_mb, clipping note)], rich first, then memory descending."""
+    out = []
+    cpus, mem, note = resolve_limits(target, rich_cpus, rich_memory)
+    out.append(("rich", cpus, mem, note))
+    for level in as_list(memory_levels, []):
+        c, m, n = resolve_limits(target, constrained_cpus, level)
+        out.append(("constrained", c, m, n))
+    return out
+
+
+def loadgen_cpuset(target_is_loadgen: bool, app_cpuset: str | None, cores: int) -> tuple[str | None, str]:
+    """Cores for wrk that the app does not use, when both share a machine."""
+    if not target_is_loadgen or not app_cpuset:
+        return None, ""
+    first, _, last = app_cpuset.partition("-")
+    used = set(range(int(first), int(last or first) + 1))
+    free = [c for c in range(cores) if c not in used]
+    if not free:
+        return None, "no core left for the load generator: it shares the app's cores"
+    return ",".join(map(str, free)), ""
+
+
+def run_http_load(experiment: str = "io_bound", target="local", runtimes="auto", apps="all",
+                  repetitions: int | None = None, protocols="fair,published", rich_cpus="8",
+                  rich_memory="2048m", constrained_cpus="1", memory_levels="",
+                  iterations: int = 100, threads: int | None = None, connections: int | None = None,
+                  duration_s: int | None = None, timeout_s: int | None = None, warmup_s: int | None = None,
+                  docker_build: str = "offline", profile: str = "standard", run_id: str | None = None,
+                  progress: bool = True) -> Path:
+    if experiment not in ENDPOINTS:
+        raise ConfigError(f"experiment {experiment!r} unknown; use one of {', '.join(ENDPOINTS)}")
+    check_profile(profile)
+    # Each repetition is a whole wrk run: fewer than time to ready's launches.
+    reps = check_repetitions(repetitions if repetitions not in (None, "", 0) else
+                             (1 if profile == "quick" else 3))
+    app_names = check_apps(apps, HTTP_APPS)
+    protocol_names = check_protocols(protocols)
+    memory_levels = memory_levels or MEMORY_LEVELS[profile]
+    for level in as_list(memory_levels, []):
+        parse_memory_mb(level)
+    if int(iterations) < 1:
+        raise ConfigError(f"iterations={iterations!r} must be at least 1 (the paper used 100)")
+    # None (or 0, except for the warm-up) keeps the profile's value.
+    given = dict(threads=threads, connections=connections, duration_s=duration_s, timeout_s=timeout_s,
+                 warmup_s=warmup_s)
+    overrides = {k: int(v) for k, v in given.items()
+                 if v not in (None, "") and (v != 0 or k == "warmup_s")}
+    settings = replace(LOAD_PROFILES[profile], **overrides).check()
+    endpoint = ENDPOINTS[experiment]
+    path = f"{endpoint}?iter={int(iterations)}" if endpoint == "/compute" else endpoint
+    run_id = run_id or new_run_id()
+    params = dict(experiment=experiment, target=str(target), runtimes=runtimes, apps=app_names,
+                  repetitions=reps, protocols=protocol_names, rich_cpus=rich_cpus, rich_memory=rich_memory,
+                  constrained_cpus=constrained_cpus, memory_levels=memory_levels, iterations=int(iterations),
+                  load=settings.as_dict(), docker_build=docker_build, profile=profile)
+    with session(target, runtimes, run_id) as (tgt, selection):
+        loadgen = LoadGenerator(tgt)  # the target doubles as load generator by default
+        cores = tgt.facts()["cores"]
+        plan = scenarios(tgt, rich_cpus, rich_memory, constrained_cpus, memory_levels)
+        for _, cpus, mem, _ in plan:
+            for rt in selection.runtimes:
+                for app in app_names:
+                    rt.check_limits(app, Limits(cpus=cpus, memory_mb=mem))
+        with Run(experiment, params, tgt.facts(), extra_columns=EXTRA_COLUMNS, run_id=run_id) as run:
+            run.note("skipped_runtimes", selection.skipped)
+            artifacts = _package_all(run, tgt, selection.runtimes, app_names, docker_build)
+            steps = [(s, rep, app, i, proto) for s in plan for rep in range(1, reps + 1) for app in app_names
+                     for i in range(len(selection.runtimes)) for proto in protocol_names]
+            port_seq = 0
+            for (scenario, cpus, mem, clip), rep, app, i, proto in tqdm(steps, desc=experiment,
+                                                                        disable=not progress):
+                rt = selection.runtimes[(i + rep) % len(selection.runtimes)]
+                limits = fair_limits(cpus, mem, cores) if proto == "fair" else published_limits(cpus, mem)
+                artifact = artifacts.get((app, rt.name))
+                lg_cpuset, lg_note = (loadgen_cpuset(True, limits.cpuset, cores) if proto == "fair"
+                                      else (None, ""))
+                row = dict(app=app, runtime=rt.name, protocol=proto, rep=rep, cpus=cpus, memory_mb=mem,
+                           scenario=scenario, endpoint=endpoint, iter=int(iterations) if endpoint == "/compute"
+                           else None, build=artifact.build if artifact else "", threads=settings.threads,
+                           connections=settings.connections, duration_s=settings.duration_s,
+                           loadgen_cpuset=lg_cpuset, limits_note="; ".join(x for x in (clip, lg_note) if x))
+                if artifact is None:
+                    run.failed(metric="requests_per_second", unit="req/s", error="packaging failed (see raw/)",
+                               **row)
+                    continue
+                port_seq += 1
+                try:
+                    measure_load(run, rt, artifact, limits, PORT_BASE + port_seq % 200, path, loadgen,
+                                 settings, lg_cpuset, row)
+                except EdgebenchError as e:
+                    run.failed(metric="requests_per_second", unit="req/s", error=str(e), **row)
+            return run.dir
+
+
+def measure_load(run: Run, rt, artifact, limits: Limits, port: int, path: str, loadgen: LoadGenerator,
+                 settings: LoadSettings, lg_cpuset: str | None, row: dict) -> None:
+    tag = f"{row['scenario']}-{row['memory_mb']:g}-{row['app']}-{rt.name}-{row['protocol']}-rep{row['rep']}"
+    try:
+        instance, _ = rt.start(artifact, limits, port, timeout_s=READY_TIMEOUT_S)
+    except StartFailed as e:
+        run.failed(metric="requests_per_second", unit="req/s", error=f"start: {e}", **row)
+        return
+    try:
+        applied = instance.limits_applied
+        row = dict(row, network=instance.network_path,
+                   limits_note="; ".join(x for x in (row["limits_note"], verify_limits(limits, applied)) if x),
+                   cpus_applied=applied.cpus if applied else None,
+                   memory_mb_applied=applied.memory_mb if applied else None,
+                   cpuset_applied=applied.cpuset if applied else None)
+        url = instance.url + path
+        loadgen.warm_up(url, settings, lg_cpuset)
+        report = loadgen.run(url, settings, lg_cpuset)
+        run.save_raw(f"wrk-{tag}", command=report.command, stdout=report.stdout, stderr=report.stderr,
+                     limits_applied=applied)
+        gone = instance.pid is not None and not is_alive(rt.target, instance.pid)
+        reason = rt.failure_reason(instance.plan) if gone else None
+        if report.requests == report.error_count or report.requests == 0:
+            why = reason or f"every request failed ({report.errors})"
+            run.failed(metric="requests_per_second", unit="req/s", error=why, **row)
+            return
+        row = dict(row, littles_law=round(report.littles_law_ratio(settings.connections) or 0, 4) or None)
+        status_note = {"status": "ok"} if not gone else {"status": "failed", "error": f"died under load: {reason}"}
+        run.add(metric="requests_per_second", value=report.requests_per_second, unit="req/s", **status_note,
+                **row)
+        for metric, key, unit in LATENCY_METRICS:
+            run.add(metric=metric, value=report.latency_us[key] / 1000, unit=unit, **row)
+        run.add(metric="requests", value=report.requests, unit="count", **row)
+        for kind, count in report.errors.items():
+            run.add(metric=f"errors_{kind}", value=count, unit="count", **row)
+    finally:
+        rt.stop(instance)
+
+
+def collect(run_id: str = "", experiment: str = "io_bound", **params) -> Path:
+    """Replot run_id ('latest' or an id) if given, else measure now."""
+    return _collect(experiment, lambda **p: run_http_load(experiment, **p), run_id, **params)

@@ -1,0 +1,69 @@
+"""The HTTP load experiment for real: rows per level with limits read back, and a memory limit
+that kills the app gives failed rows with the OOM reason, not an exception."""
+
+from __future__ import annotations
+
+import shutil
+import uuid
+
+import pytest
+
+from edgebench.errors import ConfigError
+from edgebench.experiments.http_load import loadgen_cpuset, run_http_load
+from edgebench.results import load_meta, load_results
+
+pytestmark = pytest.mark.integration
+QUICK = dict(profile="quick", repetitions=1, progress=False, duration_s=1, warmup_s=0)
+
+
+@pytest.fixture
+def run_dirs():
+    dirs = []
+    yield dirs
+    for d in dirs:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.mark.parametrize("runtime", ["native", "docker"])
+def test_oom_at_a_memory_level_gives_failed_rows(runtime, request, run_dirs, cgroups_ready, no_leftovers):
+    if runtime == "docker":
+        request.getfixturevalue("docker_ready")
+    run_dir = run_http_load("io_bound", runtimes=runtime, apps="node-http", protocols="fair",
+                            memory_levels="8m", run_id=f"it-oom-{runtime}-{uuid.uuid4().hex[:6]}", **QUICK)
+    run_dirs.append(run_dir)
+    df = load_results(run_dir)
+    rps = df[df.metric == "requests_per_second"]
+    rich = rps[rps.scenario == "rich"]
+    assert list(rich.status) == ["ok"] and rich.value.iloc[0] > 0
+    starved = rps[(rps.scenario == "constrained") & (rps.memory_mb == 8)]
+    assert list(starved.status) == ["failed"], starved[["status", "error"]]
+    assert "oom" in starved.error.iloc[0].lower(), starved.error.iloc[0]
+    assert starved.value.isna().all()
+    assert load_meta(run_dir)["status"] == "completed"  # the sweep went on to the end
+
+
+def test_docker_limit_verified_from_the_cgroup(run_dirs, docker_ready, cgroups_ready, no_leftovers):
+    run_dir = run_http_load("cpu_bound", runtimes="native,docker", apps="go-http", protocols="fair,published",
+                            memory_levels="128m", iterations=50, run_id=f"it-load-{uuid.uuid4().hex[:6]}",
+                            **QUICK)
+    run_dirs.append(run_dir)
+    df = load_results(run_dir)
+    ok = df[(df.metric == "requests_per_second") & (df.status == "ok")]
+    assert set(ok.runtime) == {"native", "docker"} and set(ok.protocol) == {"fair", "published"}
+    con = ok[ok.scenario == "constrained"]
+    assert (con.memory_mb_applied == 128).all() and (con.cpus_applied == 1).all()
+    fair = con[con.protocol == "fair"]
+    assert set(fair.cpuset_applied) == {"0"}
+    assert set(df[df.runtime == "docker"].network.dropna()) == {"docker-proxy+bridge"}
+    assert (ok.littles_law > 0).all() and (df[df.metric == "latency_p99"].value > 0).all()
+    assert set(df[df.endpoint.notna()].endpoint) == {"/compute"} and set(df.iter.dropna()) == {50}
+
+
+def test_loadgen_is_pinned_apart_and_bad_input_is_refused():
+    assert loadgen_cpuset(True, "0", 4) == ("1,2,3", "")
+    assert loadgen_cpuset(True, "0-1", 2)[0] is None and "no core left" in loadgen_cpuset(True, "0-1", 2)[1]
+    assert loadgen_cpuset(False, "0", 4) == (None, "")
+    with pytest.raises(ConfigError, match="'64'"):
+        run_http_load("io_bound", memory_levels="256m,64", progress=False)
+    with pytest.raises(ConfigError, match="unknown"):
+        run_http_load("mixed", progress=False)
