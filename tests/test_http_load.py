@@ -3,6 +3,7 @@ that kills the app gives failed rows with the OOM reason, not an exception."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import uuid
 
@@ -67,3 +68,21 @@ def test_loadgen_is_pinned_apart_and_bad_input_is_refused():
         run_http_load("io_bound", memory_levels="256m,64", progress=False)
     with pytest.raises(ConfigError, match="unknown"):
         run_http_load("mixed", progress=False)
+
+
+def test_remote_target_loaded_from_this_machine(ssh_host, run_dirs, cgroups_ready, no_leftovers):
+    """The app runs on the SSH host (a network namespace); wrk runs here and reaches it over the
+    veth pair, so nothing is pinned apart and the meta says who generated the load."""
+    from edgebench.targets import SSHTarget
+    target = SSHTarget(f"root@{ssh_host.host}", key_file=ssh_host.key_file, known_hosts=ssh_host.known_hosts)
+    run_dir = run_http_load("io_bound", target=target, runtimes="native", apps="go-http", protocols="fair",
+                            memory_levels="128m", run_id=f"it-remote-load-{uuid.uuid4().hex[:6]}", **QUICK)
+    run_dirs.append(run_dir)
+    df = load_results(run_dir)
+    rps = df[df.metric == "requests_per_second"]
+    assert (rps.status == "ok").all() and (rps.value > 0).all(), rps[["status", "error"]]
+    assert rps.loadgen_cpuset.isna().all()
+    meta = load_meta(run_dir)
+    assert meta["notes"]["load_generator"]["host"] == "local"
+    assert meta["notes"]["load_generator"]["shares_target"] is False
+    assert any(ssh_host.host in json.loads(p.read_text())["command"] for p in (run_dir / "raw").glob("*wrk-*"))

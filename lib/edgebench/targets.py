@@ -176,6 +176,11 @@ class Target(ABC):
         return f"{self.facts()['home'].rstrip('/')}/.cache/edgebench"
 
     @property
+    def address(self) -> str:
+        """How another host reaches this one (for load generators and URLs)."""
+        return "127.0.0.1"
+
+    @property
     def is_root(self) -> bool:
         return self.facts().get("uid") == 0
 
@@ -307,6 +312,10 @@ class SSHTarget(Target):
             return [str(self._known_hosts)]
         files = conn.ssh_config.get("userknownhostsfile", "~/.ssh/known_hosts").split()
         return [os.path.expanduser(f) for f in files]
+
+    @property
+    def address(self) -> str:
+        return self._connection().host  # HostName after ~/.ssh/config resolution
 
     def connect(self) -> "SSHTarget":
         self._connection()

@@ -14,8 +14,10 @@ A runtime that fails at a memory level (OOM-killed, never ready, every request f
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
+from typing import Iterator
 
 from tqdm import tqdm
 
@@ -28,6 +30,7 @@ from edgebench.load import LOAD_PROFILES, LoadGenerator, LoadSettings
 from edgebench.results import Run, new_run_id
 from edgebench.runtimes import Limits, StartFailed
 from edgebench.runtimes.base import is_alive
+from edgebench.targets import LOCAL_NAMES, connect
 from edgebench.units import parse_memory_mb
 
 ENDPOINTS = {"io_bound": "/io", "cpu_bound": "/compute"}
@@ -67,13 +70,26 @@ def loadgen_cpuset(target_is_loadgen: bool, app_cpuset: str | None, cores: int) 
     return ",".join(map(str, free)), ""
 
 
+@contextmanager
+def load_generator_for(target, spec) -> Iterator[tuple[LoadGenerator, bool]]:
+    """wrk's host: this machine by default. When that is the target itself, apps and wrk share
+    a machine (`shared`), and the fair protocol pins them to different cores."""
+    shared = target.is_local and str(spec or "local").strip().lower() in LOCAL_NAMES
+    host = target if shared else connect(spec)
+    try:
+        yield LoadGenerator(host), shared
+    finally:
+        if host is not target:
+            host.close()
+
+
 def run_http_load(experiment: str = "io_bound", target="local", runtimes="auto", apps="all",
                   repetitions: int | None = None, protocols="fair,published", rich_cpus="8",
                   rich_memory="2048m", constrained_cpus="1", memory_levels="",
                   iterations: int = 100, threads: int | None = None, connections: int | None = None,
                   duration_s: int | None = None, timeout_s: int | None = None, warmup_s: int | None = None,
-                  docker_build: str = "offline", profile: str = "standard", run_id: str | None = None,
-                  progress: bool = True) -> Path:
+                  docker_build: str = "offline", load_generator="local", profile: str = "standard",
+                  run_id: str | None = None, progress: bool = True) -> Path:
     if experiment not in ENDPOINTS:
         raise ConfigError(f"experiment {experiment!r} unknown; use one of {', '.join(ENDPOINTS)}")
     check_profile(profile)
@@ -99,9 +115,11 @@ def run_http_load(experiment: str = "io_bound", target="local", runtimes="auto",
     params = dict(experiment=experiment, target=str(target), runtimes=runtimes, apps=app_names,
                   repetitions=reps, protocols=protocol_names, rich_cpus=rich_cpus, rich_memory=rich_memory,
                   constrained_cpus=constrained_cpus, memory_levels=memory_levels, iterations=int(iterations),
-                  load=settings.as_dict(), docker_build=docker_build, profile=profile)
-    with session(target, runtimes, run_id) as (tgt, selection):
-        loadgen = LoadGenerator(tgt)  # the target doubles as load generator by default
+                  load=settings.as_dict(), docker_build=docker_build, load_generator=str(load_generator),
+                  profile=profile)
+    with session(target, runtimes, run_id) as (tgt, selection), \
+            load_generator_for(tgt, load_generator) as (loadgen, shared):
+        lg_host = loadgen.host
         cores = tgt.facts()["cores"]
         plan = scenarios(tgt, rich_cpus, rich_memory, constrained_cpus, memory_levels)
         for _, cpus, mem, _ in plan:
@@ -110,6 +128,8 @@ def run_http_load(experiment: str = "io_bound", target="local", runtimes="auto",
                     rt.check_limits(app, Limits(cpus=cpus, memory_mb=mem))
         with Run(experiment, params, tgt.facts(), extra_columns=EXTRA_COLUMNS, run_id=run_id) as run:
             run.note("skipped_runtimes", selection.skipped)
+            run.note("load_generator", {"host": lg_host.name, "shares_target": shared,
+                                        "facts": lg_host.facts()})
             artifacts = _package_all(run, tgt, selection.runtimes, app_names, docker_build)
             steps = [(s, rep, app, i, proto) for s in plan for rep in range(1, reps + 1) for app in app_names
                      for i in range(len(selection.runtimes)) for proto in protocol_names]
@@ -119,7 +139,7 @@ def run_http_load(experiment: str = "io_bound", target="local", runtimes="auto",
                 rt = selection.runtimes[(i + rep) % len(selection.runtimes)]
                 limits = fair_limits(cpus, mem, cores) if proto == "fair" else published_limits(cpus, mem)
                 artifact = artifacts.get((app, rt.name))
-                lg_cpuset, lg_note = (loadgen_cpuset(True, limits.cpuset, cores) if proto == "fair"
+                lg_cpuset, lg_note = (loadgen_cpuset(shared, limits.cpuset, cores) if proto == "fair"
                                       else (None, ""))
                 row = dict(app=app, runtime=rt.name, protocol=proto, rep=rep, cpus=cpus, memory_mb=mem,
                            scenario=scenario, endpoint=endpoint, iter=int(iterations) if endpoint == "/compute"
@@ -133,14 +153,14 @@ def run_http_load(experiment: str = "io_bound", target="local", runtimes="auto",
                 port_seq += 1
                 try:
                     measure_load(run, rt, artifact, limits, PORT_BASE + port_seq % 200, path, loadgen,
-                                 settings, lg_cpuset, row)
+                                 settings, lg_cpuset, row, host=tgt.address)
                 except EdgebenchError as e:
                     run.failed(metric="requests_per_second", unit="req/s", error=str(e), **row)
             return run.dir
 
 
 def measure_load(run: Run, rt, artifact, limits: Limits, port: int, path: str, loadgen: LoadGenerator,
-                 settings: LoadSettings, lg_cpuset: str | None, row: dict) -> None:
+                 settings: LoadSettings, lg_cpuset: str | None, row: dict, host: str = "127.0.0.1") -> None:
     tag = f"{row['scenario']}-{row['memory_mb']:g}-{row['app']}-{rt.name}-{row['protocol']}-rep{row['rep']}"
     try:
         instance, _ = rt.start(artifact, limits, port, timeout_s=READY_TIMEOUT_S)
@@ -154,7 +174,7 @@ def measure_load(run: Run, rt, artifact, limits: Limits, port: int, path: str, l
                    cpus_applied=applied.cpus if applied else None,
                    memory_mb_applied=applied.memory_mb if applied else None,
                    cpuset_applied=applied.cpuset if applied else None)
-        url = instance.url + path
+        url = f"http://{host}:{instance.port}{path}"
         loadgen.warm_up(url, settings, lg_cpuset)
         report = loadgen.run(url, settings, lg_cpuset)
         run.save_raw(f"wrk-{tag}", command=report.command, stdout=report.stdout, stderr=report.stderr,
