@@ -228,7 +228,8 @@ def http_table(df: pd.DataFrame, reference: pd.DataFrame) -> pd.DataFrame:
         med = lambda m: sel[sel["metric"] == m]["value"].median()  # noqa: E731
         rows.append(dict(zip(keys, key), n=s["n"], rps_median=s["median"], rps_iqr=s["iqr"],
                          latency_mean_ms=med("latency_mean"), latency_stdev_ms=med("latency_stdev"),
-                         latency_p99_ms=med("latency_p99"), timeouts=med("errors_timeout"),
+                         latency_p50_ms=med("latency_p50"), latency_p99_ms=med("latency_p99"),
+                         timeouts=med("errors_timeout"),
                          littles_law=g["littles_law"].median()))
     table = pd.DataFrame(rows)
     failed = df[(df["metric"] == "requests_per_second") & (df["status"] == "failed")]
@@ -252,7 +253,7 @@ def http_figure(table: pd.DataFrame, title: str):
         raise NoData("HTTP load table is empty")
     apps = list(dict.fromkeys(table["app"]))
     levels = list(dict.fromkeys(table.sort_values(["scenario", "memory_mb"], ascending=[False, False])["level"]))
-    fig, axes = plt.subplots(len(apps), 2, figsize=(11, 3.6 * len(apps)), squeeze=False)
+    fig, axes = plt.subplots(len(apps), 3, figsize=(15, 3.6 * len(apps)), squeeze=False)
     colors = {"native": "#2ca02c", "docker": "#1f77b4", "nanos": "#d62728", "lxd": "#9467bd"}
     for r, app in enumerate(apps):
         t = table[table["app"] == app]
@@ -262,13 +263,17 @@ def http_figure(table: pd.DataFrame, title: str):
             style = dict(color=colors.get(rt, "grey"), ls="-" if proto == "fair" else "--", marker="o")
             axes[r][0].errorbar(x, g["rps_median"], yerr=g["rps_iqr"] / 2, label=f"{rt} {proto}", **style)
             axes[r][1].errorbar(x, g["latency_mean_ms"], yerr=g["latency_stdev_ms"], capsize=2, **style)
+            axes[r][2].plot(x, g["latency_p99_ms"], **style)
+            axes[r][2].plot(x, g["latency_p50_ms"], **dict(style, marker=".", alpha=0.5))
             dead = g["rps_median"].isna() & (g["failed"] > 0)
             axes[r][0].scatter(x[dead.values], np.zeros(dead.sum()), marker="v", color=style["color"], s=40)
             pub = g["published_rps"]
             if proto == "published" and pub.notna().any():
                 axes[r][0].scatter(x, pub, marker="x", color=colors.get(rt, "grey"), s=50,
                                    label=f"{rt} (paper 000)")
-        for ax, ylabel in zip(axes[r], ("requests/s (median, IQR)", "mean latency (ms, ±stdev)")):
+        axes[r][2].set_yscale("log")
+        for ax, ylabel in zip(axes[r], ("requests/s (median, IQR)", "mean latency (ms, ±stdev)",
+                                        "p99 (o) and p50 (.) latency (ms, log)")):
             ax.set_xticks(range(len(levels)), levels)
             ax.set_ylabel(ylabel)
             ax.set_title(app)
