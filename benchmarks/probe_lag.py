@@ -19,8 +19,8 @@ from edgebench.apps import APPS, place_app
 from edgebench.runtimes import Limits
 from edgebench.runtimes.base import PROBE_INTERVAL, parse_listen_line
 from edgebench.runtimes.native import NativeRuntime
-from edgebench.targets import connect, sh
-from edgebench.experiments.time_to_ready import _PUBLISHED_SCRIPT
+from edgebench.targets import connect
+from edgebench.experiments.time_to_ready import published_command
 
 TARGET_MEDIAN_MS = 1.0
 
@@ -41,9 +41,7 @@ def curl_lags(rt: NativeRuntime, artifact, n: int) -> list[float]:
     lags = []
     for i in range(n):
         plan = rt.launch_plan(artifact, Limits(), 18600 + i % 50)
-        script = (f"EB_OUT={plan.stdout_path} EB_ERR={plan.stderr_path} EB_MAX_POLLS=200 "
-                  + sh(["sh", "-c", _PUBLISHED_SCRIPT, "bench", plan.ready_url, "0", *plan.argv]))
-        r = rt.target.run(script, check=False)
+        r = rt.target.run(published_command(plan), check=False)
         fields = r.stdout.split()
         pid = int(fields[3]) if fields and fields[0] == "ready" else None
         try:

@@ -25,7 +25,7 @@ from edgebench.apps import HTTP_APPS
 from edgebench.errors import ConfigError, EdgebenchError
 from edgebench.experiments.common import (as_list, check_apps, check_profile, check_protocols,
                                           check_repetitions, collect as _collect, resolve_limits, session)
-from edgebench.experiments.time_to_ready import _package_all, fair_limits, published_limits, verify_limits
+from edgebench.experiments.protocols import fair_limits, package_all, published_limits, with_instance
 from edgebench.load import LOAD_PROFILES, LoadGenerator, LoadSettings
 from edgebench.results import Run, new_run_id
 from edgebench.runtimes import Limits, StartFailed
@@ -130,7 +130,7 @@ def run_http_load(experiment: str = "io_bound", target="local", runtimes="auto",
             run.note("skipped_runtimes", selection.skipped)
             run.note("load_generator", {"host": lg_host.name, "shares_target": shared,
                                         "facts": lg_host.facts()})
-            artifacts = _package_all(run, tgt, selection.runtimes, app_names, docker_build)
+            artifacts = package_all(run, tgt, selection.runtimes, app_names, docker_build)
             steps = [(s, rep, app, i, proto) for s in plan for rep in range(1, reps + 1) for app in app_names
                      for i in range(len(selection.runtimes)) for proto in protocol_names]
             port_seq = 0
@@ -168,17 +168,12 @@ def measure_load(run: Run, rt, artifact, limits: Limits, port: int, path: str, l
         run.failed(metric="requests_per_second", unit="req/s", error=f"start: {e}", **row)
         return
     try:
-        applied = instance.limits_applied
-        row = dict(row, network=instance.network_path,
-                   limits_note="; ".join(x for x in (row["limits_note"], verify_limits(limits, applied)) if x),
-                   cpus_applied=applied.cpus if applied else None,
-                   memory_mb_applied=applied.memory_mb if applied else None,
-                   cpuset_applied=applied.cpuset if applied else None)
+        row = with_instance(row, limits, instance)
         url = f"http://{host}:{instance.port}{path}"
         loadgen.warm_up(url, settings, lg_cpuset)
         report = loadgen.run(url, settings, lg_cpuset)
         run.save_raw(f"wrk-{tag}", command=report.command, stdout=report.stdout, stderr=report.stderr,
-                     limits_applied=applied)
+                     limits_applied=instance.limits_applied)
         gone = instance.pid is not None and not is_alive(rt.target, instance.pid)
         reason = rt.failure_reason(instance.plan) if gone else None
         if report.requests == report.error_count or report.requests == 0:

@@ -17,15 +17,15 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from edgebench.apps import APPS, HTTP_APPS, place_app, place_probe
-from edgebench.cgroups import cpuset_for
+from edgebench.apps import HTTP_APPS, place_probe
 from edgebench.errors import ConfigError, EdgebenchError
 from edgebench.experiments.common import (check_apps, check_profile, check_protocols, check_repetitions,
                                           resolve_limits, session)
+from edgebench.experiments.protocols import fair_limits, package_all, published_limits, with_instance
 from edgebench.results import Run, new_run_id
 from edgebench.runtimes import Limits, Runtime, StartFailed
 from edgebench.runtimes.base import parse_listen_line
-from edgebench.targets import Target, sh
+from edgebench.targets import sh
 
 EXPERIMENT = "time_to_ready"
 EXTRA_COLUMNS = ["build", "network", "cpus_applied", "memory_mb_applied", "cpuset_applied",
@@ -51,39 +51,6 @@ echo "ready $start $end $pid $n"
 """.replace("__POLL__", str(PUBLISHED_POLL_S))
 
 
-def fair_limits(cpus: float | None, memory_mb: float | None, cores: int) -> Limits:
-    """Same cores for every runtime, GOMAXPROCS = granted CPUs, no swap beyond the limit."""
-    pinned = cpuset_for(cpus, cores)
-    gomaxprocs = max(1, int(-(-cpus // 1))) if cpus else None
-    return Limits(cpus=cpus, memory_mb=memory_mb, cpuset=pinned, swap=False, gomaxprocs=gomaxprocs)
-
-
-def published_limits(cpus: float | None, memory_mb: float | None) -> Limits:
-    return Limits(cpus=cpus, memory_mb=memory_mb)
-
-
-def _applied_columns(instance) -> dict:
-    a = instance.limits_applied if instance else None
-    if a is None:
-        return {}
-    return dict(cpus_applied=a.cpus, memory_mb_applied=a.memory_mb, cpuset_applied=a.cpuset)
-
-
-def verify_limits(requested: Limits, applied) -> str:
-    """Empty when the kernel holds what was asked; otherwise what differs."""
-    if applied is None:
-        return "limits not read back"
-    diffs = []
-    if requested.cpus is not None and (applied.cpus is None or abs(applied.cpus - requested.cpus) > 0.01):
-        diffs.append(f"cpus asked {requested.cpus:g}, cgroup has {applied.cpus}")
-    if requested.memory_mb is not None and (applied.memory_mb is None
-                                            or abs(applied.memory_mb - requested.memory_mb) > 1):
-        diffs.append(f"memory asked {requested.memory_mb:g} MiB, cgroup has {applied.memory_mb}")
-    if requested.cpuset and applied.cpuset != requested.cpuset:
-        diffs.append(f"cpuset asked {requested.cpuset}, cgroup has {applied.cpuset}")
-    return "; ".join(diffs)
-
-
 def measure_fair(run: Run, rt: Runtime, artifact, limits: Limits, port: int, row: dict) -> None:
     try:
         instance, probe = rt.start(artifact, limits, port, timeout_s=READY_TIMEOUT_S)
@@ -99,8 +66,7 @@ def measure_fair(run: Run, rt: Runtime, artifact, limits: Limits, port: int, row
         run.save_raw(f"probe-{row['app']}-{rt.name}-rep{row['rep']}", command=probe.command, stdout=probe.raw,
                      app_stdout=output, limits_applied=instance.limits_applied,
                      instance_details=instance.details)
-        note = verify_limits(limits, instance.limits_applied)
-        row = dict(row, network=instance.network_path, limits_note=note, **_applied_columns(instance))
+        row = with_instance(row, limits, instance)
         run.add(metric="time_to_ready", value=probe.ready_after_ns / 1e6, unit="ms", **row)
         if probe.first_connect_unix_ns:
             run.add(metric="time_to_first_connect", unit="ms",
@@ -115,12 +81,18 @@ def measure_fair(run: Run, rt: Runtime, artifact, limits: Limits, port: int, row
         rt.stop(instance)
 
 
+def published_command(plan) -> str:
+    """The artifact's timing loop around a launch plan. Prints `ready START END PID POLLS`
+    (milliseconds from `date +%s%3N`), `timeout START PID` or `launch-failed START`."""
+    return (f"EB_OUT={shlex.quote(plan.stdout_path)} EB_ERR={shlex.quote(plan.stderr_path)} "
+            f"EB_MAX_POLLS={int(READY_TIMEOUT_S / PUBLISHED_POLL_S)} "
+            + sh(["sh", "-c", _PUBLISHED_SCRIPT, "published-ttr", plan.ready_url,
+                  "1" if plan.detaches else "0", *plan.argv]))
+
+
 def measure_published(run: Run, rt: Runtime, artifact, limits: Limits, port: int, row: dict) -> None:
     plan = rt.launch_plan(artifact, limits, port)
-    script = f"EB_OUT={shlex.quote(plan.stdout_path)} EB_ERR={shlex.quote(plan.stderr_path)} " \
-             f"EB_MAX_POLLS={int(READY_TIMEOUT_S / PUBLISHED_POLL_S)} " + \
-             sh(["sh", "-c", _PUBLISHED_SCRIPT, "published-ttr", plan.ready_url,
-                 "1" if plan.detaches else "0", *plan.argv])
+    script = published_command(plan)
     pid = None
     try:
         r = rt.target.run(script, timeout=READY_TIMEOUT_S + 30, check=False)
@@ -132,9 +104,8 @@ def measure_published(run: Run, rt: Runtime, artifact, limits: Limits, port: int
             pid = int(fields[3]) if len(fields) > 4 and fields[3] else None
             instance = rt.attach(plan, pid)
             pid = instance.pid if rt.name == "native" else pid
-            note = verify_limits(limits, instance.limits_applied)
             run.add(metric="time_to_ready", value=float(end - start), unit="ms",
-                    **dict(row, network=plan.network_path, limits_note=note, **_applied_columns(instance)))
+                    **with_instance(row, limits, instance))
         else:
             reason = rt.failure_reason(plan) or r.stdout.strip() or r.stderr.strip()[-300:]
             run.failed(metric="time_to_ready", unit="ms", error=f"not ready: {reason}", **row)
@@ -172,7 +143,7 @@ def run_time_to_ready(target="local", runtimes="auto", apps="all", repetitions: 
             if clip_note:
                 run.note("clipped", clip_note)
             place_probe(tgt)
-            artifacts = _package_all(run, tgt, selection.runtimes, app_names, docker_build)
+            artifacts = package_all(run, tgt, selection.runtimes, app_names, docker_build)
             steps = [(rep, app, i, proto) for rep in range(1, reps + 1) for app in app_names
                      for i in range(len(selection.runtimes)) for proto in protocol_names]
             port_seq = 0
@@ -196,23 +167,6 @@ def run_time_to_ready(target="local", runtimes="auto", apps="all", repetitions: 
                 except EdgebenchError as e:
                     run.failed(metric="time_to_ready", unit="ms", error=str(e), **row)
             return run.dir
-
-
-def _package_all(run: Run, target: Target, runtimes, app_names, docker_build: str) -> dict:
-    """Build every artifact before any clock starts."""
-    artifacts = {}
-    for app in app_names:
-        try:
-            built = place_app(target, APPS[app])
-        except EdgebenchError as e:
-            run.save_raw(f"build-{app}", command="place_app", stderr=str(e))
-            continue
-        for rt in runtimes:
-            try:
-                artifacts[(app, rt.name)] = rt.package(built, docker_build if rt.name == "docker" else "native")
-            except EdgebenchError as e:
-                run.save_raw(f"package-{app}-{rt.name}", command="package", stderr=str(e))
-    return artifacts
 
 
 def collect(run_id: str = "", **params) -> Path:

@@ -1,0 +1,65 @@
+"""The two protocols every experiment runs (see METHODOLOGY): the limits each one asks for,
+checking them against what the kernel holds, and building artifacts before any clock starts."""
+
+from __future__ import annotations
+
+from edgebench.apps import APPS, place_app
+from edgebench.cgroups import cpuset_for
+from edgebench.errors import EdgebenchError
+from edgebench.results import Run
+from edgebench.runtimes import Instance, Limits
+from edgebench.targets import Target
+
+
+def fair_limits(cpus: float | None, memory_mb: float | None, cores: int) -> Limits:
+    """Same cores for every runtime, GOMAXPROCS = granted CPUs, no swap beyond the limit."""
+    pinned = cpuset_for(cpus, cores)
+    gomaxprocs = max(1, int(-(-cpus // 1))) if cpus else None
+    return Limits(cpus=cpus, memory_mb=memory_mb, cpuset=pinned, swap=False, gomaxprocs=gomaxprocs)
+
+
+def published_limits(cpus: float | None, memory_mb: float | None) -> Limits:
+    """As the artifacts did it: --cpus and --memory only."""
+    return Limits(cpus=cpus, memory_mb=memory_mb)
+
+
+def verify_limits(requested: Limits, applied) -> str:
+    """Empty when the kernel holds what was asked; otherwise what differs."""
+    if applied is None:
+        return "limits not read back"
+    diffs = []
+    if requested.cpus is not None and (applied.cpus is None or abs(applied.cpus - requested.cpus) > 0.01):
+        diffs.append(f"cpus asked {requested.cpus:g}, cgroup has {applied.cpus}")
+    if requested.memory_mb is not None and (applied.memory_mb is None
+                                            or abs(applied.memory_mb - requested.memory_mb) > 1):
+        diffs.append(f"memory asked {requested.memory_mb:g} MiB, cgroup has {applied.memory_mb}")
+    if requested.cpuset and applied.cpuset != requested.cpuset:
+        diffs.append(f"cpuset asked {requested.cpuset}, cgroup has {applied.cpuset}")
+    return "; ".join(diffs)
+
+
+def with_instance(row: dict, limits: Limits, instance: Instance) -> dict:
+    """The row's columns once the app runs: network path, limits read back, and a note that
+    adds any mismatch to what the row already noted (clipping, pinning)."""
+    a = instance.limits_applied
+    note = "; ".join(x for x in (row.get("limits_note"), verify_limits(limits, a)) if x)
+    return dict(row, network=instance.network_path, limits_note=note,
+                cpus_applied=a.cpus if a else None, memory_mb_applied=a.memory_mb if a else None,
+                cpuset_applied=a.cpuset if a else None)
+
+
+def package_all(run: Run, target: Target, runtimes, app_names, docker_build: str) -> dict:
+    """Build every artifact before any clock starts; a failure is kept under raw/."""
+    artifacts = {}
+    for app in app_names:
+        try:
+            built = place_app(target, APPS[app])
+        except EdgebenchError as e:
+            run.save_raw(f"build-{app}", command="place_app", stderr=str(e))
+            continue
+        for rt in runtimes:
+            try:
+                artifacts[(app, rt.name)] = rt.package(built, docker_build if rt.name == "docker" else "native")
+            except EdgebenchError as e:
+                run.save_raw(f"package-{app}-{rt.name}", command="package", stderr=str(e))
+    return artifacts

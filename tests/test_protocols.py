@@ -1,0 +1,33 @@
+"""The protocols' limits and the columns a running instance adds to a row."""
+
+from __future__ import annotations
+
+from edgebench.cgroups import AppliedLimits
+from edgebench.experiments.protocols import fair_limits, published_limits, verify_limits, with_instance
+from edgebench.runtimes import Instance, LaunchPlan, Limits
+
+
+def instance(applied: AppliedLimits | None) -> Instance:
+    plan = LaunchPlan("docker", "go-http", "n", [], 1, network_path="docker-proxy+bridge")
+    return Instance("docker", "go-http", "n", 1, "http://127.0.0.1:1", 42, plan.limits, applied,
+                    plan.network_path, plan)
+
+
+def test_fair_pins_and_sets_gomaxprocs_published_does_not():
+    assert fair_limits(1.5, 256, 4) == Limits(cpus=1.5, memory_mb=256, cpuset="0-1", swap=False, gomaxprocs=2)
+    assert published_limits(1.5, 256) == Limits(cpus=1.5, memory_mb=256)
+
+
+def test_row_keeps_its_earlier_note_and_adds_a_mismatch():
+    asked = fair_limits(1, 128, 2)
+    held = AppliedLimits(cpus=1.0, memory_mb=128.0, swap_mb=0, cpuset="0", cgroup_version=1,
+                         cgroup_path="/x", oom_kills=0)
+    row = with_instance({"limits_note": "cpus 8 clipped to the target's 2"}, asked, instance(held))
+    assert row["limits_note"] == "cpus 8 clipped to the target's 2"
+    assert (row["cpus_applied"], row["memory_mb_applied"], row["cpuset_applied"]) == (1.0, 128.0, "0")
+    assert row["network"] == "docker-proxy+bridge"
+    short = AppliedLimits(**{**held.as_dict(), "memory_mb": 64.0})
+    row = with_instance({"limits_note": "clipped"}, asked, instance(short))
+    assert row["limits_note"].startswith("clipped; memory asked 128 MiB, cgroup has 64.0")
+    assert with_instance({}, asked, instance(None))["limits_note"] == "limits not read back"
+    assert verify_limits(asked, held) == ""
