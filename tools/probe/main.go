@@ -7,6 +7,9 @@
 //	probe -url http://127.0.0.1:8080/io [-interval 1ms] [-timeout 60s]
 //	      [-connect-timeout 50ms] [-read-timeout 1s]
 //	      [-stdout FILE] [-stderr FILE] -- COMMAND ARGS...
+//	probe -batch [-timeout 60s] [-stdout FILE] [-stderr FILE] -- COMMAND ARGS...
+//
+// With -batch it runs a program to completion instead (see batch.go).
 //
 // It prints exactly one JSON line (see result) and exits 0 when ready,
 // 2 on timeout, 3 when the launcher fails, 64 on usage errors. The launched
@@ -69,6 +72,7 @@ func run() int {
 	stdoutPath := fs.String("stdout", "", "write the command's stdout to FILE (default /dev/null)")
 	stderrPath := fs.String("stderr", "", "write the command's stderr to FILE (default /dev/null)")
 	afterLauncher := fs.Bool("after-launcher", false, "start polling only once a detaching launcher (docker run -d) has exited")
+	batch := fs.Bool("batch", false, "run COMMAND to completion and report its timing and exit (no -url)")
 	fs.Usage = func() {
 		fmt.Fprintln(os.Stderr, "usage: probe -url URL [flags] -- COMMAND ARGS...")
 		fs.PrintDefaults()
@@ -87,6 +91,9 @@ func run() int {
 	}
 	if *interval < 0 || *timeout <= 0 || *connectTimeout <= 0 || *readTimeout <= 0 {
 		return usage("durations must be positive")
+	}
+	if *batch {
+		return runBatch(argv, *stdoutPath, *stderrPath, *timeout)
 	}
 	target, err := parseTarget(*rawURL)
 	if err != nil {
