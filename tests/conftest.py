@@ -67,8 +67,9 @@ def leftovers() -> list[str]:
                        text=True)
     if r.returncode == 0 and r.stdout.strip():
         found.append(f"containers: {r.stdout.split()}")
-    for base in ("/sys/fs/cgroup/edgebench", "/sys/fs/cgroup/memory/edgebench",
-                 "/sys/fs/cgroup/cpu/edgebench", "/sys/fs/cgroup/cpuset/edgebench"):
+    with open("/proc/mounts") as mounts:  # every hierarchy: docker makes its cgroup parent in each
+        roots = [f.split()[1] for f in mounts if f.split()[2] in ("cgroup", "cgroup2")]
+    for base in (f"{root}/edgebench" for root in roots):
         if os.path.isdir(base):
             subs = [d for d in os.listdir(base) if os.path.isdir(os.path.join(base, d))]
             if subs:

@@ -124,10 +124,15 @@ class NativeCgroup:
         if self.version not in (1, 2):
             raise ConfigError(f"{target.name}: no cgroup filesystem found at /sys/fs/cgroup; run "
                               "without cpus/memory limits or mount cgroups")
+        self.relpath = f"edgebench/{name}"
         if self.version == 2:
-            self.dirs = [f"/sys/fs/cgroup/edgebench/{name}"]
+            self.dirs = [f"/sys/fs/cgroup/{self.relpath}"]
         else:
-            self.dirs = [f"/sys/fs/cgroup/{c}/edgebench/{name}" for c in V1_CONTROLLERS]
+            self.dirs = [f"/sys/fs/cgroup/{c}/{self.relpath}" for c in V1_CONTROLLERS]
+            # Joined too on a hybrid machine, so that perf can count this group (-G).
+            unified = target.facts().get("cgroup_unified")
+            if unified:
+                self.dirs.append(f"{unified}/{self.relpath}")
 
     def create(self, cpus: float | None, memory_mb: float | None, cpuset: str | None,
                swap: bool) -> None:
@@ -155,7 +160,7 @@ class NativeCgroup:
             if cpuset:
                 lines.append(f"echo {q(cpuset)} > {q(d)}/cpuset.cpus")
         else:
-            mem_d, cpu_d, set_d = self.dirs
+            mem_d, cpu_d, set_d = self.dirs[:3]
             # A v1 cpuset group accepts no task until cpus and mems are set, parent first.
             lines += [f"mkdir -p {q(d)}" for d in self.dirs]
             lines += [
@@ -197,3 +202,90 @@ done
 exit 1
 """
         self.target.run(["sh", "-c", script], check=False)
+
+
+# -- counting a batch program's faults from its cgroup ------------------------------------
+
+def counting_dirs(target: Target, relpath: str) -> list[str]:
+    """The directories a counting cgroup needs before anything joins it: memory (for
+    memory.stat) and, for perf -G, the hierarchy perf_event lives in (v2, or v1's unified)."""
+    facts = target.facts()
+    if facts.get("cgroup_version") == 2:
+        return [f"/sys/fs/cgroup/{relpath}"]
+    dirs = [f"/sys/fs/cgroup/memory/{relpath}"]
+    if facts.get("cgroup_unified"):
+        dirs.append(f"{facts['cgroup_unified']}/{relpath}")
+    return dirs
+
+
+def create_counting_cgroup(target: Target, relpath: str) -> None:
+    q = shlex.quote
+    lines = []
+    if target.facts().get("cgroup_version") == 2:
+        # memory.stat appears only where every ancestor delegates the memory controller.
+        parent = "/sys/fs/cgroup"
+        for part in relpath.split("/")[:-1]:
+            lines.append(f"echo +memory > {q(parent)}/cgroup.subtree_control 2>/dev/null || true")
+            parent = f"{parent}/{part}"
+            lines.append(f"mkdir -p {q(parent)}")
+        lines.append(f"echo +memory > {q(parent)}/cgroup.subtree_control 2>/dev/null || true")
+    lines += [f"mkdir -p {q(d)}" for d in counting_dirs(target, relpath)]
+    target.run(["sh", "-c", "set -e\n" + "\n".join(lines)])
+
+
+@dataclass
+class FaultCounters:
+    pgfault: int | None
+    pgmajfault: int | None
+    source: str        # the memory.stat read
+    note: str = ""     # why a value is missing
+
+
+# Reads memory.stat until the fault count is non-zero and the same twice in a row: a finished
+# container's cgroup hands its counts to the parent only when it is released, a moment after
+# `docker run` returns, and a read in between sees 0.
+_SETTLED_STAT = r"""
+f=$1; key=$2; last=; n=0
+while [ $n -lt 30 ]; do
+  [ -f "$f" ] || { echo missing; exit 0; }
+  v=$(awk -v k="$key" '$1==k {print $2}' "$f")
+  if [ -n "$v" ] && [ "$v" != 0 ] && [ "$v" = "$last" ]; then break; fi
+  last=$v; n=$((n+1)); sleep 0.1
+done
+cat "$f"
+"""
+
+
+def read_fault_counters(target: Target, relpath: str) -> FaultCounters:
+    """pgfault/pgmajfault of a cgroup and everything below it (v1 total_*, v2 is hierarchical).
+    Counts survive the removal of child cgroups (a finished container's), so the parent is read."""
+    v2 = target.facts().get("cgroup_version") == 2
+    path = f"/sys/fs/cgroup/{relpath}/memory.stat" if v2 else f"/sys/fs/cgroup/memory/{relpath}/memory.stat"
+    prefix = "" if v2 else "total_"
+    text = target.run(["sh", "-c", _SETTLED_STAT, "settled-stat", path, prefix + "pgfault"]).stdout
+    if text.strip() == "missing":
+        return FaultCounters(None, None, path, f"{path} is missing")
+    stat = dict(line.split()[:2] for line in text.splitlines() if len(line.split()) >= 2)
+    minor, major = _num(stat.get(prefix + "pgfault")), _num(stat.get(prefix + "pgmajfault"))
+    if not minor:
+        return FaultCounters(None, None, path, f"{prefix}pgfault in {path} stayed {minor} for 3 s "
+                             "(the cgroup's counts never arrived)")
+    return FaultCounters(minor, major, path)
+
+
+def remove_cgroup_everywhere(target: Target, relpath: str) -> None:
+    """rmdir relpath and whatever a runtime created below it, in every mounted hierarchy
+    (docker creates its --cgroup-parent in each v1 controller)."""
+    script = r"""
+rel=$1
+for root in $(awk '$3 == "cgroup" || $3 == "cgroup2" {print $2}' /proc/mounts); do
+  [ -d "$root/$rel" ] || continue
+  for i in 1 2 3 4 5 6 7 8 9 10; do
+    find "$root/$rel" -depth -type d -exec rmdir {} + 2>/dev/null
+    [ -d "$root/$rel" ] || break
+    sleep 0.1
+  done
+done
+true
+"""
+    target.run(["sh", "-c", script, "rm-cgroup", relpath], check=False)

@@ -69,6 +69,9 @@ echo "swap_kb=$(awk '/^SwapTotal:/{print $2}' /proc/meminfo)"
 if [ -f /sys/fs/cgroup/cgroup.controllers ]; then echo "cgroup_version=2";
 elif [ -f /sys/fs/cgroup/memory/memory.limit_in_bytes ]; then echo "cgroup_version=1";
 else echo "cgroup_version="; fi
+# A v1 machine may also mount the unified hierarchy (hybrid); perf's -G cgroups live there.
+echo "cgroup_unified=$(awk '$3 == "cgroup2" && $2 != "/sys/fs/cgroup" {print $2; exit}' /proc/mounts)"
+echo "perf_event_paranoid=$(cat /proc/sys/kernel/perf_event_paranoid 2>/dev/null)"
 echo "smt=$(cat /sys/devices/system/cpu/smt/active 2>/dev/null)"
 echo "governor=$(cat /sys/devices/system/cpu/cpu0/cpufreq/scaling_governor 2>/dev/null)"
 if [ -r /dev/kvm ] && [ -w /dev/kvm ]; then echo "kvm=yes"; elif [ -e /dev/kvm ]; then echo "kvm=no-permission"; else echo "kvm=no"; fi
@@ -87,7 +90,7 @@ echo "curl=$(v curl --version)"
 echo "perf=$(v perf --version)"
 """
 
-_INT_FACTS = ("cores", "cores_online", "memory_kb", "swap_kb", "uid", "cgroup_version")
+_INT_FACTS = ("cores", "cores_online", "memory_kb", "swap_kb", "uid", "cgroup_version", "perf_event_paranoid")
 
 
 def parse_facts(text: str) -> dict:

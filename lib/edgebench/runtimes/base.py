@@ -22,7 +22,8 @@ from dataclasses import asdict, dataclass, field
 from typing import ClassVar
 
 from edgebench.apps import BuiltApp, place_probe
-from edgebench.cgroups import AppliedLimits
+from edgebench.cgroups import AppliedLimits, FaultCounters, create_counting_cgroup, read_fault_counters
+from edgebench.counters import EVENTS, Count, perf_stat_argv, perf_support, parse_perf_csv
 from edgebench.errors import ConfigError, EdgebenchError
 from edgebench.targets import Target, sh
 
@@ -88,6 +89,11 @@ class LaunchPlan:
     network_path: str = "loopback"
     limits: Limits = field(default_factory=Limits)
     state: dict = field(default_factory=dict)  # runtime-private (cgroup, container name)
+    # Batch runs: a cgroup (path below each hierarchy's root) holding only this run's
+    # processes, created before the launch and kept until stop_plan, so that its fault
+    # counters can be read after the program exits. None, with the reason, where impossible.
+    counting_cgroup: str | None = None
+    counting_note: str = ""
 
     @property
     def ready_url(self) -> str:
@@ -112,13 +118,27 @@ class Instance:
 
 @dataclass
 class BatchResult:
+    """A program run to completion. Times are taken on the target by the probe (-batch),
+    from just before the launch command is spawned until it exits."""
     exit_code: int | None
     stdout: str
     stderr: str
-    wall_s: float
+    wall_s: float | None
     command: str
     limits_applied: AppliedLimits | None = None
     details: dict = field(default_factory=dict)
+    protocol: str = "fair"
+    start_unix_ns: int | None = None
+    timed_out: bool = False
+    launcher_rusage: dict | None = None    # of the process the probe waited for (the CLI for docker)
+    cgroup_faults: FaultCounters | None = None
+    perf: dict[str, Count] = field(default_factory=dict)  # event -> value or missing with reason
+    perf_scope: str = ""                   # what perf counted: "cgroup ..." or "command ..."
+    raw: dict = field(default_factory=dict)  # probe line, perf output, as captured
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == 0 and not self.timed_out
 
 
 @dataclass
@@ -188,13 +208,98 @@ class Runtime(ABC):
         """Stop whatever the plan launched and release what it prepared. Idempotent."""
 
     @abstractmethod
-    def run_batch(self, artifact: Artifact, args: list[str], limits: Limits,
-                  timeout_s: float = 600) -> BatchResult:
-        """Run a program to completion under limits."""
+    def batch_plan(self, artifact: Artifact, args: list[str], limits: Limits) -> LaunchPlan:
+        """Untimed preparation of a batch run; argv runs the program to completion in the
+        foreground. Sets counting_cgroup (created by `prepare_counting`) where it can."""
+
+    def batch_outcome(self, plan: LaunchPlan) -> tuple[AppliedLimits | None, dict]:
+        """After the program exited, before stop_plan: limits it ran under, and runtime details."""
+        return None, {}
 
     def failure_reason(self, plan: LaunchPlan) -> str | None:
         """Why a launch died (OOM kill, exit status), if the runtime can tell."""
         return None
+
+    # -- batch programs ----------------------------------------------------------------
+    def perf_support(self, events: tuple[str, ...]):
+        """Asked once per runtime object: perf's answer does not change during a run."""
+        cache = self.__dict__.setdefault("_perf_support", {})
+        if events not in cache:
+            cache[events] = perf_support(self.target, events)
+        return cache[events]
+
+    def counting_cgroup_name(self, plan_name: str) -> str:
+        return f"edgebench/{plan_name}"
+
+    def prepare_counting(self, relpath: str) -> str | None:
+        """Create the counting cgroup; None (and the caller notes why) without root."""
+        if not self.target.is_root:
+            return None
+        create_counting_cgroup(self.target, relpath)
+        return relpath
+
+    def run_batch(self, artifact: Artifact, args: list[str], limits: Limits, timeout_s: float = 600,
+                  protocol: str = "fair", events=EVENTS) -> BatchResult:
+        """Run a program to completion under limits, timed on the target, and count it.
+
+        fair: perf counts the run's cgroup system-wide (`perf stat -a -G`) around the probe, so
+        only the workload (and a container's init) is counted, whoever launched it.
+        published: the paper's `perf stat -- COMMAND` inside the timed span: the launcher
+        process tree is counted (for `docker run`, the client, not the container).
+        The cgroup's memory.stat faults are read in both."""
+        if protocol not in ("fair", "published"):
+            raise ConfigError(f"protocol {protocol!r} unknown; use 'fair' or 'published'")
+        self.check_limits(artifact.app, limits)
+        probe = place_probe(self.target)
+        support = self.perf_support(tuple(events))
+        plan = self.batch_plan(artifact, args, limits)
+        self._live[plan.name] = plan
+        logs = self.logs_dir()
+        perf_out = f"{logs}/{plan.name}.perf"
+        timed = [probe, "-batch", "-timeout", f"{timeout_s:g}s", "-stdout", plan.stdout_path,
+                 "-stderr", plan.stderr_path, "--"]
+        perf_scope, perf_note = "", support.reason
+        if protocol == "published" and support.ok:
+            argv = [*timed, *perf_stat_argv(events, perf_out), *plan.argv]
+            perf_scope = f"command: {plan.argv[0]} and its children"
+        elif protocol == "fair" and support.ok and support.system_wide and plan.counting_cgroup:
+            argv = [*perf_stat_argv(events, perf_out, plan.counting_cgroup), *timed, *plan.argv]
+            perf_scope = f"cgroup {plan.counting_cgroup} (system-wide)"
+        else:
+            argv = [*timed, *plan.argv]
+            if support.ok and protocol == "fair" and not plan.counting_cgroup:
+                perf_note = f"no cgroup to count: {plan.counting_note}"
+        try:
+            self.target.run(["mkdir", "-p", logs])
+            self.target.run(["rm", "-f", perf_out])
+            r = self.target.run(argv, timeout=timeout_s + 60, check=False)
+            try:
+                line = json.loads(r.stdout.strip().splitlines()[-1])
+            except (ValueError, IndexError):
+                raise EdgebenchError(f"{self.name}/{plan.app}: the batch probe gave no result "
+                                     f"(exit {r.exit_code}): {r.stderr[-800:]}") from None
+            stdout = self.target.read_text(plan.stdout_path, missing_ok=True) or ""
+            stderr = self.target.read_text(plan.stderr_path, missing_ok=True) or ""
+            perf_text = self.target.read_text(perf_out, missing_ok=True) if perf_scope else None
+            perf = parse_perf_csv(perf_text or "") if perf_scope else {}
+            for event in events:
+                if event not in perf:
+                    why = support.unsupported.get(event) or perf_note or (
+                        f"perf wrote no value (output: {(perf_text or r.stderr)[-200:]!r})")
+                    perf[event] = Count(None, why)
+            faults = (read_fault_counters(self.target, plan.counting_cgroup) if plan.counting_cgroup
+                      else FaultCounters(None, None, "", plan.counting_note or "no counting cgroup"))
+            applied, details = self.batch_outcome(plan)
+        finally:
+            self.stop_plan(plan)
+            self._live.pop(plan.name, None)
+        elapsed = line.get("elapsed_ns")
+        return BatchResult(line.get("exit_code"), stdout, stderr, elapsed / 1e9 if elapsed else None,
+                           sh(argv), applied, details, protocol=protocol,
+                           start_unix_ns=line.get("start_unix_ns"), timed_out=bool(line.get("timed_out")),
+                           launcher_rusage=line.get("children_rusage"), cgroup_faults=faults, perf=perf,
+                           perf_scope=perf_scope, raw={"probe": r.stdout, "probe_stderr": r.stderr,
+                                                       "perf": perf_text})
 
     # -- shared mechanics ------------------------------------------------------------
     def check_limits(self, app: str, limits: Limits) -> None:

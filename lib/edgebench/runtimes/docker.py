@@ -11,14 +11,11 @@ Images build two ways:
 
 from __future__ import annotations
 
-import time
-
 from edgebench.apps import BuiltApp
-from edgebench.cgroups import AppliedLimits, read_limits
+from edgebench.cgroups import AppliedLimits, read_limits, remove_cgroup_everywhere
 from edgebench.errors import ConfigError, EdgebenchError
 from edgebench.paths import DOCKERFILES_DIR
-from edgebench.runtimes.base import (Artifact, Availability, BatchResult, Instance, LaunchPlan, Limits,
-                                     Runtime)
+from edgebench.runtimes.base import Artifact, Availability, Instance, LaunchPlan, Limits, Runtime
 from edgebench.runtimes.native import app_env
 from edgebench.targets import sh
 
@@ -163,6 +160,9 @@ class DockerRuntime(Runtime):
         name = plan.state.get("container")
         if name:
             self.target.run(["docker", "rm", "-f", "-v", name], timeout=60, check=False)
+        counting = plan.state.pop("counting_cgroup", None)
+        if counting:
+            remove_cgroup_everywhere(self.target, counting)
 
     def cleanup(self) -> None:
         super().cleanup()
@@ -173,27 +173,41 @@ class DockerRuntime(Runtime):
             self.target.run(["docker", "rm", "-f", "-v", *ids], timeout=60, check=False)
 
     # -- batch -------------------------------------------------------------------
-    def run_batch(self, artifact: Artifact, args: list[str], limits: Limits,
-                  timeout_s: float = 600) -> BatchResult:
-        self.check_limits(artifact.app, limits)
+    def cgroup_driver(self) -> str:
+        if not hasattr(self, "_cgroup_driver"):
+            self._cgroup_driver = self.target.run(["docker", "info", "--format", "{{.CgroupDriver}}"],
+                                                  check=False).stdout.strip()
+        return self._cgroup_driver
+
+    def batch_plan(self, artifact: Artifact, args: list[str], limits: Limits) -> LaunchPlan:
         name = self.new_name(artifact.app)
-        argv = ["docker", "run", "--name", name, "--label", f"{LABEL}={self.run_tag}",
-                *self.run_args(limits), artifact.ref, *args]
-        plan = LaunchPlan(self.name, artifact.app, name, argv, 0, limits=limits, state={"container": name})
-        self._live[name] = plan
-        try:
-            start = time.monotonic()
-            r = self.target.run(argv, timeout=timeout_s, check=False)
-            wall = time.monotonic() - start
-            applied = limits_from_host_config(self.inspect(name, "{{.HostConfig.NanoCpus}} "
-                                                           "{{.HostConfig.Memory}} {{.HostConfig.MemorySwap}} "
-                                                           "{{.HostConfig.CpusetCpus}}"))
-            oom = self.inspect(name, "{{.State.OOMKilled}}")
-        finally:
-            self.stop_plan(plan)
-            self._live.pop(name, None)
-        return BatchResult(r.exit_code, r.stdout, r.stderr, wall, sh(argv), applied,
-                           details={"oom_killed": oom == "true"})
+        plan = LaunchPlan(self.name, artifact.app, name, [], 0, limits=limits, network_path="none",
+                          stdout_path=f"{self.logs_dir()}/{name}.out",
+                          stderr_path=f"{self.logs_dir()}/{name}.err", state={"container": name})
+        parent = []
+        if self.cgroup_driver() != "cgroupfs":
+            plan.counting_note = (f"dockerd uses the {self.cgroup_driver() or 'unknown'} cgroup driver; "
+                                  "counting needs cgroupfs (dockerd --exec-opt native.cgroupdriver=cgroupfs)")
+        elif not self.target.is_root:
+            plan.counting_note = f"creating a cgroup parent needs root on {self.target.name}"
+        else:
+            # The container's own cgroup is removed when it exits; its parent keeps the counts.
+            plan.counting_cgroup = self.prepare_counting(self.counting_cgroup_name(name))
+            plan.state["counting_cgroup"] = plan.counting_cgroup
+            parent = [f"--cgroup-parent=/{plan.counting_cgroup}"]
+        env = ["-e", f"GOMAXPROCS={limits.gomaxprocs}"] if (
+            limits.gomaxprocs and artifact.built.app.language == "go") else []
+        plan.argv = ["docker", "run", "--name", name, "--label", f"{LABEL}={self.run_tag}", *parent,
+                     *self.run_args(limits), *env, artifact.ref, *args]
+        return plan
+
+    def batch_outcome(self, plan: LaunchPlan):
+        name = plan.state["container"]
+        applied = limits_from_host_config(self.inspect(name, "{{.HostConfig.NanoCpus}} {{.HostConfig.Memory}} "
+                                                       "{{.HostConfig.MemorySwap}} {{.HostConfig.CpusetCpus}}"))
+        state = self.inspect(name, "{{.State.OOMKilled}}|{{.State.ExitCode}}") or "|"
+        oom, _, code = state.partition("|")
+        return applied, {"oom_killed": oom == "true", "container_exit_code": code or None}
 
 
 def limits_from_host_config(text: str | None) -> AppliedLimits | None:

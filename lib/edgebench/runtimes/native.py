@@ -4,12 +4,11 @@
 from __future__ import annotations
 
 import shlex
-import time
 
 from edgebench.apps import BuiltApp
 from edgebench.cgroups import NativeCgroup, read_limits
-from edgebench.runtimes.base import (Artifact, Availability, BatchResult, Instance, LaunchPlan, Limits,
-                                     Runtime, is_alive, kill_pid)
+from edgebench.runtimes.base import (Artifact, Availability, Instance, LaunchPlan, Limits, Runtime, is_alive,
+                                     kill_pid)
 from edgebench.targets import sh
 
 
@@ -84,25 +83,31 @@ class NativeRuntime(Runtime):
         if cgroup:
             cgroup.destroy()  # also kills anything the app forked
 
-    def run_batch(self, artifact: Artifact, args: list[str], limits: Limits,
-                  timeout_s: float = 600) -> BatchResult:
-        self.check_limits(artifact.app, limits)
+    def batch_plan(self, artifact: Artifact, args: list[str], limits: Limits) -> LaunchPlan:
         name = self.new_name(artifact.app)
-        argv = [*artifact.built.argv, *args]
-        cgroup = self._cgroup(name, limits)
-        applied = None
-        try:
-            if cgroup:
-                argv = cgroup.wrap(argv)
-            start = time.monotonic()
-            r = self.target.run(argv, timeout=timeout_s, check=False)
-            wall = time.monotonic() - start
-            if cgroup:
-                applied = read_cgroup_dir_limits(self.target, cgroup)
-        finally:
-            if cgroup:
-                cgroup.destroy()
-        return BatchResult(r.exit_code, r.stdout, r.stderr, wall, sh(argv), applied)
+        env = [f"GOMAXPROCS={limits.gomaxprocs}"] if limits.gomaxprocs and artifact.built.app.language == "go" else []
+        argv = [*(["env", *env] if env else []), *artifact.built.argv, *args]
+        plan = LaunchPlan(self.name, artifact.app, name, argv, 0, limits=limits,
+                          stdout_path=f"{self.logs_dir()}/{name}.out",
+                          stderr_path=f"{self.logs_dir()}/{name}.err", network_path="none")
+        if limits.any or self.target.is_root:
+            # Its own cgroup even without limits: that is where its faults are counted.
+            cgroup = self._cgroup(name, limits) or NativeCgroup(self.target, name)
+            if not limits.any:
+                cgroup.create(None, None, None, True)
+            plan.argv = cgroup.wrap(argv)
+            plan.state["cgroup"] = cgroup
+            plan.counting_cgroup = cgroup.relpath
+        else:
+            plan.counting_note = f"a cgroup needs root on {self.target.name}"
+        return plan
+
+    def batch_outcome(self, plan: LaunchPlan):
+        cgroup = plan.state.get("cgroup")
+        if cgroup is None or not plan.limits.any:
+            return None, {}
+        applied = read_cgroup_dir_limits(self.target, cgroup)
+        return applied, {"oom_killed": bool(applied and applied.oom_kills)}
 
 
 def read_cgroup_dir_limits(target, cgroup: NativeCgroup):
