@@ -1,0 +1,3 @@
+module edgebench/apps/iomt
+
+go 1.22
