@@ -48,9 +48,10 @@ lab: setup ## Open JupyterLab on notebooks/
 test: setup ## Run the test suite (parts this machine lacks are skipped, with the reason)
 	$(PY) -m pytest $(PYTEST_ARGS)
 
-bench: setup ## Print the benchmarks' figures (probe detection lag, wrk driver overhead)
+bench: setup ## Print the benchmarks' figures (probe lag, wrk driver overhead, IoMT throughput vs tools)
 	$(PY) benchmarks/probe_lag.py
 	$(PY) benchmarks/wrk_driver_overhead.py
+	$(PY) benchmarks/iomt_throughput.py
 
 clean: ## Remove build outputs, rendered figures and caches (keeps data/ and .venv)
 	rm -rf .build .pytest_cache
