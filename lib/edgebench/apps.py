@@ -1,7 +1,9 @@
 """The benchmarked services, and getting them onto a target.
 
 Go programs are cross-compiled on the controlling machine for the target's architecture
-(static, CGO_ENABLED=0) and uploaded; Node apps run with the target's own `node`.
+(static, CGO_ENABLED=0) and uploaded; Node apps run with the target's own `node`. Tools
+(sysbench, iperf3) are the target's own binaries, run through `tools/steps` so that a tool's
+phases (prepare, run, cleanup) share one container and are timed apart.
 """
 
 from __future__ import annotations
@@ -30,11 +32,12 @@ GO_BUILD_TIMEOUT_S = 300
 @dataclass(frozen=True)
 class App:
     name: str
-    language: str          # "go" or "node"
+    language: str          # "go", "node", or "tool" (a binary the target's packages provide)
     source_dir: Path
-    entry: str             # go: package dir "."; node: the script file
+    entry: str             # go: package dir "."; node: the script file; tool: the binary's name
     http: bool = True      # serves /io and /compute; False for batch workloads
     container_port: int = 8080
+    package: str = ""      # tool: the Debian package that provides it (for the error message)
 
     @property
     def source_files(self) -> list[Path]:
@@ -44,6 +47,12 @@ class App:
 APPS: dict[str, App] = {
     "go-http": App("go-http", "go", APPS_DIR / "go-http", "."),
     "node-http": App("node-http", "node", APPS_DIR / "node-http", "server.js"),
+    # Batch workloads (LZW, AES, k-means) for the IoMT and page-fault experiments.
+    "iomt": App("iomt", "go", APPS_DIR / "iomt", ".", http=False),
+    # Microbenchmarks: the target's own sysbench and iperf3.
+    "sysbench": App("sysbench", "tool", TOOLS_DIR / "steps", "sysbench", http=False, package="sysbench"),
+    "iperf3": App("iperf3", "tool", TOOLS_DIR / "steps", "iperf3", http=False, container_port=5201,
+                  package="iperf3"),
 }
 HTTP_APPS = tuple(name for name, app in APPS.items() if app.http)
 
@@ -126,6 +135,17 @@ def place_app(target: Target, app: App) -> BuiltApp:
         node_size = int(target.run(["sh", "-c", 'stat -L -c %s "$(command -v node)"']).stdout.strip())
         return BuiltApp(app, arch, script, size, [node, script],
                         details={"node": facts.get("node"), "node_binary_bytes": node_size})
+    if app.language == "tool":
+        path = target.which(app.entry)
+        if not path:
+            raise ConfigError(f"{target.name} has no `{app.entry}`; install it there (`apt-get install "
+                              f"{app.package or app.entry}`, or `make provision TARGET=...`)")
+        steps = place_steps(target)
+        size = int(target.run(["stat", "-L", "-c", "%s", path]).stdout.strip())
+        version = target.run([path, "--version"], check=False).stdout.strip().splitlines()
+        # Run as `steps TOOL ARGS [::: TOOL ARGS]`: TOOL is found on PATH in every runtime.
+        return BuiltApp(app, arch, path, size, [steps],
+                        details={"tool": path, "version": version[0] if version else None, "steps": steps})
     raise ConfigError(f"app {app.name}: unsupported language {app.language!r}")
 
 
@@ -133,3 +153,9 @@ def place_probe(target: Target) -> str:
     """The fair time-to-ready probe, built for the target and uploaded."""
     binary = go_build(TOOLS_DIR / "probe", "probe", target.facts()["arch"])
     return target.upload_if_changed(binary, f"{target.workspace}/bin/probe", mode="755")
+
+
+def place_steps(target: Target) -> str:
+    """tools/steps (runs a tool's phases in sequence, no shell needed), built and uploaded."""
+    binary = go_build(TOOLS_DIR / "steps", "steps", target.facts()["arch"])
+    return target.upload_if_changed(binary, f"{target.workspace}/bin/steps", mode="755")

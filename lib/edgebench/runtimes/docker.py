@@ -23,17 +23,18 @@ BUILD_MODES = ("offline", "published")
 LABEL = "edgebench.run"
 BUILD_TIMEOUT_S = 900
 
-# Lays out rootfs/ for the offline Node image: node, every library ldd lists, the script.
-_NODE_ROOTFS = r"""
+# Lays out rootfs/ for an offline image of a dynamically linked binary: the binary under
+# /usr/local/bin/NAME, every library ldd lists, an empty /tmp, and extra files (SRC DEST ...).
+_BUNDLE_ROOTFS = r"""
 set -e
-ctx=$1; script=$2
-rm -rf "$ctx"; mkdir -p "$ctx/rootfs/usr/local/bin" "$ctx/rootfs/app" "$ctx/rootfs/tmp"
-node=$(readlink -f "$(command -v node)")
-cp "$node" "$ctx/rootfs/usr/local/bin/node"
-for lib in $(ldd "$node" | awk '$2 == "=>" && $3 ~ /^\// {print $3} $1 ~ /^\// {print $1}'); do
+ctx=$1; binary=$(readlink -f "$2"); name=$3; shift 3
+rm -rf "$ctx"; mkdir -p "$ctx/rootfs/usr/local/bin" "$ctx/rootfs/tmp"
+chmod 1777 "$ctx/rootfs/tmp"
+cp "$binary" "$ctx/rootfs/usr/local/bin/$name"
+for lib in $(ldd "$binary" | awk '$2 == "=>" && $3 ~ /^\// {print $3} $1 ~ /^\// {print $1}'); do
   cp --parents -L "$lib" "$ctx/rootfs/"
 done
-cp "$script" "$ctx/rootfs/app/server.js"
+while [ $# -ge 2 ]; do mkdir -p "$ctx/rootfs$(dirname "$2")"; cp -L "$1" "$ctx/rootfs$2"; shift 2; done
 """
 
 
@@ -65,8 +66,13 @@ class DockerRuntime(Runtime):
             if app.language == "go":
                 self.target.run(["sh", "-c", 'rm -rf "$1" && mkdir -p "$1" && cp "$2" "$1/app"', "ctx",
                                  ctx, built.remote_path])
-            else:
-                self.target.run(["sh", "-c", _NODE_ROOTFS, "node-rootfs", ctx, built.remote_path])
+            elif app.language == "node":
+                node = self.target.which("node")
+                self.target.run(["sh", "-c", _BUNDLE_ROOTFS, "bundle", ctx, node, "node",
+                                 built.remote_path, "/app/server.js"])
+            else:  # a tool, run through tools/steps
+                self.target.run(["sh", "-c", _BUNDLE_ROOTFS, "bundle", ctx, built.remote_path, app.entry,
+                                 built.argv[0], "/usr/local/bin/steps"])
         else:
             dockerfile = DOCKERFILES_DIR / f"{app.name}.Dockerfile"
             self.target.run(["sh", "-c", 'rm -rf "$1" && mkdir -p "$1"', "ctx", ctx])

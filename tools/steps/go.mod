@@ -1,0 +1,3 @@
+module edgebench/tools/steps
+
+go 1.22
