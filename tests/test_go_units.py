@@ -1,0 +1,23 @@
+"""The Go programs' own unit tests (apps/iomt, tools/probe, tools/steps) run with the suite."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+
+import pytest
+
+from edgebench.paths import APPS_DIR, TOOLS_DIR
+
+
+@pytest.mark.parametrize("module", [APPS_DIR / "iomt", TOOLS_DIR / "probe", TOOLS_DIR / "steps"],
+                         ids=lambda p: p.name)
+def test_go_vet_and_tests(module):
+    go = shutil.which("go") or ("/usr/local/go/bin/go" if os.path.exists("/usr/local/go/bin/go") else None)
+    if not go:
+        pytest.skip("Go is not installed")
+    env = dict(os.environ, GOTOOLCHAIN="local", GOFLAGS="-mod=mod", CGO_ENABLED="0")
+    for args in (["vet", "./..."], ["test", "-count=1", "./..."]):
+        r = subprocess.run([go, *args], cwd=module, env=env, capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, f"go {' '.join(args)} in {module.name}:\n{r.stdout[-2000:]}{r.stderr[-2000:]}"
