@@ -3,7 +3,9 @@ EDGEBENCH_REQUIRE names that part (CI provisioned it): then the test fails inste
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -74,12 +76,18 @@ def leftovers() -> list[str]:
             subs = [d for d in os.listdir(base) if os.path.isdir(os.path.join(base, d))]
             if subs:
                 found.append(f"cgroups under {base}: {subs}")
+    r = subprocess.run(["lxc", "query", "/1.0/instances?recursion=1"], capture_output=True, text=True) \
+        if shutil.which("lxc") else None
+    if r is not None and r.returncode == 0:
+        tagged = [i["name"] for i in json.loads(r.stdout) if "user.edgebench.run" in (i.get("config") or {})]
+        if tagged:
+            found.append(f"lxd containers: {tagged}")
     r = subprocess.run(["ps", "-eo", "pid=,stat=,args="], capture_output=True, text=True)
     for line in r.stdout.splitlines():
         pid, stat, args = line.split(None, 2) if len(line.split(None, 2)) == 3 else (None, "", "")
         if "Z" in stat:
             continue  # zombies of orphans: PID 1 here does not always reap promptly
-        if "/.cache/edgebench/apps/" in args or "edgebench-launch" in args:
+        if "/.cache/edgebench/apps/" in args or "edgebench-launch" in args or args.startswith("lxc exec eb-"):
             found.append(f"process {pid}: {args}")
     return found
 

@@ -1,4 +1,4 @@
-"""Runtimes by name. Nanos (ops on QEMU) and LXD plug in here with the same interface."""
+"""Runtimes by name. Nanos (ops on QEMU) plugs in here with the same interface."""
 
 from __future__ import annotations
 
@@ -6,15 +6,17 @@ from edgebench.errors import ConfigError
 from edgebench.runtimes.base import (Artifact, Availability, BatchResult, Instance, LaunchPlan, Limits,
                                      ProbeResult, Runtime, StartFailed)
 from edgebench.runtimes.docker import DockerRuntime
+from edgebench.runtimes.lxd import LxdRuntime
 from edgebench.runtimes.native import NativeRuntime
 from edgebench.targets import Target
 
 RUNTIMES: dict[str, type[Runtime]] = {
     "native": NativeRuntime,
     "docker": DockerRuntime,
+    "lxd": LxdRuntime,
 }
 # Runtimes the papers use that are not implemented yet: named, so the error can say so.
-PLANNED = {"nanos": "the Nanos unikernel (ops on QEMU)", "lxd": "LXD system containers"}
+PLANNED = {"nanos": "the Nanos unikernel (ops on QEMU)"}
 
 
 def check_runtime_names(names) -> list[str]:

@@ -289,6 +289,7 @@ class Runtime(ABC):
                     perf[event] = Count(None, why)
             faults = (read_fault_counters(self.target, plan.counting_cgroup) if plan.counting_cgroup
                       else FaultCounters(None, None, "", plan.counting_note or "no counting cgroup"))
+            faults = minus_before_launch(faults, plan.state.get("faults_before_exec"))
             applied, details = self.batch_outcome(plan)
         finally:
             self.stop_plan(plan)
@@ -393,6 +394,16 @@ class Runtime(ABC):
     def listen_unix_ns(self, instance: Instance) -> int | None:
         """The app's own clock reading right after it started listening."""
         return parse_listen_line(self.app_output(instance))
+
+
+def minus_before_launch(faults: FaultCounters, before: dict | None) -> FaultCounters:
+    """A cgroup that already held processes before the launch (a system container's init):
+    only what happened after it is the program's."""
+    if not before or faults.pgfault is None:
+        return faults
+    major = faults.pgmajfault - before.get("pgmajfault", 0) if faults.pgmajfault is not None else None
+    return FaultCounters(faults.pgfault - before.get("pgfault", 0), major, faults.source,
+                         f"minus the {before.get('pgfault', 0)} faults counted in the cgroup before the launch")
 
 
 def parse_listen_line(output: str) -> int | None:

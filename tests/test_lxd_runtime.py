@@ -1,0 +1,472 @@
+"""The LXD runtime against the real LXD on this machine (tools/lxd/setup.sh provisions it), with
+edgebench's debootstrap image; plus the apt-source parsing the image build relies on.
+
+Skips when LXD is not usable here, unless EDGEBENCH_REQUIRE names lxd. The first run builds the
+image (debootstrap from the configured Debian mirror, ~30 s); later runs reuse the cache."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import time
+import urllib.request
+import uuid
+from pathlib import Path
+
+import pytest
+
+from conftest import need
+from edgebench.apps import APPS, App, BuiltApp, go_build, place_app
+from edgebench.errors import ConfigError
+from edgebench.lxd_image import choose_mirror, ensure_image, parse_apt_sources
+from edgebench.runtimes.base import Limits, StartFailed, is_alive
+from edgebench.runtimes.lxd import RUN_KEY, LxdRuntime, cpu_allowance, lxd_cpuset, service_definition
+
+MiB = 2**20
+integration = pytest.mark.integration
+
+
+# -- no LXD needed -------------------------------------------------------------------------
+def test_parse_one_line_and_deb822_sources():
+    text = """#os_id=debian
+#file=/etc/apt/sources.list
+# deb http://old.example/debian bookworm main
+deb [arch=amd64 signed-by=/k.gpg] http://mirror.example/debian/ bookworm main contrib
+deb-src http://src.example/debian bookworm main
+deb http://security.debian.org/debian-security bookworm-security main
+
+#file=/etc/apt/sources.list.d/debian.sources
+Types: deb
+# http://snapshot.debian.org/archive/debian/20250520T000000Z
+URIs: http://deb.debian.org/debian
+Suites: bookworm bookworm-updates
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+#file=/etc/apt/sources.list.d/node.sources
+Types: deb
+URIs: https://deb.nodesource.com/node_20.x
+Suites: nodistro
+Components: main
+"""
+    sources = parse_apt_sources(text)
+    assert [s.uri for s in sources] == ["http://mirror.example/debian", "http://security.debian.org/debian-security",
+                                        "http://deb.debian.org/debian", "https://deb.nodesource.com/node_20.x"]
+    assert sources[2].suites == ("bookworm", "bookworm-updates") and sources[2].components == ("main",)
+    assert choose_mirror(sources, "bookworm") == "http://mirror.example/debian"
+    assert choose_mirror(sources[1:], "bookworm") == "http://deb.debian.org/debian"
+    assert choose_mirror(sources, "trixie") is None
+
+
+def test_lxd_limit_syntax():
+    assert cpu_allowance(1) == "100ms/100ms"
+    assert cpu_allowance(0.5) == "50ms/100ms"
+    assert cpu_allowance(2) == "200ms/100ms"
+    assert cpu_allowance(1 / 3) is None  # not whole milliseconds: set through raw.lxc
+    assert lxd_cpuset("0") == "0-0"      # a bare number would be a CPU count for LXD
+    assert lxd_cpuset("0-1") == "0-1" and lxd_cpuset("0,2") == "0,2"
+    text = service_definition(["PORT=8080", "GOMAXPROCS=1", "X=a b"], ["/opt/edgebench/go-http/go-http"])
+    assert text.splitlines()[1:] == ["export PORT=8080", "export GOMAXPROCS=1", "export X='a b'",
+                                     "exec /opt/edgebench/go-http/go-http"]
+
+
+def test_availability_names_what_to_do(local, monkeypatch, tmp_path):
+    monkeypatch.setenv("PATH", str(tmp_path))  # no lxc on the PATH
+    why = LxdRuntime(local).availability()
+    assert not why and "no lxc CLI" in why.reason and "install LXD" in why.reason
+    monkeypatch.undo()
+    if not local.which("lxc"):
+        pytest.skip("lxc is not installed here")
+    monkeypatch.setenv("LXD_DIR", str(tmp_path))  # the client looks for the daemon's socket here
+    why = LxdRuntime(local).availability()
+    assert not why and "does not answer" in why.reason and "tools/lxd/setup.sh" in why.reason
+
+
+# -- real LXD ----------------------------------------------------------------------------------
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def lxc(*args: str, check: bool = True) -> subprocess.CompletedProcess:
+    r = subprocess.run(["lxc", *args], capture_output=True, text=True, timeout=120)
+    if check and r.returncode:
+        raise AssertionError(f"lxc {' '.join(args)}: {r.stderr}")
+    return r
+
+
+def lxc_json(path: str):
+    r = lxc("query", path, check=False)
+    return json.loads(r.stdout) if r.returncode == 0 else None
+
+
+def lxd_state() -> dict:
+    """What LXD holds: containers (name -> run key), images, storage volumes."""
+    instances = lxc_json("/1.0/instances?recursion=1") or []
+    volumes = set()
+    for pool in lxc_json("/1.0/storage-pools") or []:
+        name = pool.rsplit("/", 1)[-1]
+        for v in lxc_json(f"/1.0/storage-pools/{name}/volumes") or []:
+            volumes.add(v)
+    return {"containers": {i["name"]: (i.get("config") or {}).get(RUN_KEY) for i in instances},
+            "images": {i["fingerprint"] for i in lxc_json("/1.0/images?recursion=1") or []},
+            "volumes": volumes}
+
+
+def lxc_processes(prefix: str) -> list[str]:
+    r = subprocess.run(["ps", "-eo", "args="], capture_output=True, text=True)
+    return [a for a in r.stdout.splitlines() if a.startswith("lxc ") and prefix in a]
+
+
+@pytest.fixture(scope="module")
+def lxd_ready(local):
+    why = LxdRuntime(local).availability()
+    need("lxd", None if why else why.reason)
+    return True
+
+
+@pytest.fixture(scope="module")
+def runtime(local, lxd_ready):
+    rt = LxdRuntime(local, run_tag=f"it-lxd-{uuid.uuid4().hex[:8]}")
+    yield rt
+    rt.cleanup()
+
+
+@pytest.fixture(scope="module")
+def image(local, lxd_ready):
+    return ensure_image(local)
+
+
+@pytest.fixture(scope="module")
+def artifacts(local, runtime, image):
+    names = ["go-http"] + (["node-http"] if local.which("node") else [])
+    return {name: runtime.package(place_app(local, APPS[name])) for name in names}
+
+
+def forkproxies() -> int:
+    r = subprocess.run(["ps", "-eo", "args="], capture_output=True, text=True)
+    return sum(1 for a in r.stdout.splitlines() if " forkproxy " in a)
+
+
+@pytest.fixture
+def lxd_clean(runtime, image):
+    """Every LXD test: afterwards no container of the run, no image or volume that was not there
+    before (the cached base image and the dir pool stay, on purpose), no `lxc exec` or proxy
+    helper left. (LXD's own view; conftest's no_leftovers covers Docker, cgroups and apps.)"""
+    before = lxd_state()
+    proxies = forkproxies()
+    yield
+    after = lxd_state()
+    assert forkproxies() <= proxies, "an LXD proxy helper (forkproxy) was left running"
+    mine = [n for n, tag in after["containers"].items() if tag == runtime.run_tag or n.startswith(runtime.name_prefix)]
+    assert not mine, f"containers left: {mine}"
+    assert after["images"] - before["images"] <= {image.fingerprint}, "an image was left behind"
+    assert not after["volumes"] - before["volumes"], f"storage volumes left: {after['volumes'] - before['volumes']}"
+    assert not lxc_processes(runtime.name_prefix), "lxc processes left"
+    assert not runtime._live
+
+
+def get(url: str) -> tuple[int, bytes]:
+    with urllib.request.urlopen(url, timeout=10) as r:
+        return r.status, r.read()
+
+
+def listening_event(output: str) -> dict:
+    lines = [json.loads(x) for x in output.splitlines() if x.strip().startswith("{") and '"listening"' in x]
+    assert len(lines) == 1, f"expected one listening line, got {output!r}"
+    return lines[0]
+
+
+V2 = os.path.exists("/sys/fs/cgroup/cgroup.controllers")
+
+
+def cgroup_file(relpath: str, controller: str, name: str) -> str:
+    path = f"/sys/fs/cgroup/{relpath}/{name}" if V2 else f"/sys/fs/cgroup/{controller}/{relpath}/{name}"
+    with open(path) as f:
+        return f.read().strip()
+
+
+def kernel_memory_limit(relpath: str) -> int:
+    return int(cgroup_file(relpath, "memory", "memory.max" if V2 else "memory.limit_in_bytes"))
+
+
+def kernel_cpu_quota(relpath: str) -> tuple[int, int]:
+    if V2:
+        quota, period = cgroup_file(relpath, "cpu", "cpu.max").split()
+        return int(quota), int(period)
+    return int(cgroup_file(relpath, "cpu", "cpu.cfs_quota_us")), int(cgroup_file(relpath, "cpu", "cpu.cfs_period_us"))
+
+
+@integration
+def test_image_cached_under_stable_alias(local, image):
+    again = ensure_image(local)
+    assert (again.built, again.imported) == (False, False)  # the cache and the import are reused
+    assert again.fingerprint == image.fingerprint
+    assert again.alias == f"edgebench/{again.details['os']}-{again.suite}"  # edgebench/debian-bookworm here
+    assert lxc_json(f"/1.0/images/{image.fingerprint}")["size"] == image.size_bytes > 10 * MiB
+    cache = Path(image.cache_dir)
+    assert (cache / "fingerprint").read_text().strip() == image.fingerprint
+    assert os.access(cache / "rootfs" / "sbin" / "init", os.X_OK)
+    assert image.rootfs_bytes > 20 * MiB
+
+
+@integration
+def test_go_http_starts_with_limits_read_back_and_serves(local, runtime, artifacts, lxd_clean):
+    limits = Limits(cpus=1, memory_mb=128, cpuset="0", swap=False, gomaxprocs=1)
+    instance, probe = runtime.start(artifacts["go-http"], limits, free_port())
+    name = instance.name
+    try:
+        assert name.startswith(f"eb-{runtime.run_tag}-lxd-go-http-")
+        assert lxc("config", "get", name, RUN_KEY).stdout.strip() == runtime.run_tag
+        # What LXD was told (bytes, not LXD's decimal "MB") and what the kernel holds.
+        assert lxc("config", "get", name, "limits.memory").stdout.strip() == str(128 * MiB)
+        applied = instance.limits_applied
+        cg = applied.cgroup_path.lstrip("/")
+        assert cg == runtime.container_cgroup(name) == f"lxc.payload.{name}"
+        assert kernel_memory_limit(cg) == 128 * MiB
+        assert applied.memory_mb == 128
+        assert kernel_cpu_quota(cg) == (100_000, 100_000)
+        assert applied.cpus == 1.0 and applied.cpuset == "0"
+        if os.path.exists("/sys/fs/cgroup/memory/memory.memsw.limit_in_bytes"):
+            assert int(cgroup_file(cg, "memory", "memory.memsw.limit_in_bytes")) == 128 * MiB
+            assert applied.swap_mb == 0
+        # The app is a process in the container's cgroup, seen from the host.
+        assert instance.pid and is_alive(local, instance.pid)
+        assert str(instance.pid) in cgroup_file(cg, "memory", "cgroup.procs").split()
+        assert get(instance.url + "/io") == (200, b"ok\n")
+        assert instance.network_path.startswith("lxd-proxy")
+        event = listening_event(runtime.app_output(instance))
+        assert event["gomaxprocs"] == 1 and event["num_cpu"] == 1
+        # The split of the launch: the app listened before the probe saw it; `lxc start` returned
+        # after LXD's own wait for the proxy helper, which the readiness does not include.
+        listen_ns = runtime.listen_unix_ns(instance)
+        assert probe.start_unix_ns < listen_ns <= probe.ready_unix_ns
+        assert instance.details["container_started_unix_ns"] > probe.start_unix_ns
+        assert instance.details["init_s"] > 0 and instance.details["first_boot_s"] > 0
+        assert instance.details["bridge_ipv4"] is None or instance.details["bridge_ipv4"].count(".") == 3
+    finally:
+        runtime.stop(instance)
+    assert lxc_json(f"/1.0/instances/{name}") is None
+    assert not is_alive(local, instance.pid)
+
+
+@integration
+def test_node_http_runs_the_targets_node(local, runtime, artifacts, lxd_clean):
+    if "node-http" not in artifacts:
+        pytest.skip("no node on this machine")
+    art = artifacts["node-http"]
+    assert art.details["mounts"]["edgebench-bin"]["path"] == "/usr/local/bin/node"
+    assert art.size_bytes > art.details["image_bytes"] + art.details["bound_binary_bytes"]
+    instance, _ = runtime.start(art, Limits(cpus=1, memory_mb=128, swap=False), free_port())
+    try:
+        assert get(instance.url + "/io") == (200, b"ok\n")
+        version = lxc("exec", instance.name, "--", "/usr/local/bin/node", "--version").stdout.strip()
+        assert version == subprocess.run(["node", "--version"], capture_output=True, text=True).stdout.strip()
+        assert listening_event(runtime.app_output(instance))["app"] == "node-http"
+    finally:
+        runtime.stop(instance)
+
+
+@integration
+def test_too_little_memory_fails_fast_with_the_oom_kill(runtime, artifacts, lxd_clean):
+    if "node-http" not in artifacts:
+        pytest.skip("no node on this machine")
+    launched = time.monotonic()
+    with pytest.raises(StartFailed) as e:
+        runtime.start(artifacts["node-http"], Limits(memory_mb=8, swap=False), free_port(), timeout_s=30)
+    msg = str(e.value)
+    assert "lxd/node-http did not become ready" in msg and "OOM-killed" in msg and "oom_kill" in msg
+    assert time.monotonic() - launched < 25  # the launcher fails with the app, not at the timeout
+    assert lxc_json(f"/1.0/instances/{e.value.plan.name}") is None
+
+
+@integration
+def test_exec_start_mode_serves_too(local, lxd_clean, artifacts):
+    rt = LxdRuntime(local, run_tag=f"it-lxdx-{uuid.uuid4().hex[:8]}", start_mode="exec")
+    try:
+        instance, probe = rt.start(artifacts["go-http"], Limits(cpus=0.5, memory_mb=64), free_port())
+        try:
+            assert get(instance.url + "/io") == (200, b"ok\n")
+            assert instance.limits_applied.cpus == 0.5
+            assert lxc("config", "get", instance.name, "limits.cpu.allowance").stdout.strip() == "50ms/100ms"
+            assert listening_event(rt.app_output(instance))["app"] == "go-http"
+            # The app starts only after `lxc start` returned (LXD's ~1 s wait for the proxy).
+            assert instance.details["container_started_unix_ns"] < rt.listen_unix_ns(instance)
+        finally:
+            rt.stop(instance)
+    finally:
+        rt.cleanup()
+    assert not lxc_processes(rt.name_prefix)
+
+
+BATCH_SOURCE = """package main
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"strings"
+)
+
+func main() {
+	host, _ := os.Hostname()
+	fmt.Printf("args=%s numcpu=%d host=%s\\n", strings.Join(os.Args[1:], ","), runtime.NumCPU(), host)
+	fmt.Fprintln(os.Stderr, "to stderr")
+	os.Exit(3)
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def batch_artifact(local, runtime, image, tmp_path_factory):
+    src = tmp_path_factory.mktemp("lxd-batch")
+    (src / "go.mod").write_text("module lxdbatch\n\ngo 1.21\n")
+    (src / "main.go").write_text(BATCH_SOURCE)
+    binary = go_build(src, "lxd-batch-test", local.facts()["arch"])
+    remote = local.upload_if_changed(binary, f"{local.workspace}/apps/lxd-batch-test/lxd-batch-test", mode="755")
+    app = App("lxd-batch-test", "go", src, ".", http=False)
+    built = BuiltApp(app, local.facts()["arch"], remote, binary.stat().st_size, [remote], local_path=binary)
+    return runtime.package(built)
+
+
+@integration
+def test_run_batch_output_exit_code_and_limits(runtime, batch_artifact, lxd_clean):
+    limits = Limits(cpus=0.333, memory_mb=64, cpuset="1", swap=False)
+    result = runtime.run_batch(batch_artifact, ["a", "b c"], limits, timeout_s=60)
+    assert result.exit_code == 3
+    # It ran in the container (its hostname is the container's name) on the one pinned core.
+    assert result.stdout.strip() == f"args=a,b c numcpu=1 host={result.details['container']}"
+    assert result.stderr.strip() == "to stderr"
+    applied = result.limits_applied
+    assert applied.memory_mb == 64 and applied.cpuset == "1"
+    assert abs(applied.cpus - 0.333) < 1e-9  # not whole ms per 100 ms: set through raw.lxc
+    assert result.details["oom_killed"] is False
+    assert result.details["cgroup"].startswith("lxc.payload.eb-")
+    assert "pgfault" in (result.details["cgroup_faults_before_exec"] or {})
+    assert result.wall_s is None or 0 < result.wall_s < 30
+
+
+@integration
+def test_batch_helpers_exec_push_pull(local, runtime, batch_artifact, tmp_path, lxd_clean):
+    name = runtime.new_name("helpers")
+    runtime.create(name, batch_artifact, Limits(memory_mb=32), network=False)
+    try:
+        runtime.start_container(name)
+        assert runtime.container_cgroup(name) == f"lxc.payload.{name}"
+        src = tmp_path / "in.txt"
+        src.write_text("pushed from the controller\n")
+        runtime.push(name, src, "/tmp/in.txt", from_controller=True)
+        argv = runtime.exec_argv(name, ["sh", "-c", 'cat /tmp/in.txt; echo "$FOO" > /tmp/out.txt'], {"FOO": "bar"})
+        assert argv[:3] == ["lxc", "exec", name] and "--env=FOO=bar" in argv
+        r = local.run(argv, check=False)
+        assert r.exit_code == 0 and r.stdout == "pushed from the controller\n"
+        runtime.pull(name, "/tmp/out.txt", tmp_path / "out.txt", to_controller=True)
+        assert (tmp_path / "out.txt").read_text() == "bar\n"
+        assert kernel_memory_limit(runtime.container_cgroup(name)) == 32 * MiB
+    finally:
+        runtime.delete(name)
+    runtime.delete(name)  # idempotent
+    assert lxc_json(f"/1.0/instances/{name}") is None
+
+
+@integration
+@pytest.mark.parametrize("limits, words", [
+    (Limits(cpus=0), ["cpus=0", "positive"]),
+    (Limits(cpus=-1), ["cpus=-1", "positive"]),
+    (Limits(cpus=0.001), ["0.01"]),
+    (Limits(cpus=1000), ["cpus=1000", "at most"]),
+    (Limits(memory_mb=2), ["memory 2 MiB", "minimum 4"]),
+    (Limits(memory_mb=0), ["memory_mb=0", "positive"]),
+    (Limits(cpuset="first"), ["cpuset='first'"]),
+    (Limits(cpuset="999"), ["core(s) [999]"]),
+    (Limits(gomaxprocs=0), ["gomaxprocs=0"]),
+])
+def test_invalid_limits_raise_before_anything_starts(runtime, artifacts, batch_artifact, limits, words, lxd_clean):
+    before = lxd_state()["containers"]
+    for call in (lambda: runtime.launch_plan(artifacts["go-http"], limits, free_port()),
+                 lambda: runtime.run_batch(batch_artifact, [], limits, timeout_s=30)):
+        with pytest.raises(ConfigError) as e:
+            call()
+        assert all(w in str(e.value) for w in words), str(e.value)
+    assert lxd_state()["containers"] == before
+
+
+@integration
+def test_invalid_options_raise(local, runtime, artifacts, lxd_clean):
+    with pytest.raises(ConfigError, match="build mode 'published'"):
+        runtime.package(artifacts["go-http"].built, "published")
+    with pytest.raises(ConfigError, match="start_mode"):
+        LxdRuntime(local, start_mode="boot")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        with pytest.raises(ConfigError, match=f"port {s.getsockname()[1]} .* in use"):
+            runtime.launch_plan(artifacts["go-http"], Limits(), s.getsockname()[1])
+
+
+@integration
+def test_cleanup_removes_tagged_containers_outside_bookkeeping(local, image, lxd_clean):
+    tag, other = f"it-cl-{uuid.uuid4().hex[:8]}", f"it-ot-{uuid.uuid4().hex[:8]}"
+    rt = LxdRuntime(local, run_tag=tag)
+    names = {"mine-by-key": f"stray-{tag}", "mine-by-name": f"eb-{tag}-lxd-x-9", "other": f"eb-{other}-lxd-x-1"}
+    try:
+        lxc("init", "-q", image.alias, names["mine-by-key"], "-c", f"{RUN_KEY}={tag}")
+        lxc("init", "-q", image.alias, names["mine-by-name"])
+        lxc("init", "-q", image.alias, names["other"], "-c", f"{RUN_KEY}={other}")
+        rt.cleanup()
+        left = lxd_state()["containers"]
+        assert names["mine-by-key"] not in left and names["mine-by-name"] not in left
+        assert names["other"] in left, "cleanup() removed a container of another run"
+    finally:
+        for n in names.values():
+            lxc("delete", "--force", n, check=False)
+
+
+@integration
+def test_over_ssh_image_batch_and_files(ssh_host, lxd_ready, image, runtime, tmp_path):
+    """The same commands through an SSH target (sshd in a network namespace on this machine, so
+    the same LXD and the same image cache). Services are not started here: the proxy listens on
+    the loopback of LXD's namespace, which the probe inside the test namespace cannot reach."""
+    from edgebench.targets import SSHTarget
+    target = SSHTarget(f"root@{ssh_host.host}", key_file=ssh_host.key_file, known_hosts=ssh_host.known_hosts)
+    rt = LxdRuntime(target, run_tag=f"it-lxds-{uuid.uuid4().hex[:8]}")
+    try:
+        assert rt.availability()
+        assert rt.image().fingerprint == image.fingerprint and not rt.image().built  # the cache, reused
+        artifact = rt.package(place_app(target, APPS["go-http"]))
+        result = rt.run_batch(artifact, ["-port", "x"], Limits(cpus=1, memory_mb=64, swap=False), timeout_s=60)
+        assert result.exit_code == 2 and 'invalid value "x" for flag -port' in result.stderr
+        assert result.limits_applied.memory_mb == 64 and result.limits_applied.cpus == 1.0
+        name = rt.new_name("files")
+        rt.create(name, artifact, Limits(), network=False)
+        try:
+            rt.start_container(name)
+            (tmp_path / "a.txt").write_text("over ssh\n")
+            rt.push(name, tmp_path / "a.txt", "/tmp/a.txt", from_controller=True)
+            rt.pull(name, "/tmp/a.txt", tmp_path / "b.txt", to_controller=True)
+            assert (tmp_path / "b.txt").read_text() == "over ssh\n"
+        finally:
+            rt.delete(name)
+    finally:
+        rt.cleanup()
+        target.close()
+    assert not rt.tagged()
+
+
+@integration
+def test_tool_runs_through_steps_with_the_targets_binary(local, runtime, lxd_clean):
+    """sysbench (a tool app): the target's binary and the libraries the image lacks are
+    bind-mounted, tools/steps is pushed, the phases run in one container."""
+    if not local.which("sysbench"):
+        pytest.skip("no sysbench on this machine")
+    from edgebench import sysbench as sb
+    artifact = runtime.package(place_app(local, APPS["sysbench"]), "native")  # as the experiments ask
+    assert artifact.details["mounts"]["edgebench-bin"]["path"] == "/usr/local/bin/sysbench"
+    result = runtime.run_batch(artifact, ["-dir", "/tmp/edgebench", *sb.fileio(2, 1, 1)],
+                               Limits(cpus=1, memory_mb=256), timeout_s=120)
+    steps = sb.steps_record(result.stdout)
+    assert result.exit_code == 0 and [s["exit_code"] for s in steps] == [0, 0, 0], result.stderr
+    assert "2097152 bytes written" in steps[0]["stdout"]
+    assert sb.parse(steps[1]["stdout"]).get("read_mib_per_s", 0) > 0
