@@ -21,7 +21,7 @@ PYTEST_ARGS ?=
 FIGURE_ARGS = --profile '$(PROFILE)' --target '$(TARGET)' --runtimes '$(RUNTIMES)' --apps '$(APPS)' \
 	$(if $(REPS),--repetitions '$(REPS)') $(if $(ONLY),--only '$(ONLY)')
 
-.PHONY: help setup figures replot lab test bench clean
+.PHONY: help setup provision figures replot lab test bench clean
 
 help: ## Show this help
 	@echo "edgebench: make <goal> [PROFILE=quick|standard] [TARGET=local|user@host] [RUNTIMES=auto|native,docker] [APPS=all|go-http] [REPS=N] [ONLY=name]"
@@ -35,6 +35,9 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[dev]'
 	touch $@
+
+provision: setup ## Install and start what the experiments need on TARGET (CHECK=1: only show it)
+	$(PY) -m edgebench.provision --target '$(TARGET)' $(if $(CHECK),--check)
 
 figures: setup ## Run every experiment notebook headless on TARGET and render its figures
 	$(PY) -m edgebench.figures $(FIGURE_ARGS)

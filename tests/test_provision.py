@@ -1,0 +1,420 @@
+"""`make provision`: the plan (which packages, which install command), and that `--check` and a
+second run change nothing. The plan and the executor's decisions are tested against a scripted
+target; the last tests run against this machine."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import time
+
+import pytest
+
+from edgebench import provision as pv
+from edgebench.targets import CommandResult, Target
+
+DEBIAN = {"os_id": "debian", "os_like": "", "os_name": "Debian GNU/Linux 12 (bookworm)"}
+
+
+# -- the plan, as data ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("survey,family", [
+    (DEBIAN, "debian"),
+    ({"os_id": "ubuntu", "os_like": "debian"}, "ubuntu"),
+    ({"os_id": "raspbian", "os_like": "debian"}, "raspbian"),
+    ({"os_id": "linuxmint", "os_like": "ubuntu debian"}, "ubuntu"),
+    ({"os_id": "fedora", "os_like": ""}, None),
+    ({"os_id": "alpine"}, None),
+])
+def test_os_family(survey, family):
+    assert pv.os_family(survey) == family
+
+
+def names(family, arch, kernel="6.1.0-18-amd64"):
+    packages, unresolved = pv.packages_for(family, arch, kernel)
+    return [p.name for p in packages], unresolved
+
+
+@pytest.mark.parametrize("arch,qemu", [("x86_64", "qemu-system-x86"), ("aarch64", "qemu-system-arm"),
+                                       ("armv7l", "qemu-system-arm")])
+def test_qemu_follows_the_architecture(arch, qemu):
+    pkgs, unresolved = names("debian", arch)
+    assert qemu in pkgs and not unresolved
+    assert [p for p in pkgs if p.startswith("qemu-system-")] == [qemu]
+
+
+def test_every_purpose_is_covered_on_debian():
+    pkgs, _ = names("debian", "x86_64")
+    for p in ("docker.io", "wrk", "sysbench", "iperf3", "lxd", "debootstrap", "qemu-system-x86",
+              "linux-perf", "ncompress", "openssl", "curl", "nodejs", "procps", "iproute2"):
+        assert p in pkgs
+    assert len(pkgs) == len(set(pkgs))
+
+
+def test_perf_is_linux_tools_on_ubuntu():
+    pkgs, _ = names("ubuntu", "aarch64", "5.15.0-1049-raspi")
+    assert "linux-perf" not in pkgs
+    assert "linux-tools-common" in pkgs and "linux-tools-5.15.0-1049-raspi" in pkgs
+
+
+def test_an_architecture_without_qemu_is_reported_not_fatal():
+    pkgs, unresolved = names("debian", "riscv64")
+    assert not any(p.startswith("qemu-system") for p in pkgs)
+    assert "riscv64" in unresolved["qemu"]
+
+
+def test_unknown_package_manager_lists_what_to_install_by_hand():
+    with pytest.raises(pv.UnsupportedTarget) as e:
+        pv.packages_for("fedora", "x86_64")
+    msg = str(e.value)
+    assert "apt-get" in msg and "Install these with its package manager" in msg
+    for what in ("Docker", "wrk", "sysbench", "iperf3", "LXD", "debootstrap", "qemu", "perf", "compress",
+                 "openssl", "curl", "node", "ops.city"):
+        assert what in msg
+
+
+def plan_for(installed, candidates, on_path=None, arch="x86_64"):
+    packages, unresolved = pv.packages_for("debian", arch)
+    return pv.make_plan("debian", arch, packages, installed, on_path or {}, candidates, unresolved)
+
+
+ALL = names("debian", "x86_64")[0]
+
+
+def test_plan_installs_only_what_is_missing():
+    installed = {p: "1.0" for p in ALL if p not in ("sysbench", "qemu-system-x86", "ncompress")}
+    plan = plan_for(installed, {"sysbench": "1.0.20", "qemu-system-x86": "1:7.2", "ncompress": "4.2"})
+    assert plan.to_install == ["qemu-system-x86", "sysbench", "ncompress"]  # in PURPOSES order
+    assert pv.install_argv(plan.to_install) == [
+        "env", "DEBIAN_FRONTEND=noninteractive", "apt-get", "install", "-y", "-q", "--no-install-recommends",
+        "-o", "DPkg::Lock::Timeout=300", "-o", "Dpkg::Options::=--force-confdef",
+        "-o", "Dpkg::Options::=--force-confold", "qemu-system-x86", "sysbench", "ncompress"]
+    assert pv.install_argv(["wrk"], ["sudo", "-n"])[:4] == ["sudo", "-n", "env", "DEBIAN_FRONTEND=noninteractive"]
+    assert not plan.unavailable
+
+
+def test_plan_on_aarch64_installs_qemu_system_arm():
+    installed = {p: "1" for p in names("debian", "aarch64")[0] if not p.startswith("qemu-system")}
+    plan = plan_for(installed, {"qemu-system-arm": "1:7.2"}, arch="aarch64")
+    assert plan.to_install == ["qemu-system-arm"]
+
+
+def test_nothing_missing_means_nothing_to_do():
+    plan = plan_for({p: "1" for p in ALL}, {})
+    assert plan.to_install == [] and plan.missing == [] and len(plan.present) == len(ALL)
+
+
+def test_a_package_without_candidate_is_unavailable_not_installed():
+    installed = {p: "1" for p in ALL if p not in ("lxd", "wrk")}
+    plan = plan_for(installed, {"lxd": None, "wrk": "4.1"})
+    assert plan.to_install == ["wrk"]
+    assert list(plan.unavailable) == ["lxd"]
+    assert "not in the target's debian repositories" in plan.unavailable["lxd"]
+    assert "lxd runtime" in plan.unavailable["lxd"]
+
+
+def test_a_command_on_path_satisfies_its_package():
+    # Docker CE (conflicts with docker.io) and node from nodesource/nvm must not be replaced.
+    installed = {p: "1" for p in ALL if p not in ("docker.io", "nodejs")}
+    plan = plan_for(installed, {"docker.io": "20.10", "nodejs": "18"},
+                    on_path={"docker": "/usr/bin/docker", "node": "/home/pi/.nvm/bin/node"})
+    assert plan.to_install == [] and plan.missing == []
+
+
+def test_parse_dpkg_query_counts_only_installed():
+    text = ("docker.io\tii \t20.10.24\nwrk\trc \t4.1.0\nlxd\thi \t5.0.2\n"
+            "libc6:amd64\tii \t2.36\nsysbench\tun \t\n")
+    assert pv.parse_dpkg_query(text) == {"docker.io": "20.10.24", "lxd": "5.0.2", "libc6": "2.36"}
+
+
+def test_parse_apt_policy():
+    text = """qemu-system-x86:
+  Installed: (none)
+  Candidate: 1:7.2+dfsg-7+deb12u18+b3
+  Version table:
+     1:7.2+dfsg-7+deb12u18+b3 500
+lxd:
+  Installed: (none)
+  Candidate: (none)
+  Version table:
+"""
+    assert pv.parse_apt_policy(text) == {"qemu-system-x86": "1:7.2+dfsg-7+deb12u18+b3", "lxd": None}
+
+
+def test_versions_table_parsing():
+    tools = pv.tools_for("x86_64")
+    text = ("wrk\t1\t/usr/bin/wrk\twrk debian/4.1.0-3+b2 [epoll] Copyright (C) 2012 Will Glozer\n"
+            "perf\t2\t/usr/bin/perf\tWARNING: perf not found for kernel 5.15.0-91\n"
+            "openssl\t0\t/usr/bin/openssl\tOpenSSL 3.0.19 27 Jan 2026 (Library: OpenSSL 3.0.19)\n"
+            "node\t0\t/usr/bin/node\tv20.20.2\n"
+            "ops\tabsent\t\t\n")
+    s = pv.parse_versions(text, tools)
+    assert (s["wrk"].ok, s["wrk"].version) == (True, "4.1.0-3+b2")
+    assert not s["perf"].ok and "perf not found for kernel" in s["perf"].detail
+    assert s["openssl"].version == "3.0.19" and s["node"].version == "20.20.2"
+    assert not s["ops"].ok and s["ops"].detail == "not installed"
+    assert not s["sysbench"].ok  # not in the output at all
+
+
+# -- the executor, against a scripted target ---------------------------------------------------
+
+class ScriptedTarget(Target):
+    """Answers commands by substring; records every command and upload."""
+
+    is_local = True
+
+    def __init__(self, answers, facts=None):
+        super().__init__()
+        self.name = "scripted"
+        self.answers = answers  # [(substring, stdout | (stdout, code) | callable(cmd) -> (stdout, code))]
+        self.commands: list[str] = []
+        self.uploads: list[str] = []
+        self._facts = {"arch": "x86_64", "kernel": "6.1.0-18-amd64", "uid": 0, "user": "root",
+                       "home": "/root", "cgroup_version": 2, "kvm": "yes", "target": "scripted", **(facts or {})}
+
+    def facts(self, refresh=False):
+        return self._facts
+
+    def _exec(self, cmd, timeout, stdin):
+        self.commands.append(cmd)
+        for needle, answer in self.answers:
+            if needle in cmd:
+                out, code = (answer(cmd) if callable(answer) else answer if isinstance(answer, tuple)
+                             else (answer, 0))
+                return CommandResult(self.name, cmd, out, "" if code == 0 else "scripted failure", code, 0.0)
+        return CommandResult(self.name, cmd, "", "", 0, 0.0)
+
+    def put(self, local, remote):
+        self.uploads.append(remote)
+
+    def get(self, remote, local):
+        raise AssertionError("not used")
+
+    def ran(self, needle: str) -> list[str]:
+        """Commands (other than the read-only survey and version scripts) containing needle."""
+        return [c for c in self.commands if needle in c and not c.startswith(READ_ONLY[0])]
+
+    def changing(self) -> list[str]:
+        """Every command that is not one of the reads provisioning makes."""
+        return [c for c in self.commands if not c.startswith(READ_ONLY)]
+
+
+READ_ONLY = ("sh -c 'export PATH=", "dpkg-query ", "apt-cache policy ", "docker version ", "lxc query ",
+             "curl -sfI ", "command -v ", "sha256sum ", "cat ")
+
+
+def survey(os_id="debian", apt=True, privilege="root", pid1="init", commands=("docker", "curl"),
+           os_like=""):
+    lines = [f"os_id={os_id}", f"os_like={os_like}", f"os_name={os_id} test", f"pid1={pid1}",
+             f"apt_get={'/usr/bin/apt-get' if apt else ''}", f"privilege={privilege}", "apt_lists=3",
+             "apt_update_age_s=60"]
+    lines += [f"cmd:{c}=/usr/bin/{c}" for c in commands]
+    return "\n".join(lines) + "\n"
+
+
+def scripted(missing=(), unavailable=(), privilege="root", docker_up=True, fail=(), **kw):
+    """A Debian target where `missing` are not installed (`unavailable` of them not in the
+    repositories); apt-get install installs its packages unless one of them is in `fail`."""
+    installed = {p for p in ALL if p not in missing}
+
+    def dpkg(cmd):
+        return "".join(f"{p}\tii \t1.0\n" for p in sorted(installed) if f" {p}" in cmd), 0
+
+    def install(cmd):
+        pkgs = cmd.split("--force-confold ", 1)[1].split()
+        if set(pkgs) & set(fail):
+            return "", 100
+        installed.update(pkgs)
+        return "", 0
+
+    def policy(cmd):
+        return "".join(f"{p}:\n  Installed: (none)\n  Candidate: {'(none)' if p in unavailable else '1.0'}\n"
+                       for p in missing if f" {p}" in cmd), 0
+
+    return ScriptedTarget([
+        ("apt_lists=", survey(privilege=privilege, **kw)),
+        ("dpkg-query", dpkg),
+        ("apt-cache policy", policy),
+        ("apt-get install", install),
+        ("docker version", ("27.0", 0) if docker_up else ("", 1)),
+        ("curl -sfI", ("", 6)),
+    ])
+
+
+QUIET = dict(log=lambda msg: None)
+
+
+def test_check_changes_nothing():
+    t = scripted(missing=("sysbench", "qemu-system-x86"), docker_up=False, commands=("docker", "lxd", "curl"))
+    report = pv.provision(t, check=True, **QUIET)
+    assert report.check and report.would_install == ["qemu-system-x86", "sysbench"]
+    assert report.installed_now == []
+    assert t.changing() == [] and t.uploads == []
+    assert any("apt-get install qemu-system-x86 sysbench" in a for a in report.actions)
+    assert any("start the Docker daemon (dockerd" in a for a in report.actions)
+    assert "2 to install (qemu-system-x86 sysbench)" in report.table()
+
+
+def test_check_works_without_root_but_provisioning_refuses_first():
+    t = scripted(missing=("wrk",), privilege="none")
+    t._facts.update(uid=1000, user="pi", home="/home/pi")
+    assert pv.provision(t, check=True, **QUIET).would_install == ["wrk"]
+    t.commands.clear()
+    with pytest.raises(pv.ProvisionError) as e:
+        pv.provision(t, **QUIET)
+    assert "passwordless sudo" in str(e.value) and "/etc/sudoers.d/" in str(e.value) and "pi" in str(e.value)
+    assert t.changing() == [] and t.uploads == []
+
+
+def test_sudo_is_used_when_not_root():
+    t = scripted(missing=("wrk",), privilege="sudo")
+    t._facts.update(uid=1000, user="pi", home="/home/pi")
+    pv.provision(t, **QUIET)
+    installs = t.ran("apt-get install")
+    assert installs and all(c.startswith("sudo -n env DEBIAN_FRONTEND=noninteractive apt-get") for c in installs)
+
+
+def test_unknown_package_manager_stops_before_anything():
+    t = ScriptedTarget([("apt_lists=", survey(os_id="fedora", apt=False))])
+    with pytest.raises(pv.UnsupportedTarget) as e:
+        pv.provision(t, **QUIET)
+    assert "fedora" in str(e.value) and "sysbench" in str(e.value)
+    assert t.commands and all(c.startswith(READ_ONLY[0]) for c in t.commands)  # the survey only
+
+
+def test_install_builds_one_command_and_reports_unavailable_without_failing():
+    t = scripted(missing=("sysbench", "lxd"), unavailable=("lxd",))
+    report = pv.provision(t, **QUIET)
+    installs = t.ran("apt-get install")
+    assert len(installs) == 1 and installs[0].endswith("--force-confold sysbench")
+    assert len(t.ran("apt-get update")) == 1  # before installing, once
+    assert report.unavailable == {"lxd": "not in the target's debian repositories (needed for lxd runtime)"}
+    assert report.ok and report.installed_now == ["sysbench"]
+    assert "1 not available" in report.summary()
+
+
+def test_a_failing_package_is_isolated_and_reported():
+    t = scripted(missing=("sysbench", "wrk"), fail=("wrk",))
+    report = pv.provision(t, **QUIET)
+    assert [c.split("--force-confold ")[1] for c in t.ran("apt-get install")] == [
+        "wrk sysbench", "wrk", "sysbench"]  # together, then one at a time
+    assert list(report.failed) == ["wrk"] and "apt-get install failed" in report.failed["wrk"]
+    assert report.installed_now == ["sysbench"]
+    assert not report.ok
+
+
+def test_second_run_with_everything_installed_does_nothing():
+    t = scripted()
+    report = pv.provision(t, **QUIET)
+    assert report.installed_now == [] and report.already_installed == ALL
+    assert t.changing() == []
+    assert f"{len(ALL)} already installed, 0 installed now" in report.summary()
+
+
+def test_docker_is_started_by_hand_without_systemd():
+    state = {"calls": 0}
+
+    def docker_version(cmd):
+        state["calls"] += 1
+        return ("27.0", 0) if state["calls"] > 2 else ("", 1)
+    t = scripted()
+    t.answers.insert(0, ("docker version", docker_version))
+    report = pv.provision(t, **QUIET)
+    start = t.ran("dockerd")
+    assert len(start) == 1 and "setsid nohup dockerd" in start[0]
+    assert "/root/.cache/edgebench/dockerd.log" in start[0]
+    assert not t.ran("systemctl")
+    assert report.ok and any("started the Docker daemon" in a for a in report.actions)
+
+
+def test_docker_uses_systemctl_under_systemd():
+    t = scripted(docker_up=False, pid1="systemd")
+    t.answers.insert(0, ("systemctl start docker", ("", 0)))
+    pv.DOCKER_WAIT_S, saved = 0, pv.DOCKER_WAIT_S
+    try:
+        report = pv.provision(t, **QUIET)
+    finally:
+        pv.DOCKER_WAIT_S = saved
+    assert t.ran("systemctl start docker") and not t.ran("dockerd")
+    assert "docker daemon" in report.failed  # it never answered
+
+
+def test_lxd_setup_script_is_uploaded_and_run(monkeypatch):
+    import edgebench.lxd_image as lxd_image
+    monkeypatch.setattr(lxd_image, "ensure_image", lambda target: type("I", (), {
+        "alias": "edgebench/debian-bookworm", "built": False, "imported": False})())
+    t = scripted(commands=("docker", "lxd", "curl"))
+    t.answers.insert(0, ("sha256sum", ("", 1)))
+    report = pv.provision(t, **QUIET)
+    assert report.ok, report.failed
+    assert t.uploads == ["/root/.cache/edgebench/bin/lxd-setup.sh"]
+    assert t.ran("sh /root/.cache/edgebench/bin/lxd-setup.sh")
+
+
+def test_table_has_a_row_for_every_runtime_and_tool():
+    report = pv.provision(scripted(), check=True, **QUIET)
+    rows = {(r.kind, r.name) for r in report.rows}
+    for name in pv.RUNTIME_NAMES:
+        assert ("runtime", name) in rows
+    for tool in pv.tools_for("x86_64"):
+        assert ("tool", tool.name) in rows
+    nanos = next(r for r in report.rows if r.name == "nanos")
+    from edgebench.runtimes import RUNTIMES
+    if "nanos" not in RUNTIMES:
+        assert "not implemented in this version of edgebench" in nanos.detail
+        assert "ops" in nanos.detail and "qemu-system-x86_64" in nanos.detail and "kvm: yes" in nanos.detail
+
+
+# -- this machine --------------------------------------------------------------------------
+
+ROW = re.compile(r"^(runtime|tool)\s+(\S+)\s+(ok|missing)\s+(.*)$")
+
+
+@pytest.mark.integration
+def test_check_prints_a_row_for_every_runtime_and_tool(local):
+    r = subprocess.run([sys.executable, "-m", "edgebench.provision", "--target", "local", "--check"],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode in (0, 1), r.stderr
+    rows = {m.group(2): m.group(3) for m in map(ROW.match, r.stdout.splitlines()) if m}
+    expected = list(pv.RUNTIME_NAMES) + [t.name for t in pv.tools_for(local.facts()["arch"])]
+    assert [n for n in expected if n not in rows] == [], r.stdout
+    assert rows["native"] == "ok"
+    assert re.search(r"^packages: \d+ already installed, \d+ to install", r.stdout, re.M), r.stdout
+
+
+@pytest.mark.integration
+def test_a_second_run_installs_nothing_and_is_quick(local):
+    """A real run on a machine `make provision` already prepared (CI does, before the tests)."""
+    if not local.is_root:
+        pytest.skip("a real provisioning run needs root")
+    try:
+        before = pv.provision(local, check=True, **QUIET)
+    except pv.UnsupportedTarget as e:
+        pytest.skip(str(e))
+    if before.would_install:
+        pytest.skip(f"this machine is not provisioned (would install {' '.join(before.would_install)}); "
+                    "run `make provision` first")
+    start = time.monotonic()
+    report = pv.provision(local, **QUIET)
+    elapsed = time.monotonic() - start
+    assert report.installed_now == [] and not any(a.startswith("apt-get install") for a in report.actions)
+    assert f"{len(report.already_installed)} already installed, 0 installed now" in report.summary()
+    assert report.ok, report.failed
+    assert elapsed < 60, f"a provisioning run with nothing to install took {elapsed:.1f} s"
+
+
+@pytest.mark.integration
+def test_check_over_ssh_sees_what_local_sees(local, ssh_host):
+    """Every command goes through Target.run: the SSH host (this machine behind sshd in a network
+    namespace) gets the same plan and the same tool rows."""
+    from edgebench.targets import SSHTarget
+    with SSHTarget(f"root@{ssh_host.host}", key_file=ssh_host.key_file, known_hosts=ssh_host.known_hosts) as t:
+        remote = pv.provision(t, check=True, **QUIET)
+    here = pv.provision(local, check=True, **QUIET)
+    assert remote.target == f"root@{ssh_host.host}"
+    assert remote.would_install == here.would_install and remote.already_installed == here.already_installed
+    def tools(rep):
+        return {(r.name, r.ok) for r in rep.rows if r.kind == "tool" and r.name != "ops"}
+    assert tools(remote) == tools(here)
+    assert {r.name for r in remote.rows if r.kind == "runtime"} == set(pv.RUNTIME_NAMES)
