@@ -15,32 +15,60 @@ from edgebench.figures import experiment_of, notebooks
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 
-def test_quick_figures_render_every_notebook(tmp_path, docker_ready, cgroups_ready, no_leftovers):
+def quick_figures(tmp_path, runtimes: str, only: str):
     env = dict(os.environ, EDGEBENCH_DATA_DIR=str(tmp_path / "data"),
                EDGEBENCH_FIGURES_DIR=str(tmp_path / "figures"))
-    r = subprocess.run([sys.executable, "-m", "edgebench.figures", "--profile", "quick", "--quiet"],
-                       env=env, capture_output=True, text=True, timeout=600)
+    r = subprocess.run([sys.executable, "-m", "edgebench.figures", "--profile", "quick", "--quiet",
+                        "--runtimes", runtimes, "--only", only],
+                       env=env, capture_output=True, text=True, timeout=1500)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-    for nb in notebooks():
-        exp = experiment_of(nb)
-        executed = tmp_path / "figures" / exp / nb.name
-        assert executed.exists(), f"{executed} missing"
-        cells = json.loads(executed.read_text())["cells"]
-        errors = [o for c in cells if c["cell_type"] == "code" for o in c.get("outputs", [])
-                  if o.get("output_type") == "error"]
-        assert not errors
-        assert list((tmp_path / "figures" / exp).glob("*.png")), f"no figure for {exp}"
-        runs = list((tmp_path / "data" / exp).iterdir())
-        assert len(runs) == 1
-        import pandas as pd
-        df = pd.read_csv(runs[0] / "results.csv")
-        # Both runtimes measured, every row ok.
-        assert {"native", "docker"} <= set(df["runtime"]), df["runtime"].unique()
-        assert (df["status"] == "ok").all(), df[df["status"] != "ok"][["runtime", "error"]]
-        assert exp in r.stdout
+    return r
+
+
+def check_rendered(tmp_path, nb, summary: str, runtimes: set[str]):
+    import pandas as pd
+    exp = experiment_of(nb)
+    executed = tmp_path / "figures" / exp / nb.name
+    assert executed.exists(), f"{executed} missing"
+    cells = json.loads(executed.read_text())["cells"]
+    errors = [o for c in cells if c["cell_type"] == "code" for o in c.get("outputs", [])
+              if o.get("output_type") == "error"]
+    assert not errors
+    assert list((tmp_path / "figures" / exp).glob("*.png")), f"no figure for {exp}"
+    runs = list((tmp_path / "data" / exp).iterdir())
+    assert len(runs) == 1
+    df = pd.read_csv(runs[0] / "results.csv")
+    # Every runtime measured, every row ok.
+    assert runtimes <= set(df["runtime"]), df["runtime"].unique()
+    assert (df["status"] == "ok").all(), df[df["status"] != "ok"][["runtime", "error"]]
+    assert exp in summary
     # Nothing from the partial/failed write-then-move is left as a product.
     assert not list((tmp_path / "figures").rglob("*.partial.ipynb"))
     assert not list((tmp_path / "figures").rglob("*.failed.ipynb"))
+
+
+# The LXD appendix needs LXD; the others run with native and Docker, which keeps CI's time down
+# (LXD joins them under RUNTIMES=auto, and tests/test_lxd_runtime.py covers its starts).
+WITH_LXD = "lxd_appendix"
+
+
+def test_quick_figures_render_every_notebook(tmp_path, docker_ready, cgroups_ready, no_leftovers):
+    others = [experiment_of(nb) for nb in notebooks() if WITH_LXD not in nb.stem]
+    r = quick_figures(tmp_path, "native,docker", ",".join(others))
+    for nb in notebooks():
+        if WITH_LXD not in nb.stem:
+            check_rendered(tmp_path, nb, r.stdout, {"native", "docker"})
+
+
+def test_quick_lxd_appendix_has_host_lxd_and_docker_rows(tmp_path, docker_ready, cgroups_ready, no_leftovers):
+    from conftest import need
+    from edgebench.runtimes.lxd import LxdRuntime
+    from edgebench.targets import LocalTarget
+    why = LxdRuntime(LocalTarget()).availability()
+    need("lxd", None if why else why.reason)
+    r = quick_figures(tmp_path, "native,docker,lxd", WITH_LXD)
+    (nb,) = notebooks(WITH_LXD)
+    check_rendered(tmp_path, nb, r.stdout, {"native", "docker", "lxd"})
 
 
 def test_replot_measures_nothing(tmp_path):

@@ -35,8 +35,10 @@ def experiment_of(notebook: Path) -> str:
 
 
 def notebooks(only: str | None = None) -> list[Path]:
+    """Every experiment notebook, or those whose name contains one of `only`'s comma-separated parts."""
     found = sorted(NOTEBOOKS_DIR.glob("[0-9]*.ipynb"))
-    return [nb for nb in found if not only or only in nb.stem]
+    parts = [p.strip() for p in (only or "").split(",") if p.strip()]
+    return [nb for nb in found if not parts or any(p in nb.stem for p in parts)]
 
 
 def run_notebook(nb: Path, parameters: dict, log_output: bool = True) -> Path:
@@ -82,7 +84,7 @@ def summary(experiments: list[str]) -> str:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--replot", action="store_true", help="re-render from the latest data, measure nothing")
-    ap.add_argument("--only", help="run only notebooks whose name contains this")
+    ap.add_argument("--only", help="run only notebooks whose name contains this (comma-separated: any of these)")
     ap.add_argument("--quiet", action="store_true", help="do not stream notebook output")
     for name in PASSED_THROUGH:
         ap.add_argument(f"--{name}", default=None)
