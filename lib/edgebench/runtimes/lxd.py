@@ -59,7 +59,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from edgebench.apps import BuiltApp
-from edgebench.cgroups import CFS_PERIOD_US, AppliedLimits, read_limits
+from edgebench.cgroups import CFS_PERIOD_US, AppliedLimits, read_fault_counters, read_limits
 from edgebench.errors import ConfigError, EdgebenchError
 from edgebench.lxd_image import BaseImage, ensure_image, lxc_query
 from edgebench.runtimes.base import (Artifact, Availability, Instance, LaunchPlan, Limits, Runtime,
@@ -327,6 +327,9 @@ class LxdRuntime(Runtime):
                 raw += [f"lxc.cgroup.cpu.cfs_period_us = {CFS_PERIOD_US}", f"lxc.cgroup.cpu.cfs_quota_us = {quota}"]
         if limits.cpuset:
             cfg["limits.cpu"] = lxd_cpuset(limits.cpuset)
+            # LXD's CPU balancer applies limits.cpu only after the container started, so a fast
+            # app could see every core at exec; liblxc pins it before init runs.
+            raw.append(f"lxc.cgroup2.cpuset.cpus = {limits.cpuset}" if v2 else f"lxc.cgroup.cpuset.cpus = {limits.cpuset}")
         if limits.memory_mb is not None:
             mem = int(limits.memory_mb * 2**20)
             cfg["limits.memory"] = str(mem)  # bytes: LXD reads a bare number as bytes
@@ -636,21 +639,14 @@ class LxdRuntime(Runtime):
             cgroup = self.container_cgroup(name)
             plan.counting_cgroup = cgroup
             plan.state["cgroup"] = cgroup
-            plan.state["faults_before_exec"] = self._memory_stat_faults(cgroup)
+            before = read_fault_counters(self.target, cgroup, settle=False)
+            plan.state["faults_before_exec"] = {"pgfault": before.pgfault or 0, "pgmajfault": before.pgmajfault or 0}
         except BaseException:
             self._delete_if_ours(name)
             raise
         env = [f"GOMAXPROCS={limits.gomaxprocs}"] if limits.gomaxprocs and artifact.built.app.language == "go" else []
         plan.argv = self.exec_argv(name, [*artifact.details["inner_argv"], *args], env)
         return plan
-
-    def _memory_stat_faults(self, cgroup: str) -> dict:
-        v2 = self.target.facts().get("cgroup_version") == 2
-        path = f"/sys/fs/cgroup/{cgroup}/memory.stat" if v2 else f"/sys/fs/cgroup/memory/{cgroup}/memory.stat"
-        text = self.target.read_text(path, missing_ok=True) or ""
-        stat = dict(line.split()[:2] for line in text.splitlines() if len(line.split()) >= 2)
-        prefix = "" if v2 else "total_"
-        return {k: int(stat[prefix + k]) for k in ("pgfault", "pgmajfault") if (prefix + k) in stat}
 
     def batch_outcome(self, plan: LaunchPlan) -> tuple[AppliedLimits | None, dict]:
         name = plan.state["container"]
