@@ -256,13 +256,17 @@ cat "$f"
 """
 
 
-def read_fault_counters(target: Target, relpath: str) -> FaultCounters:
+def read_fault_counters(target: Target, relpath: str, settle: bool = True) -> FaultCounters:
     """pgfault/pgmajfault of a cgroup and everything below it (v1 total_*, v2 is hierarchical).
-    Counts survive the removal of child cgroups (a finished container's), so the parent is read."""
+    Counts survive the removal of child cgroups (a finished container's), so the parent is read;
+    settle=False reads once (a live cgroup, e.g. before a launch)."""
     v2 = target.facts().get("cgroup_version") == 2
     path = f"/sys/fs/cgroup/{relpath}/memory.stat" if v2 else f"/sys/fs/cgroup/memory/{relpath}/memory.stat"
     prefix = "" if v2 else "total_"
-    text = target.run(["sh", "-c", _SETTLED_STAT, "settled-stat", path, prefix + "pgfault"]).stdout
+    if settle:
+        text = target.run(["sh", "-c", _SETTLED_STAT, "settled-stat", path, prefix + "pgfault"]).stdout
+    else:
+        text = target.read_text(path, missing_ok=True) or "missing"
     if text.strip() == "missing":
         return FaultCounters(None, None, path, f"{path} is missing")
     stat = dict(line.split()[:2] for line in text.splitlines() if len(line.split()) >= 2)

@@ -235,8 +235,8 @@ def faults_findings(table: pd.DataFrame) -> str:
                          f"x{d:.2g}, native's x{n:.2g}"
                          + (" (Table 5's shape: Docker flat, native growing)." if verdicts[proto] else "."))
         if verdicts.get("published") and not verdicts.get("fair"):
-            lines.append(f"  - So Table 5's flat Docker column comes from what was counted: the published "
-                         f"protocol counts the `docker run` client; the workload itself faults like native.")
+            lines.append("  - So Table 5's flat Docker column comes from what was counted: the published "
+                         "protocol counts the `docker run` client; the workload itself faults like native.")
         elif verdicts and not any(verdicts.values()):
             lines.append("  - Neither protocol shows Table 5's shape at these sizes; see the table.")
     if not lines:

@@ -121,20 +121,17 @@ def network_table(df: pd.DataFrame, reference: pd.DataFrame) -> pd.DataFrame:
 
 
 def network_figure(table: pd.DataFrame):
-    fig, (a, b) = plt.subplots(1, 2, figsize=(9, 3.6))
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.6))
     x = np.arange(len(table))
-    a.bar(x, table["throughput_Gbps"], color=["#2ca02c", "#1f77b4", "#17becf"][:len(table)])
-    if "published_Gbps" in table:
-        a.scatter(x, table["published_Gbps"], marker="x", color="red", zorder=3, label="paper 001 (Pi)")
-        a.legend(fontsize=7)
-    a.set_xticks(x, table["mode"])
-    a.set_ylabel("iperf3 throughput (Gbps)")
-    b.bar(x, table["rtt_ms"], color=["#2ca02c", "#1f77b4", "#17becf"][:len(table)])
-    if "published_iperf_latency_ms" in table:
-        b.scatter(x, table["published_iperf_latency_ms"], marker="x", color="red", zorder=3, label="paper 001 (iperf)")
-        b.legend(fontsize=7)
-    b.set_xticks(x, table["mode"])
-    b.set_ylabel("mean TCP RTT of the stream (ms)")
+    panels = [("throughput_Gbps", "published_Gbps", "iperf3 throughput (Gbps)", "paper 001 (Pi)"),
+              ("rtt_ms", "published_iperf_latency_ms", "mean TCP RTT of the stream (ms)", "paper 001 (iperf)")]
+    for ax, (measured, published, ylabel, label) in zip(axes, panels):
+        ax.bar(x, table[measured], color=["#2ca02c", "#1f77b4", "#17becf"][:len(table)])
+        if published in table:
+            ax.scatter(x, table[published], marker="x", color="red", zorder=3, label=label)
+            ax.legend(fontsize=7)
+        ax.set_xticks(x, table["mode"])
+        ax.set_ylabel(ylabel)
     fig.suptitle("Docker networking: native, --network host, bridge with -p")
     fig.tight_layout()
     return fig

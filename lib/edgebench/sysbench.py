@@ -43,7 +43,7 @@ _PATTERNS = {
     "mib_per_s": rf"MiB transferred \({_NUM} MiB/sec\)",
     "read_mib_per_s": rf"read, MiB/s:\s+{_NUM}",
     "written_mib_per_s": rf"written, MiB/s:\s+{_NUM}",
-    "prepare_bytes": rf"(\d+) bytes written in",
+    "prepare_bytes": r"(\d+) bytes written in",
 }
 
 

@@ -1,9 +1,7 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
-	"os"
 	"os/exec"
 	"syscall"
 	"time"
@@ -36,14 +34,7 @@ type childRusage struct {
 // the whole group is killed, so nothing the program started outlives the run.
 func runBatch(argv []string, stdoutPath, stderrPath string, timeout time.Duration) int {
 	var res batchResult
-	report := func(code int, msg string) int {
-		if msg != "" {
-			res.Error = &msg
-		}
-		line, _ := json.Marshal(res)
-		os.Stdout.Write(append(line, '\n'))
-		return code
-	}
+	report := func(code int, msg string) int { return printResult(&res, &res.Error, code, msg) }
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	var err error

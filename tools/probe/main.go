@@ -114,14 +114,7 @@ func run() int {
 	}
 
 	var res result
-	report := func(code int, msg string) int {
-		if msg != "" {
-			res.Error = &msg
-		}
-		line, _ := json.Marshal(res)
-		os.Stdout.Write(append(line, '\n'))
-		return code
-	}
+	report := func(code int, msg string) int { return printResult(&res, &res.Error, code, msg) }
 
 	start := time.Now()
 	res.StartUnixNs = start.UnixNano()
@@ -226,6 +219,17 @@ func parseTarget(raw string) (target, error) {
 	}
 	req := fmt.Sprintf("GET %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n", u.RequestURI(), u.Host)
 	return target{addr: addr, request: []byte(req)}, nil
+}
+
+// printResult writes the one JSON line (with msg as its error, if any) and
+// returns code, so that every exit path reports the same way.
+func printResult(res any, errField **string, code int, msg string) int {
+	if msg != "" {
+		*errField = &msg
+	}
+	line, _ := json.Marshal(res)
+	os.Stdout.Write(append(line, '\n'))
+	return code
 }
 
 func openOutput(path string) (*os.File, error) {

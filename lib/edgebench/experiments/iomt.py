@@ -25,12 +25,11 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from edgebench.apps import APPS
 from edgebench.counters import COLUMNS as PERF_COLUMNS, EVENTS
 from edgebench.errors import ConfigError, EdgebenchError
 from edgebench.experiments.common import (as_list, check_profile, check_protocols, check_repetitions,
                                           collect as _collect, resolve_limits, session)
-from edgebench.experiments.protocols import fair_limits, package_all, published_limits, verify_limits
+from edgebench.experiments.protocols import fair_limits, package_all, published_limits, with_applied
 from edgebench.results import Run, new_run_id
 from edgebench.runtimes import Limits
 
@@ -174,13 +173,9 @@ def record_batch(run: Run, result, limits: Limits, row: dict, tag: str) -> None:
     run.save_raw(f"batch-{tag}", command=result.command, stdout=result.stdout, stderr=result.stderr,
                  exit_code=result.exit_code, probe=result.raw.get("probe"), perf=result.raw.get("perf"),
                  limits_applied=result.limits_applied, details=result.details)
-    a = result.limits_applied
-    row = dict(row, perf_scope=result.perf_scope,
-               counting_cgroup=result.cgroup_faults.source if result.cgroup_faults else "",
-               cpus_applied=a.cpus if a else None, memory_mb_applied=a.memory_mb if a else None,
-               cpuset_applied=a.cpuset if a else None,
-               limits_note="; ".join(x for x in (row.get("limits_note"),
-                                                 verify_limits(limits, a) if limits.any else "") if x))
+    row = with_applied(dict(row, perf_scope=result.perf_scope,
+                            counting_cgroup=result.cgroup_faults.source if result.cgroup_faults else ""),
+                       limits, result.limits_applied)
     if not result.ok:
         why = ("OOM-killed" if result.details.get("oom_killed") else
                "timed out" if result.timed_out else f"exit code {result.exit_code}")

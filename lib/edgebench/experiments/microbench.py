@@ -13,15 +13,18 @@ The appendix panels sweep file counts and thread counts up to what the target ca
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterator
 
 from tqdm import tqdm
 
 from edgebench import sysbench as sb
 from edgebench.errors import ConfigError, EdgebenchError
 from edgebench.experiments.common import (as_list, check_profile, check_protocols, check_repetitions,
-                                          collect as _collect, session)
-from edgebench.experiments.protocols import fair_limits, package_all, published_limits, verify_limits
+                                          collect as _collect, resolve_limits, session)
+from edgebench.experiments.protocols import fair_limits, package_all, published_limits, with_applied
 from edgebench.results import Run, new_run_id
 from edgebench.runtimes import Limits
 
@@ -64,11 +67,7 @@ def _run_steps(run: Run, rt, artifact, words: list[str], limits: Limits, row: di
         return None
     run.save_raw(f"sysbench-{tag}", command=result.command, stdout=result.stdout, stderr=result.stderr,
                  exit_code=result.exit_code, limits_applied=result.limits_applied)
-    a = result.limits_applied
-    row.update(cpus_applied=a.cpus if a else None, memory_mb_applied=a.memory_mb if a else None,
-               cpuset_applied=a.cpuset if a else None,
-               limits_note="; ".join(x for x in (row.get("limits_note"),
-                                                 verify_limits(limits, a) if limits.any else "") if x))
+    row.update(with_applied(row, limits, result.limits_applied))
     try:
         steps = sb.steps_record(result.stdout)
     except EdgebenchError as e:
@@ -95,10 +94,50 @@ def _add_parsed(run: Run, parsed: dict, row: dict, wall_s: float | None = None) 
         run.add(metric="wall_time", value=wall_s, unit="s", note="the step as tools/steps timed it", **row)
 
 
-def _setup(tgt, selection, run, cpus, memory):
-    cores = tgt.facts()["cores"]
-    artifacts = package_all(run, tgt, selection.runtimes, [TOOL], "offline")
-    return cores, artifacts
+@dataclass
+class _Bench:
+    """What both sysbench experiments share once the target is reached."""
+    run: Run
+    target: object
+    selection: object
+    artifacts: dict
+    cores: int
+    cpus: float | None
+    memory_mb: float | None
+    clip: str
+    max_threads: int | None
+
+    def steps(self, plan: list, reps: int, desc: str, progress: bool):
+        """(item, rep, runtime), runtimes alternating and their order turning with each rep."""
+        runtimes = self.selection.runtimes
+        todo = [(item, rep, i) for item in plan for rep in range(1, reps + 1) for i in range(len(runtimes))]
+        for item, rep, i in tqdm(todo, desc=desc, disable=not progress):
+            yield item, rep, runtimes[(i + rep) % len(runtimes)]
+
+    def runnable(self, rt, threads: int | None, row: dict):
+        """The runtime's artifact, or None after a failed row saying why it cannot run."""
+        artifact = self.artifacts.get((TOOL, rt.name))
+        if artifact is None:
+            self.run.failed(metric="total_time", unit="s", error="packaging failed (see raw/)", **row)
+        elif threads is not None and self.max_threads is not None and threads > self.max_threads:
+            self.run.failed(metric="total_time", unit="s", error=f"{threads} threads exceed what "
+                            f"{rt.target.name} can create ({self.max_threads})", **row)
+            artifact = None
+        else:
+            row["build"] = artifact.build
+        return artifact
+
+
+@contextmanager
+def _bench(experiment: str, params: dict, target, runtimes, cpus, memory, run_id: str) -> Iterator[_Bench]:
+    with session(target, runtimes, run_id) as (tgt, selection):
+        cpus_v, mem_v, clip = resolve_limits(tgt, cpus, memory)
+        limit = max_threads(tgt)
+        with Run(experiment, params, tgt.facts(), extra_columns=EXTRA_COLUMNS, run_id=run_id) as run:
+            run.note("skipped_runtimes", selection.skipped)
+            run.note("max_threads", limit)
+            artifacts = package_all(run, tgt, selection.runtimes, [TOOL], "offline")
+            yield _Bench(run, tgt, selection, artifacts, tgt.facts()["cores"], cpus_v, mem_v, clip, limit)
 
 
 def run_microbenchmarks(target="local", runtimes="auto", protocols="fair,published", cpus=None, memory=None,
@@ -112,50 +151,35 @@ def run_microbenchmarks(target="local", runtimes="auto", protocols="fair,publish
     run_id = run_id or new_run_id()
     params = dict(target=str(target), runtimes=runtimes, protocols=protocol_names, cpus=cpus, memory=memory,
                   repetitions=reps, network=network, profile=profile, seconds=seconds)
-    from edgebench.experiments.common import resolve_limits
-    with session(target, runtimes, run_id) as (tgt, selection):
-        cpus_v, mem_v, clip = resolve_limits(tgt, cpus, memory)
-        limit = max_threads(tgt)
-        with Run("microbenchmarks", params, tgt.facts(), extra_columns=EXTRA_COLUMNS, run_id=run_id) as run:
-            run.note("skipped_runtimes", selection.skipped)
-            run.note("max_threads", limit)
-            cores, artifacts = _setup(tgt, selection, run, cpus_v, mem_v)
-            plan = []
-            for proto in protocol_names:
-                if proto == "published":
-                    for label, total, threads in TABLE2_POINTS:
-                        plan.append((proto, "memory", label, threads, total, sb.memory(threads, total)))
-                        plan.append((proto, "cpu", label, threads, None, sb.cpu(threads, events=10000)))
-                else:
-                    for threads in sorted({1, cores}):
-                        plan.append((proto, "memory", f"{threads}T, {seconds} s", threads, "100G",
-                                     sb.memory(threads, "100G", seconds=seconds, block="1M")))
-                        plan.append((proto, "cpu", f"{threads}T, {seconds} s", threads, None,
-                                     sb.cpu(threads, seconds=seconds)))
-            steps = [(p, rep, i) for p in plan for rep in range(1, reps + 1) for i in range(len(selection.runtimes))]
-            for (proto, bench, label, threads, total, words), rep, i in tqdm(steps, desc="microbenchmarks",
-                                                                             disable=not progress):
-                rt = selection.runtimes[(i + rep) % len(selection.runtimes)]
-                limits = fair_limits(cpus_v, mem_v, cores) if proto == "fair" else published_limits(cpus_v, mem_v)
-                row = dict(app=TOOL, runtime=rt.name, protocol=proto, rep=rep, cpus=cpus_v, memory_mb=mem_v,
-                           benchmark=bench, point=label, threads=threads, total=total, build="", limits_note=clip)
-                artifact = artifacts.get((TOOL, rt.name))
-                if artifact is None:
-                    run.failed(metric="total_time", unit="s", error="packaging failed (see raw/)", **row)
-                    continue
-                if limit is not None and threads > limit:
-                    run.failed(metric="total_time", unit="s", error=f"{threads} threads exceed what "
-                               f"{tgt.name} can create ({limit})", **row)
-                    continue
-                row["build"] = artifact.build
-                result = _run_steps(run, rt, artifact, words, limits, row, f"{bench}-{rt.name}-{proto}-{rep}",
-                                    timeout_s=600)
-                if result:
-                    _add_parsed(run, sb.parse(result[0]["stdout"]), row, result[0]["elapsed_ns"] / 1e9)
-            if network:
-                from edgebench.experiments.network import measure_docker_networking
-                measure_docker_networking(run, tgt, selection, reps, seconds, load_generator, progress)
-            return run.dir
+    with _bench("microbenchmarks", params, target, runtimes, cpus, memory, run_id) as b:
+        plan = []
+        for proto in protocol_names:
+            if proto == "published":
+                for label, total, threads in TABLE2_POINTS:
+                    plan.append((proto, "memory", label, threads, total, sb.memory(threads, total)))
+                    plan.append((proto, "cpu", label, threads, None, sb.cpu(threads, events=10000)))
+            else:
+                for threads in sorted({1, b.cores}):
+                    plan.append((proto, "memory", f"{threads}T, {seconds} s", threads, "100G",
+                                 sb.memory(threads, "100G", seconds=seconds, block="1M")))
+                    plan.append((proto, "cpu", f"{threads}T, {seconds} s", threads, None,
+                                 sb.cpu(threads, seconds=seconds)))
+        for (proto, bench, label, threads, total, words), rep, rt in b.steps(plan, reps, "microbenchmarks", progress):
+            limits = (fair_limits(b.cpus, b.memory_mb, b.cores) if proto == "fair"
+                      else published_limits(b.cpus, b.memory_mb))
+            row = dict(app=TOOL, runtime=rt.name, protocol=proto, rep=rep, cpus=b.cpus, memory_mb=b.memory_mb,
+                       benchmark=bench, point=label, threads=threads, total=total, build="", limits_note=b.clip)
+            artifact = b.runnable(rt, threads, row)
+            if artifact is None:
+                continue
+            result = _run_steps(b.run, rt, artifact, words, limits, row, f"{bench}-{rt.name}-{proto}-{rep}",
+                                timeout_s=600)
+            if result:
+                _add_parsed(b.run, sb.parse(result[0]["stdout"]), row, result[0]["elapsed_ns"] / 1e9)
+        if network:
+            from edgebench.experiments.network import measure_docker_networking
+            measure_docker_networking(b.run, b.target, b.selection, reps, seconds, load_generator, progress)
+        return b.run.dir
 
 
 def run_lxd_appendix(target="local", runtimes="auto", cpus=None, memory=None, repetitions: int | None = None,
@@ -174,47 +198,32 @@ def run_lxd_appendix(target="local", runtimes="auto", cpus=None, memory=None, re
     run_id = run_id or new_run_id()
     params = dict(target=str(target), runtimes=runtimes, cpus=cpus, memory=memory, repetitions=reps,
                   file_counts=files, thread_counts=threads_list, profile=profile, seconds=seconds)
-    from edgebench.experiments.common import resolve_limits
-    with session(target, runtimes, run_id) as (tgt, selection):
-        cpus_v, mem_v, clip = resolve_limits(tgt, cpus, memory)
-        limit = max_threads(tgt)
-        with Run("lxd_appendix", params, tgt.facts(), extra_columns=EXTRA_COLUMNS, run_id=run_id) as run:
-            run.note("skipped_runtimes", selection.skipped)
-            run.note("max_threads", limit)
-            cores, artifacts = _setup(tgt, selection, run, cpus_v, mem_v)
-            plan = [("fileio", n, None, sb.fileio(n, 1, seconds)) for n in files]
-            plan += [("memory", None, t, sb.memory(t, "100G", seconds=seconds, block="1M")) for t in threads_list]
-            plan += [("cpu", None, t, sb.cpu(t, events=cfg["cpu_events"])) for t in threads_list]
-            steps = [(p, rep, i) for p in plan for rep in range(1, reps + 1) for i in range(len(selection.runtimes))]
-            for (bench, n, t, words), rep, i in tqdm(steps, desc="lxd_appendix", disable=not progress):
-                rt = selection.runtimes[(i + rep) % len(selection.runtimes)]
-                limits = fair_limits(cpus_v, mem_v, cores)
-                row = dict(app=TOOL, runtime=rt.name, protocol="fair", rep=rep, cpus=cpus_v, memory_mb=mem_v,
-                           benchmark=bench, files=n, threads=t, point=f"{n} files" if n else f"{t} threads",
-                           build="", limits_note=clip)
-                artifact = artifacts.get((TOOL, rt.name))
-                if artifact is None:
-                    run.failed(metric="total_time", unit="s", error="packaging failed (see raw/)", **row)
-                    continue
-                if t is not None and limit is not None and t > limit:
-                    run.failed(metric="total_time", unit="s",
-                               error=f"{t} threads exceed what {tgt.name} can create ({limit})", **row)
-                    continue
-                row["build"] = artifact.build
-                result = _run_steps(run, rt, artifact, words, limits, row, f"{bench}-{n or t}-{rt.name}-{rep}",
-                                    timeout_s=900)
-                if not result:
-                    continue
-                if bench == "fileio":
-                    prepare, main = result[0], result[1]
-                    run.add(metric="file_creation_time", value=prepare["elapsed_ns"] / 1e9, unit="s",
-                            note=f"sysbench fileio prepare: {n} files of 1 MiB", **row)
-                    run.add(metric="file_creation_latency", value=prepare["elapsed_ns"] / 1e6 / n, unit="ms",
-                            note="per 1 MiB file", **row)
-                    _add_parsed(run, sb.parse(main["stdout"]), row)
-                else:
-                    _add_parsed(run, sb.parse(result[0]["stdout"]), row, result[0]["elapsed_ns"] / 1e9)
-            return run.dir
+    with _bench("lxd_appendix", params, target, runtimes, cpus, memory, run_id) as b:
+        plan = [("fileio", n, None, sb.fileio(n, 1, seconds)) for n in files]
+        plan += [("memory", None, t, sb.memory(t, "100G", seconds=seconds, block="1M")) for t in threads_list]
+        plan += [("cpu", None, t, sb.cpu(t, events=cfg["cpu_events"])) for t in threads_list]
+        for (bench, n, t, words), rep, rt in b.steps(plan, reps, "lxd_appendix", progress):
+            limits = fair_limits(b.cpus, b.memory_mb, b.cores)
+            row = dict(app=TOOL, runtime=rt.name, protocol="fair", rep=rep, cpus=b.cpus, memory_mb=b.memory_mb,
+                       benchmark=bench, files=n, threads=t, point=f"{n} files" if n else f"{t} threads",
+                       build="", limits_note=b.clip)
+            artifact = b.runnable(rt, t, row)
+            if artifact is None:
+                continue
+            result = _run_steps(b.run, rt, artifact, words, limits, row, f"{bench}-{n or t}-{rt.name}-{rep}",
+                                timeout_s=900)
+            if not result:
+                continue
+            if bench == "fileio":
+                prepare, main = result[0], result[1]
+                b.run.add(metric="file_creation_time", value=prepare["elapsed_ns"] / 1e9, unit="s",
+                          note=f"sysbench fileio prepare: {n} files of 1 MiB", **row)
+                b.run.add(metric="file_creation_latency", value=prepare["elapsed_ns"] / 1e6 / n, unit="ms",
+                          note="per 1 MiB file", **row)
+                _add_parsed(b.run, sb.parse(main["stdout"]), row)
+            else:
+                _add_parsed(b.run, sb.parse(result[0]["stdout"]), row, result[0]["elapsed_ns"] / 1e9)
+        return b.run.dir
 
 
 def collect_microbenchmarks(run_id: str = "", **params) -> Path:

@@ -38,14 +38,19 @@ def verify_limits(requested: Limits, applied) -> str:
     return "; ".join(diffs)
 
 
+def with_applied(row: dict, limits: Limits, applied) -> dict:
+    """The row's columns once the limits were read back, and a note that adds any mismatch to
+    what the row already noted (clipping, pinning). Without limits there is nothing to check."""
+    mismatch = verify_limits(limits, applied) if limits.any else ""
+    note = "; ".join(x for x in (row.get("limits_note"), mismatch) if x)
+    return dict(row, limits_note=note, cpus_applied=applied.cpus if applied else None,
+                memory_mb_applied=applied.memory_mb if applied else None,
+                cpuset_applied=applied.cpuset if applied else None)
+
+
 def with_instance(row: dict, limits: Limits, instance: Instance) -> dict:
-    """The row's columns once the app runs: network path, limits read back, and a note that
-    adds any mismatch to what the row already noted (clipping, pinning)."""
-    a = instance.limits_applied
-    note = "; ".join(x for x in (row.get("limits_note"), verify_limits(limits, a)) if x)
-    return dict(row, network=instance.network_path, limits_note=note,
-                cpus_applied=a.cpus if a else None, memory_mb_applied=a.memory_mb if a else None,
-                cpuset_applied=a.cpuset if a else None)
+    """with_applied for a running app, plus its network path."""
+    return with_applied(dict(row, network=instance.network_path), limits, instance.limits_applied)
 
 
 def package_all(run: Run, target: Target, runtimes, app_names, docker_build: str) -> dict:
