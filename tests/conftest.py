@@ -43,6 +43,19 @@ def docker_ready(local):
 
 
 @pytest.fixture(scope="session")
+def lxd_ready(local):
+    from edgebench.runtimes.lxd import LxdRuntime
+    why = LxdRuntime(local).availability()
+    need("lxd", None if why else why.reason)
+    return True
+
+
+def need_tool(target, tool: str) -> None:
+    """A program the experiments run on the target (make provision installs them)."""
+    need(tool, None if target.which(tool) else f"no `{tool}` on {target.name} (make provision installs it)")
+
+
+@pytest.fixture(scope="session")
 def cgroups_ready(local):
     facts = local.facts()
     reason = None

@@ -60,12 +60,8 @@ def test_quick_figures_render_every_notebook(tmp_path, docker_ready, cgroups_rea
             check_rendered(tmp_path, nb, r.stdout, {"native", "docker"})
 
 
-def test_quick_lxd_appendix_has_host_lxd_and_docker_rows(tmp_path, docker_ready, cgroups_ready, no_leftovers):
-    from conftest import need
-    from edgebench.runtimes.lxd import LxdRuntime
-    from edgebench.targets import LocalTarget
-    why = LxdRuntime(LocalTarget()).availability()
-    need("lxd", None if why else why.reason)
+def test_quick_lxd_appendix_has_host_lxd_and_docker_rows(tmp_path, docker_ready, cgroups_ready, lxd_ready,
+                                                         no_leftovers):
     r = quick_figures(tmp_path, "native,docker,lxd", WITH_LXD)
     (nb,) = notebooks(WITH_LXD)
     check_rendered(tmp_path, nb, r.stdout, {"native", "docker", "lxd"})

@@ -3,8 +3,6 @@ their faults are counted on the workload itself, and the published protocol coun
 
 from __future__ import annotations
 
-import json
-import os
 import signal
 import subprocess
 import sys

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import need
+from conftest import need, need_tool
 from edgebench.apps import APPS, App, BuiltApp, go_build, place_app
 from edgebench.errors import ConfigError
 from edgebench.lxd_image import choose_mirror, ensure_image, parse_apt_sources
@@ -76,8 +76,7 @@ def test_availability_names_what_to_do(local, monkeypatch, tmp_path):
     why = LxdRuntime(local).availability()
     assert not why and "no lxc CLI" in why.reason and "install LXD" in why.reason
     monkeypatch.undo()
-    if not local.which("lxc"):
-        pytest.skip("lxc is not installed here")
+    need("lxd", None if local.which("lxc") else "lxc is not installed here")
     monkeypatch.setenv("LXD_DIR", str(tmp_path))  # the client looks for the daemon's socket here
     why = LxdRuntime(local).availability()
     assert not why and "does not answer" in why.reason and "tools/lxd/setup.sh" in why.reason
@@ -118,13 +117,6 @@ def lxd_state() -> dict:
 def lxc_processes(prefix: str) -> list[str]:
     r = subprocess.run(["ps", "-eo", "args="], capture_output=True, text=True)
     return [a for a in r.stdout.splitlines() if a.startswith("lxc ") and prefix in a]
-
-
-@pytest.fixture(scope="module")
-def lxd_ready(local):
-    why = LxdRuntime(local).availability()
-    need("lxd", None if why else why.reason)
-    return True
 
 
 @pytest.fixture(scope="module")
@@ -254,8 +246,8 @@ def test_go_http_starts_with_limits_read_back_and_serves(local, runtime, artifac
 
 @integration
 def test_node_http_runs_the_targets_node(local, runtime, artifacts, lxd_clean):
-    if "node-http" not in artifacts:
-        pytest.skip("no node on this machine")
+    need_tool(local, "node")
+    assert "node-http" in artifacts
     art = artifacts["node-http"]
     assert art.details["mounts"]["edgebench-bin"]["path"] == "/usr/local/bin/node"
     assert art.size_bytes > art.details["image_bytes"] + art.details["bound_binary_bytes"]
@@ -270,9 +262,9 @@ def test_node_http_runs_the_targets_node(local, runtime, artifacts, lxd_clean):
 
 
 @integration
-def test_too_little_memory_fails_fast_with_the_oom_kill(runtime, artifacts, lxd_clean):
-    if "node-http" not in artifacts:
-        pytest.skip("no node on this machine")
+def test_too_little_memory_fails_fast_with_the_oom_kill(local, runtime, artifacts, lxd_clean):
+    need_tool(local, "node")
+    assert "node-http" in artifacts
     launched = time.monotonic()
     with pytest.raises(StartFailed) as e:
         runtime.start(artifacts["node-http"], Limits(memory_mb=8, swap=False), free_port(), timeout_s=30)
@@ -459,8 +451,7 @@ def test_over_ssh_image_batch_and_files(ssh_host, lxd_ready, image, runtime, tmp
 def test_tool_runs_through_steps_with_the_targets_binary(local, runtime, lxd_clean):
     """sysbench (a tool app): the target's binary and the libraries the image lacks are
     bind-mounted, tools/steps is pushed, the phases run in one container."""
-    if not local.which("sysbench"):
-        pytest.skip("no sysbench on this machine")
+    need_tool(local, "sysbench")
     from edgebench import sysbench as sb
     artifact = runtime.package(place_app(local, APPS["sysbench"]), "native")  # as the experiments ask
     assert artifact.details["mounts"]["edgebench-bin"]["path"] == "/usr/local/bin/sysbench"

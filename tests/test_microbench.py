@@ -7,6 +7,8 @@ import uuid
 
 import pytest
 
+from conftest import need_tool
+
 from edgebench import sysbench as sb
 from edgebench.apps import APPS, place_app
 from edgebench.errors import ConfigError
@@ -55,9 +57,7 @@ def test_bad_appendix_counts_fail_before_anything_starts():
 
 @pytest.mark.integration
 def test_same_sysbench_in_native_and_docker(local, docker_ready, cgroups_ready, no_leftovers):
-    need_sysbench = local.which("sysbench")
-    if not need_sysbench:
-        pytest.skip("sysbench not installed (make provision installs it)")
+    need_tool(local, "sysbench")
     built = place_app(local, APPS["sysbench"])
     outputs = {}
     for rt in (NativeRuntime(local, f"t{uuid.uuid4().hex[:6]}"), DockerRuntime(local, f"t{uuid.uuid4().hex[:6]}")):
@@ -80,8 +80,8 @@ def test_same_sysbench_in_native_and_docker(local, docker_ready, cgroups_ready, 
 
 @pytest.mark.integration
 def test_microbenchmarks_quick_with_network(monkeypatch, local, docker_ready, cgroups_ready, no_leftovers):
-    if not (local.which("sysbench") and local.which("iperf3")):
-        pytest.skip("sysbench or iperf3 not installed (make provision installs them)")
+    need_tool(local, "sysbench")
+    need_tool(local, "iperf3")
     monkeypatch.setattr(microbench, "TABLE2_POINTS", microbench.TABLE2_POINTS[:1])
     run_dir = microbench.run_microbenchmarks(runtimes="native,docker", repetitions=1, profile="quick",
                                              progress=False, run_id=f"test-{uuid.uuid4().hex[:6]}")

@@ -11,6 +11,7 @@ import time
 
 import pytest
 
+from conftest import need
 from edgebench import provision as pv
 from edgebench.targets import CommandResult, Target
 
@@ -386,15 +387,13 @@ def test_check_prints_a_row_for_every_runtime_and_tool(local):
 @pytest.mark.integration
 def test_a_second_run_installs_nothing_and_is_quick(local):
     """A real run on a machine `make provision` already prepared (CI does, before the tests)."""
-    if not local.is_root:
-        pytest.skip("a real provisioning run needs root")
+    need("provision", None if local.is_root else "a real provisioning run needs root")
     try:
         before = pv.provision(local, check=True, **QUIET)
     except pv.UnsupportedTarget as e:
-        pytest.skip(str(e))
-    if before.would_install:
-        pytest.skip(f"this machine is not provisioned (would install {' '.join(before.would_install)}); "
-                    "run `make provision` first")
+        need("provision", str(e))
+    need("provision", f"this machine is not provisioned (would install {' '.join(before.would_install)}); "
+         "run `make provision` first" if before.would_install else None)
     start = time.monotonic()
     report = pv.provision(local, **QUIET)
     elapsed = time.monotonic() - start
