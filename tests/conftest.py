@@ -102,7 +102,28 @@ def leftovers() -> list[str]:
             continue  # zombies of orphans: PID 1 here does not always reap promptly
         if "/.cache/edgebench/apps/" in args or "edgebench-launch" in args or args.startswith("lxc exec eb-"):
             found.append(f"process {pid}: {args}")
+        elif "qemu-system" in args and "/images/edgebench-" in args:
+            found.append(f"VM {pid}: {args[:200]}")
+    found += [f"tagged process {pid} ({tag})" for pid, tag in vm_tagged_processes()]
     return found
+
+
+def vm_tagged_processes() -> list[tuple[str, str]]:
+    """Processes a Nanos launch started (ops, QEMU), found by the tag in their environment."""
+    out = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                env = f.read().split(b"\0")
+            with open(f"/proc/{pid}/status") as f:
+                if any(line.startswith("State:") and "Z" in line for line in f):
+                    continue
+        except OSError:
+            continue
+        tags = [e.decode(errors="replace") for e in env if e.startswith(b"EDGEBENCH_VM=")]
+        if tags:
+            out.append((pid, tags[0]))
+    return out
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ FOOTPRINT_OK = dict(runtimes="native", apps="go-http", profile="quick")
 
 COMMON = [
     (dict(runtimes="podman"), ConfigError, ["'podman'"]),
-    (dict(runtimes="nanos"), ConfigError, ["'nanos'", "not available in this version"]),
+    (dict(runtimes="nanos", nanos_accel="warp"), ConfigError, ["'warp'", "auto, kvm, tcg"]),
     (dict(apps="rust-http"), ConfigError, ["'rust-http'"]),
     (dict(profile="huge"), ConfigError, ["'huge'"]),
     (dict(target="root@127.0.0.1:1"), TargetUnreachable, ["root@127.0.0.1:1"]),

@@ -703,15 +703,6 @@ class Provisioner:
         from edgebench.runtimes import RUNTIMES
         cls = RUNTIMES.get(name)
         if cls is None:
-            if name == "nanos":
-                qemu = QEMU_BINARY.get(facts["arch"], f"qemu-system-{facts['arch']}")
-                q = tools.get(qemu)
-                o = tools.get("ops")
-                ops = (f"ops {o.version}" if o and o.ok else
-                       f"ops missing ({self.ops_short or self.ops_note or (o.detail if o else '')})")
-                qemu_s = f"{qemu} {q.version}" if q and q.ok else f"{qemu} missing"
-                return Row("runtime", name, False, f"not implemented in this version of edgebench; {ops}; "
-                           f"{qemu_s}; kvm: {facts.get('kvm') or 'unknown'}")
             if name == "lxd":
                 r = self.target.run(["lxc", "query", "/1.0"], timeout=20, check=False)
                 state = "LXD answers" if r.ok else "LXD does not answer"
@@ -723,6 +714,8 @@ class Provisioner:
         except EdgebenchError as e:
             return Row("runtime", name, False, str(e).splitlines()[0])
         if not availability.ok:
+            if name == "nanos":
+                return Row("runtime", name, False, f"{availability.reason}; {self.nanos_parts(facts, tools)}")
             return Row("runtime", name, False, availability.reason)
         return Row("runtime", name, True, self.runtime_detail(name, facts))
 
@@ -738,7 +731,21 @@ class Provisioner:
             r = self.target.run(f"{_PATH}; lxd --version", timeout=20, check=False)
             image = f", image {self.lxd_image}" if self.lxd_image else ""
             return f"LXD {r.stdout.strip()}{image}"
+        if name == "nanos":
+            from edgebench.runtimes.nanos import NanosRuntime
+            v = NanosRuntime(self.target).versions()
+            return (f"ops {v.get('ops')}, Nanos {v.get('nanos') or v.get('local_release')}; "
+                    f"kvm: {facts.get('kvm') or 'unknown'}")
         return ""
+
+    def nanos_parts(self, facts: dict, tools: dict[str, ToolState]) -> str:
+        """What the nanos runtime needs, each with its state, for the table."""
+        qemu = QEMU_BINARY.get(facts["arch"], f"qemu-system-{facts['arch']}")
+        q, o = tools.get(qemu), tools.get("ops")
+        ops = (f"ops {o.version}" if o and o.ok else
+               f"ops missing ({self.ops_short or self.ops_note or (o.detail if o else '')})")
+        qemu_s = f"{qemu} {q.version}" if q and q.ok else f"{qemu} missing"
+        return f"{ops}; {qemu_s}; kvm: {facts.get('kvm') or 'unknown'}"
 
 
 def provision(target: Target, check: bool = False, log: Callable[[str], None] | None = None) -> Report:

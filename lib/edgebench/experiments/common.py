@@ -3,6 +3,7 @@ session that stops everything it started however the run ends."""
 
 from __future__ import annotations
 
+import os
 import sys
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -10,7 +11,7 @@ from typing import Iterable, Iterator
 
 from edgebench.apps import APPS, HTTP_APPS, get_app
 from edgebench.errors import ConfigError
-from edgebench.runtimes import RUNTIMES, Runtime, check_runtime_names
+from edgebench.runtimes import RUNTIMES, Availability, Runtime, check_runtime_names
 from edgebench.targets import Target, connect
 from edgebench.units import parse_cpus, parse_memory_mb
 
@@ -76,15 +77,22 @@ class Selection:
     skipped: dict[str, str] = field(default_factory=dict)  # runtime -> why it is absent
 
 
-def select_runtimes(target: Target, requested, run_tag: str) -> Selection:
+def select_runtimes(target: Target, requested, run_tag: str, apps: Iterable[str] = (),
+                    options: dict | None = None) -> Selection:
     """'auto': every runtime the target can run, the rest skipped with the reason.
-    A runtime named explicitly must be available, or this fails before anything starts."""
+    A runtime named explicitly must be available, or this fails before anything starts.
+    `apps`: what will run; a runtime that runs none of them is left out (auto) or refused.
+    `options`: per-runtime settings, e.g. {"nanos": {"require_kvm": True}}."""
     auto = requested is None or as_list(requested, ["auto"]) == ["auto"] or requested == "auto"
     names = list(RUNTIMES) if auto else check_runtime_names(as_list(requested, RUNTIMES))
     chosen, skipped = [], {}
     for name in names:
-        rt = RUNTIMES[name](target, run_tag)
+        rt = RUNTIMES[name](target, run_tag, **(options or {}).get(name, {}))
         why = rt.availability()
+        unfit = [a for a in apps if APPS[a].language not in rt.languages]
+        if why and unfit and len(unfit) == len(list(apps)):
+            why = Availability(False, f"{name} does not run {', '.join(unfit)} in edgebench "
+                                      f"(it runs {', '.join(rt.languages)} apps)")
         if why:
             chosen.append(rt)
         elif auto:
@@ -97,6 +105,14 @@ def select_runtimes(target: Target, requested, run_tag: str) -> Selection:
     for name, reason in skipped.items():
         print(f"[edgebench] {name} skipped: {reason}", file=sys.stderr)
     return Selection(chosen, skipped)
+
+
+def runtime_options(require_kvm=False, nanos_accel=None) -> dict:
+    """Settings for runtimes that have them. Nanos: `require_kvm` fails a VM that would run
+    under software emulation instead of measuring it; `nanos_accel` is auto (ops' choice), kvm
+    or tcg, defaulting to $EDGEBENCH_NANOS_ACCEL or auto."""
+    accel = nanos_accel or os.environ.get("EDGEBENCH_NANOS_ACCEL") or "auto"
+    return {"nanos": {"require_kvm": str(require_kvm).lower() in ("1", "true", "yes"), "accel": accel}}
 
 
 def resolve_limits(target: Target, cpus, memory) -> tuple[float | None, float | None, str]:
@@ -115,13 +131,14 @@ def resolve_limits(target: Target, cpus, memory) -> tuple[float | None, float | 
 
 
 @contextmanager
-def session(target_spec, runtimes, run_id: str) -> Iterator[tuple[Target, Selection]]:
+def session(target_spec, runtimes, run_id: str, apps: Iterable[str] = (),
+            options: dict | None = None) -> Iterator[tuple[Target, Selection]]:
     """Connect (failing fast when unreachable), choose runtimes, and on the way out, however it
     ends, stop everything the runtimes started and close the connection."""
     target = connect(target_spec)
     selection = None
     try:
-        selection = select_runtimes(target, runtimes, run_tag_for(run_id))
+        selection = select_runtimes(target, runtimes, run_tag_for(run_id), apps, options)
         yield target, selection
     finally:
         try:

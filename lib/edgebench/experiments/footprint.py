@@ -4,7 +4,10 @@ Metrics per (app, runtime, build):
 - `app_size`: the app's own code (Go: the static binary; Node: the script bundle).
 - `image_size`: what the runtime needs on the device to run it. Native Go: the binary. Native
   Node: the script plus the `node` binary (what the paper's pkg-built binary bundles). Docker:
-  the image size as `docker image inspect` reports it.
+  the image size as `docker image inspect` reports it. LXD: the root filesystem plus the app.
+  Nanos: the disk image ops built (kernel, boot loader, filesystem with the app), as the blocks
+  it occupies; `image_size_apparent` is its length (it is sparse) and `kernel_size` the Nanos
+  kernel inside it (the paper: "around 3 MB").
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from pathlib import Path
 
 from edgebench.apps import APPS, HTTP_APPS, place_app
 from edgebench.errors import ConfigError, EdgebenchError
-from edgebench.experiments.common import as_list, check_apps, check_profile, session
+from edgebench.experiments.common import as_list, check_apps, check_profile, runtime_options, session
 from edgebench.results import Run, new_run_id
 from edgebench.runtimes.docker import BUILD_MODES
 
@@ -22,7 +25,8 @@ EXTRA_COLUMNS = ["build", "artifact"]
 
 
 def run_footprint(target="local", runtimes="auto", apps="all", docker_builds="offline",
-                  profile: str = "standard", run_id: str | None = None) -> Path:
+                  profile: str = "standard", run_id: str | None = None, require_kvm=False,
+                  nanos_accel: str | None = None) -> Path:
     """Measure, write data/static_footprint/<run_id>/, return that directory."""
     check_profile(profile)
     app_names = check_apps(apps, HTTP_APPS)
@@ -33,7 +37,7 @@ def run_footprint(target="local", runtimes="auto", apps="all", docker_builds="of
     run_id = run_id or new_run_id()
     params = dict(target=str(target), runtimes=runtimes, apps=app_names, docker_builds=builds,
                   profile=profile)
-    with session(target, runtimes, run_id) as (tgt, selection):
+    with session(target, runtimes, run_id, app_names, runtime_options(require_kvm, nanos_accel)) as (tgt, selection):
         with Run(EXPERIMENT, params, tgt.facts(), extra_columns=EXTRA_COLUMNS, run_id=run_id) as run:
             run.note("skipped_runtimes", selection.skipped)
             for app_name in app_names:
@@ -58,11 +62,18 @@ def run_footprint(target="local", runtimes="auto", apps="all", docker_builds="of
                                      command=artifact.details.get("build_command", "(copied)"),
                                      stdout=str(artifact.details), artifact=artifact.ref)
                         size = artifact.size_bytes
+                        row["build"] = artifact.build
                         if rt.name == "native" and "node_binary_bytes" in built.details:
                             size += built.details["node_binary_bytes"]
                         run.add(metric="app_size", value=artifact.raw_size_bytes, unit="bytes",
                                 artifact=artifact.ref, **row)
                         run.add(metric="image_size", value=size, unit="bytes", artifact=artifact.ref, **row)
+                        if rt.name == "nanos":
+                            d = artifact.details
+                            run.add(metric="image_size_apparent", value=d.get("image_apparent_bytes"),
+                                    unit="bytes", artifact=artifact.ref, **row)
+                            run.add(metric="kernel_size", value=d.get("kernel_bytes"), unit="bytes",
+                                    artifact=d.get("kernel"), **row)
             return run.dir
 
 

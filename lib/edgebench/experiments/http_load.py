@@ -23,7 +23,7 @@ from tqdm import tqdm
 
 from edgebench.apps import HTTP_APPS
 from edgebench.errors import ConfigError, EdgebenchError
-from edgebench.experiments.common import (as_list, check_apps, check_profile, check_protocols,
+from edgebench.experiments.common import (runtime_options, as_list, check_apps, check_profile, check_protocols,
                                           check_repetitions, collect as _collect, resolve_limits, session)
 from edgebench.experiments.protocols import fair_limits, package_all, published_limits, with_instance
 from edgebench.load import LOAD_PROFILES, LoadGenerator, LoadSettings
@@ -35,7 +35,7 @@ from edgebench.units import parse_memory_mb
 
 ENDPOINTS = {"io_bound": "/io", "cpu_bound": "/compute"}
 EXTRA_COLUMNS = ["scenario", "endpoint", "iter", "build", "network", "threads", "connections",
-                 "duration_s", "littles_law", "cpus_applied", "memory_mb_applied", "cpuset_applied",
+                 "duration_s", "littles_law", "accelerator", "cpus_applied", "memory_mb_applied", "cpuset_applied",
                  "loadgen_cpuset", "limits_note"]
 PORT_BASE = 18300
 # The paper's constrained sweep; quick keeps one level the apps live at and one near the edge.
@@ -89,7 +89,8 @@ def run_http_load(experiment: str = "io_bound", target="local", runtimes="auto",
                   iterations: int = 100, threads: int | None = None, connections: int | None = None,
                   duration_s: int | None = None, timeout_s: int | None = None, warmup_s: int | None = None,
                   docker_build: str = "offline", load_generator="local", profile: str = "standard",
-                  run_id: str | None = None, progress: bool = True) -> Path:
+                  run_id: str | None = None, progress: bool = True, require_kvm=False,
+             nanos_accel: str | None = None) -> Path:
     if experiment not in ENDPOINTS:
         raise ConfigError(f"experiment {experiment!r} unknown; use one of {', '.join(ENDPOINTS)}")
     check_profile(profile)
@@ -117,7 +118,7 @@ def run_http_load(experiment: str = "io_bound", target="local", runtimes="auto",
                   constrained_cpus=constrained_cpus, memory_levels=memory_levels, iterations=int(iterations),
                   load=settings.as_dict(), docker_build=docker_build, load_generator=str(load_generator),
                   profile=profile)
-    with session(target, runtimes, run_id) as (tgt, selection), \
+    with session(target, runtimes, run_id, app_names, runtime_options(require_kvm, nanos_accel)) as (tgt, selection), \
             load_generator_for(tgt, load_generator) as (loadgen, shared):
         lg_host = loadgen.host
         cores = tgt.facts()["cores"]

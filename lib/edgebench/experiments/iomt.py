@@ -27,7 +27,7 @@ from tqdm import tqdm
 
 from edgebench.counters import COLUMNS as PERF_COLUMNS, EVENTS
 from edgebench.errors import ConfigError, EdgebenchError
-from edgebench.experiments.common import (as_list, check_profile, check_protocols, check_repetitions,
+from edgebench.experiments.common import (runtime_options, as_list, check_profile, check_protocols, check_repetitions,
                                           collect as _collect, resolve_limits, session)
 from edgebench.experiments.protocols import fair_limits, package_all, published_limits, with_applied
 from edgebench.results import Run, new_run_id
@@ -50,7 +50,7 @@ PAGE_FAULT_SIZES = {
 REPETITIONS = {"standard": 5, "quick": 2}
 ENTROPIES = ("random", "sensor")
 EXTRA_COLUMNS = ["workload", "input_size", "input_bytes", "points", "entropy", "seed", "checksum",
-                 "input_checksum", "build", "perf_scope", "counting_cgroup", "cpus_applied",
+                 "input_checksum", "build", "accelerator", "perf_scope", "counting_cgroup", "cpus_applied",
                  "memory_mb_applied", "cpuset_applied", "limits_note", "note"]
 _SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(|K|KB|M|MB|G|GB)\s*$", re.IGNORECASE)
 _SCALE = {"": 1, "K": 10**3, "KB": 10**3, "M": 10**6, "MB": 10**6, "G": 10**9, "GB": 10**9}
@@ -112,7 +112,8 @@ def run_iomt(experiment: str = "iomt", target="local", runtimes="auto", workload
              entropy: str = "random", seed: int = 1, k: int = 8, dims: int = 2, iterations: int = 20,
              protocols="fair,published", cpus=None, memory=None, repetitions: int | None = None,
              docker_build: str = "offline", timeout_s: float = 3600, profile: str = "standard",
-             run_id: str | None = None, progress: bool = True) -> Path:
+             run_id: str | None = None, progress: bool = True, require_kvm=False,
+             nanos_accel: str | None = None) -> Path:
     """Measure, write data/<experiment>/<run_id>/, return that directory."""
     check_profile(profile)
     names = as_list(workloads, WORKLOADS)
@@ -134,7 +135,7 @@ def run_iomt(experiment: str = "iomt", target="local", runtimes="auto", workload
                   sizes=size_plan, entropy=entropy, seed=int(seed), k=int(k), dims=int(dims),
                   iterations=int(iterations), protocols=protocol_names, cpus=cpus, memory=memory,
                   repetitions=reps, docker_build=docker_build, profile=profile)
-    with session(target, runtimes, run_id) as (tgt, selection):
+    with session(target, runtimes, run_id, [APP], runtime_options(require_kvm, nanos_accel)) as (tgt, selection):
         cpus_v, mem_v, clip = resolve_limits(tgt, cpus, memory)
         cores = tgt.facts()["cores"]
         for rt in selection.runtimes:
@@ -173,7 +174,7 @@ def record_batch(run: Run, result, limits: Limits, row: dict, tag: str) -> None:
     run.save_raw(f"batch-{tag}", command=result.command, stdout=result.stdout, stderr=result.stderr,
                  exit_code=result.exit_code, probe=result.raw.get("probe"), perf=result.raw.get("perf"),
                  limits_applied=result.limits_applied, details=result.details)
-    row = with_applied(dict(row, perf_scope=result.perf_scope,
+    row = with_applied(dict(row, perf_scope=result.perf_scope, accelerator=result.details.get("accelerator"),
                             counting_cgroup=result.cgroup_faults.source if result.cgroup_faults else ""),
                        limits, result.limits_applied)
     if not result.ok:
@@ -212,7 +213,9 @@ def record_batch(run: Run, result, limits: Limits, row: dict, tag: str) -> None:
     add("faults_program", _sum(ru.get("minflt"), ru.get("majflt"), *(-(start.get(k) or 0) for k in ("minflt", "majflt")))
         if start else None, "count", "getrusage at exit minus at the start of main()")
     cg = result.cgroup_faults
-    add("faults_cgroup", cg.pgfault if cg else None, "count", cg.note if cg and cg.note else "memory.stat pgfault")
+    scope = result.details.get("faults_scope")
+    add("faults_cgroup", cg.pgfault if cg else None, "count",
+        "; ".join(x for x in (scope, cg.note if cg and cg.note else "memory.stat pgfault") if x))
     add("faults_cgroup_major", cg.pgmajfault if cg else None, "count", cg.note if cg else "")
     lr = result.launcher_rusage or {}
     add("launcher_faults", _sum(lr.get("minflt"), lr.get("majflt")), "count",

@@ -130,7 +130,7 @@ class _Bench:
 
 @contextmanager
 def _bench(experiment: str, params: dict, target, runtimes, cpus, memory, run_id: str) -> Iterator[_Bench]:
-    with session(target, runtimes, run_id) as (tgt, selection):
+    with session(target, runtimes, run_id, [TOOL]) as (tgt, selection):
         cpus_v, mem_v, clip = resolve_limits(tgt, cpus, memory)
         limit = max_threads(tgt)
         with Run(experiment, params, tgt.facts(), extra_columns=EXTRA_COLUMNS, run_id=run_id) as run:

@@ -49,8 +49,16 @@ def with_applied(row: dict, limits: Limits, applied) -> dict:
 
 
 def with_instance(row: dict, limits: Limits, instance: Instance) -> dict:
-    """with_applied for a running app, plus its network path."""
-    return with_applied(dict(row, network=instance.network_path), limits, instance.limits_applied)
+    """with_applied for a running app, plus its network path and, for a VM, the accelerator
+    it ran with (kvm or tcg: software emulation is a different machine)."""
+    row = dict(row, network=instance.network_path)
+    if "accelerator" in instance.details:
+        row["accelerator"] = instance.details["accelerator"]
+        pinned = instance.details.get("pinned_to")
+        if pinned:
+            note = f"QEMU (all its threads) pinned to cores {pinned}"
+            row["limits_note"] = "; ".join(x for x in (row.get("limits_note"), note) if x)
+    return with_applied(row, limits, instance.limits_applied)
 
 
 def package_all(run: Run, target: Target, runtimes, app_names, docker_build: str) -> dict:

@@ -19,7 +19,7 @@ from tqdm import tqdm
 
 from edgebench.apps import HTTP_APPS, place_probe
 from edgebench.errors import ConfigError, EdgebenchError
-from edgebench.experiments.common import (check_apps, check_profile, check_protocols, check_repetitions,
+from edgebench.experiments.common import (runtime_options, check_apps, check_profile, check_protocols, check_repetitions,
                                           resolve_limits, session)
 from edgebench.experiments.protocols import fair_limits, package_all, published_limits, with_instance
 from edgebench.results import Run, new_run_id
@@ -28,7 +28,7 @@ from edgebench.runtimes.base import parse_listen_line
 from edgebench.targets import sh
 
 EXPERIMENT = "time_to_ready"
-EXTRA_COLUMNS = ["build", "network", "cpus_applied", "memory_mb_applied", "cpuset_applied",
+EXTRA_COLUMNS = ["build", "network", "accelerator", "cpus_applied", "memory_mb_applied", "cpuset_applied",
                  "limits_note"]
 PUBLISHED_POLL_S = 0.05
 READY_TIMEOUT_S = 60
@@ -73,6 +73,11 @@ def measure_fair(run: Run, rt: Runtime, artifact, limits: Limits, port: int, row
                     value=(probe.first_connect_unix_ns - probe.start_unix_ns) / 1e6, **row)
         if listen_ns is None:
             run.failed(metric="time_to_listen", unit="ms", error="the app printed no listening line", **row)
+        elif not probe.start_unix_ns <= listen_ns <= probe.ready_unix_ns:
+            # A VM's guest clock is its own: a reading outside the probe's span is not comparable.
+            run.failed(metric="time_to_listen", unit="ms", error=(
+                f"the app's clock reading ({listen_ns}) lies outside the probe's span "
+                f"({probe.start_unix_ns}..{probe.ready_unix_ns}): its clock is not the target's"), **row)
         else:
             run.add(metric="time_to_listen", value=(listen_ns - probe.start_unix_ns) / 1e6, unit="ms", **row)
             run.add(metric="probe_lag", value=(probe.ready_unix_ns - listen_ns) / 1e6, unit="ms", **row)
@@ -91,7 +96,7 @@ def published_command(plan) -> str:
 
 
 def measure_published(run: Run, rt: Runtime, artifact, limits: Limits, port: int, row: dict) -> None:
-    plan = rt.launch_plan(artifact, limits, port)
+    plan = rt.published_launch_plan(artifact, limits, port)
     script = published_command(plan)
     pid = None
     try:
@@ -117,7 +122,8 @@ def measure_published(run: Run, rt: Runtime, artifact, limits: Limits, port: int
 
 def run_time_to_ready(target="local", runtimes="auto", apps="all", repetitions: int | None = None,
                       protocols="fair,published", cpus="8", memory="2048m", docker_build: str = "offline",
-                      profile: str = "standard", run_id: str | None = None, progress: bool = True) -> Path:
+                      profile: str = "standard", run_id: str | None = None, progress: bool = True,
+                      require_kvm=False, nanos_accel: str | None = None) -> Path:
     """Measure every (app, runtime, protocol) `repetitions` times, runtimes interleaved."""
     prof = check_profile(profile)
     reps = check_repetitions(repetitions if repetitions not in (None, "", 0) else prof["repetitions"])
@@ -127,7 +133,7 @@ def run_time_to_ready(target="local", runtimes="auto", apps="all", repetitions: 
     params = dict(target=str(target), runtimes=runtimes, apps=app_names, repetitions=reps,
                   protocols=protocol_names, cpus=cpus, memory=memory, docker_build=docker_build,
                   profile=profile)
-    with session(target, runtimes, run_id) as (tgt, selection):
+    with session(target, runtimes, run_id, app_names, runtime_options(require_kvm, nanos_accel)) as (tgt, selection):
         cpus_v, mem_v, clip_note = resolve_limits(tgt, cpus, memory)
         if "published" in protocol_names and not tgt.which("curl"):
             raise ConfigError(f"the published protocol polls with curl, which {tgt.name} lacks; install "

@@ -1,4 +1,4 @@
-"""Runtimes by name. Nanos (ops on QEMU) plugs in here with the same interface."""
+"""Runtimes by name."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from edgebench.runtimes.base import (Artifact, Availability, BatchResult, Instan
                                      ProbeResult, Runtime, StartFailed)
 from edgebench.runtimes.docker import DockerRuntime
 from edgebench.runtimes.lxd import LxdRuntime
+from edgebench.runtimes.nanos import NanosRuntime
 from edgebench.runtimes.native import NativeRuntime
 from edgebench.targets import Target
 
@@ -14,9 +15,10 @@ RUNTIMES: dict[str, type[Runtime]] = {
     "native": NativeRuntime,
     "docker": DockerRuntime,
     "lxd": LxdRuntime,
+    "nanos": NanosRuntime,
 }
 # Runtimes the papers use that are not implemented yet: named, so the error can say so.
-PLANNED = {"nanos": "the Nanos unikernel (ops on QEMU)"}
+PLANNED: dict[str, str] = {}
 
 
 def check_runtime_names(names) -> list[str]:
@@ -32,9 +34,9 @@ def check_runtime_names(names) -> list[str]:
     return out
 
 
-def get_runtime(name: str, target: Target, run_tag: str | None = None) -> Runtime:
+def get_runtime(name: str, target: Target, run_tag: str | None = None, **options) -> Runtime:
     check_runtime_names([name])
-    return RUNTIMES[name](target, run_tag)
+    return RUNTIMES[name](target, run_tag, **options)
 
 
 __all__ = ["RUNTIMES", "get_runtime", "check_runtime_names", "Runtime", "Limits", "Artifact", "Instance",

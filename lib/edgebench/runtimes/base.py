@@ -175,6 +175,8 @@ class Runtime(ABC):
     name: ClassVar[str]
     # Below this a runtime cannot start an app at all; refused before anything starts.
     min_memory_mb: ClassVar[float] = 4
+    # App languages (apps.App.language) this runtime can run.
+    languages: ClassVar[tuple[str, ...]] = ("go", "node", "tool")
 
     def __init__(self, target: Target, run_tag: str | None = None):
         self.target = target
@@ -194,6 +196,11 @@ class Runtime(ABC):
     @abstractmethod
     def launch_plan(self, artifact: Artifact, limits: Limits, port: int) -> LaunchPlan:
         """Untimed preparation, then the argv whose spawning is 'the launch'."""
+
+    def published_launch_plan(self, artifact: Artifact, limits: Limits, port: int) -> LaunchPlan:
+        """The launch as the papers' artifact timed it; the same as `launch_plan` unless the
+        artifact's command did more (ops run rebuilt the Nanos image every time)."""
+        return self.launch_plan(artifact, limits, port)
 
     @abstractmethod
     def attach(self, plan: LaunchPlan, launcher_pid: int | None) -> Instance:
