@@ -204,14 +204,21 @@ def record_batch(run: Run, result, limits: Limits, row: dict, tag: str) -> None:
         add("throughput", rec.get("work_points_per_s"), "points/s")
     else:
         add("throughput", rec.get("work_throughput_mb_s"), "MB/s")
-    add("max_rss", ru.get("maxrss_kb"), "KiB")
-    add("faults_inprocess", _sum(ru.get("minflt"), ru.get("majflt")), "count", "getrusage(RUSAGE_SELF) in the program")
-    add("faults_inprocess_major", ru.get("majflt"), "count")
+    # A kernel whose getrusage leaves these at 0 (Nanos) has not counted them: missing, not zero.
+    no_counts = (result.details.get("rusage_counts_missing")
+                 if not ru.get("minflt") and not ru.get("maxrss_kb") else None)
+    if no_counts:
+        ru = {k: v for k, v in ru.items() if k not in ("minflt", "majflt", "maxrss_kb")}
+        start = {}
+    add("max_rss", ru.get("maxrss_kb"), "KiB", no_counts or "")
+    add("faults_inprocess", _sum(ru.get("minflt"), ru.get("majflt")), "count",
+        no_counts or "getrusage(RUSAGE_SELF) in the program")
+    add("faults_inprocess_major", ru.get("majflt"), "count", no_counts or "")
     # getrusage carries over execve: in a container it includes runc's init before it exec'd
     # the program. Since main() started is the program alone.
-    start = rec.get("rusage_start") or {}
+    start = {} if no_counts else rec.get("rusage_start") or {}
     add("faults_program", _sum(ru.get("minflt"), ru.get("majflt"), *(-(start.get(k) or 0) for k in ("minflt", "majflt")))
-        if start else None, "count", "getrusage at exit minus at the start of main()")
+        if start else None, "count", no_counts or "getrusage at exit minus at the start of main()")
     cg = result.cgroup_faults
     scope = result.details.get("faults_scope")
     add("faults_cgroup", cg.pgfault if cg else None, "count",

@@ -71,8 +71,10 @@ def measure_fair(run: Run, rt: Runtime, artifact, limits: Limits, port: int, row
         if probe.first_connect_unix_ns:
             run.add(metric="time_to_first_connect", unit="ms",
                     value=(probe.first_connect_unix_ns - probe.start_unix_ns) / 1e6, **row)
-        if listen_ns is None:
-            run.failed(metric="time_to_listen", unit="ms", error="the app printed no listening line", **row)
+        if listen_ns is None or rt.foreign_clock:
+            why = rt.foreign_clock or "the app printed no listening line"
+            run.failed(metric="time_to_listen", unit="ms", error=why, **row)
+            run.failed(metric="probe_lag", unit="ms", error=why, **row)
         elif not probe.start_unix_ns <= listen_ns <= probe.ready_unix_ns:
             # A VM's guest clock is its own: a reading outside the probe's span is not comparable.
             run.failed(metric="time_to_listen", unit="ms", error=(

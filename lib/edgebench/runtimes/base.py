@@ -177,6 +177,8 @@ class Runtime(ABC):
     min_memory_mb: ClassVar[float] = 4
     # App languages (apps.App.language) this runtime can run.
     languages: ClassVar[tuple[str, ...]] = ("go", "node", "tool")
+    # Why the app's own clock readings cannot be compared with the target's; None: they can.
+    foreign_clock: ClassVar[str | None] = None
 
     def __init__(self, target: Target, run_tag: str | None = None):
         self.target = target

@@ -15,8 +15,8 @@
   and the accelerator from QEMU's open files (a KVM VM holds an `anon_inode:kvm-vm`): ops
   asks for `accel=kvm:tcg`, and QEMU falls back to TCG without saying so.
 
-The guest's clock is not the target's: the app's 'listening' reading inside the VM is kept
-only when it falls inside the probe's own span.
+The guest's clock is not the target's (QEMU's RTC gives it whole seconds at boot), so the
+app's own 'listening' reading is not used: time to listen and probe lag are missing for Nanos.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 import shlex
 import time
 from dataclasses import dataclass
@@ -179,9 +180,17 @@ def accelerator(requested: tuple[str, ...], fd_links: list[str] | None) -> tuple
     return "unknown", "command line allows " + ":".join(requested) + "; QEMU's files unreadable"
 
 
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+
+
+def plain(text: str) -> str:
+    """ops colours its warnings; rows and notes keep the words."""
+    return _ANSI.sub("", text)
+
+
 def parse_ops_version(text: str) -> dict:
     out = {}
-    for line in text.splitlines():
+    for line in plain(text).splitlines():
         key, _, value = line.partition(":")
         key = key.strip().lower()
         if key.startswith("ops version"):
@@ -194,7 +203,7 @@ def parse_ops_version(text: str) -> dict:
 def ops_notes(output: str) -> list[str]:
     """ops' warnings worth keeping with a row (offline version lookup, acceleration)."""
     keep = ("version lookup failed", "acceleration", "kvm", "Port ", "error", "Error")
-    return sorted({line.strip() for line in output.splitlines()
+    return sorted({line.strip() for line in plain(output).splitlines()
                    if any(k in line for k in keep) and len(line) < 300})[:8]
 
 
@@ -256,6 +265,8 @@ class NanosRuntime(Runtime):
     # Nanos and a Go runtime boot in far less; below this QEMU/ops are not worth starting.
     min_memory_mb = 32
     languages = ("go", "node")
+    foreign_clock = ("the app's clock is the VM's, set from the emulated RTC at boot (whole seconds), not the "
+                     "target's")
 
     def __init__(self, target, run_tag=None, accel: str = "auto", require_kvm: bool = False):
         super().__init__(target, run_tag)
@@ -269,7 +280,7 @@ class NanosRuntime(Runtime):
     def ops(self) -> str | None:
         """ops on PATH, or where its installer puts it (ops' home's bin/)."""
         if "_ops" not in self.__dict__:
-            r = self.target.run(["sh", "-c", 'command -v ops || for d in "${OPS_HOME:+$OPS_HOME/.ops}" '
+            r = self.target.run(["sh", "-c", 'command -v ops && exit 0; for d in "${OPS_HOME:+$OPS_HOME/.ops}" '
                                  '"$HOME/.ops"; do [ -n "$d" ] && [ -x "$d/bin/ops" ] && '
                                  '{ echo "$d/bin/ops"; exit 0; }; done; exit 1'], check=False)
             self._ops = r.stdout.strip().splitlines()[0] if r.ok and r.stdout.strip() else None
@@ -315,10 +326,24 @@ class NanosRuntime(Runtime):
             return Availability(False, f"ops on {self.target.name} has no local Nanos kernel under "
                                 f"{self.ops_home()} (latest.txt: {info.get('local_release')}); run `ops update` "
                                 "with internet, or build nanovms/nanos and install its kernel.img there")
-        if self.accel == "kvm" and self.target.facts().get("kvm") != "yes":
-            return Availability(False, f"KVM is required (require_kvm=True) but /dev/kvm on {self.target.name} "
-                                f"is {self.target.facts().get('kvm')}; allow TCG or run on a host with KVM")
+        if self.accel == "kvm":
+            why = self.kvm_unusable()
+            if why:
+                return Availability(False, f"KVM is required (require_kvm=True) but {why}; run on a host "
+                                    "where Nanos gets KVM, or allow software emulation (TCG)")
         return Availability(True)
+
+    def kvm_unusable(self) -> str | None:
+        """Why ops would not give QEMU KVM here, or None. ops asks for KVM only when it can open
+        /dev/kvm and /proc/cpuinfo shows vmx or svm; otherwise it runs TCG without saying so."""
+        kvm = self.target.facts().get("kvm")
+        if kvm != "yes":
+            return f"/dev/kvm on {self.target.name} is {'absent' if kvm == 'no' else kvm}"
+        r = self.target.run(["grep", "-qwE", "vmx|svm", "/proc/cpuinfo"], check=False)
+        if not r.ok:
+            return (f"{self.target.name}'s /proc/cpuinfo shows no vmx or svm flag, so ops runs QEMU "
+                    "without KVM (software emulation)")
+        return None
 
     # -- images --------------------------------------------------------------------
     def image_path(self, image_name: str) -> str:
@@ -484,8 +509,10 @@ class NanosRuntime(Runtime):
                                  "was found")
         facts = self.qemu_facts(pid)
         self._check_accelerator(facts)
+        output = "".join(self.target.read_text(p, missing_ok=True) or "" for p in (plan.stdout_path,
+                                                                                   plan.stderr_path))
         facts.update(self.versions_brief(), launcher_pid=launcher_pid, pinned_to=plan.limits.cpuset,
-                     ops_notes=ops_notes(self.target.read_text(plan.stdout_path, missing_ok=True) or ""))
+                     ops_notes=ops_notes(output))
         plan.state["qemu_pid"] = pid
         return Instance(self.name, plan.app, plan.name, plan.port, f"http://127.0.0.1:{plan.port}", pid,
                         plan.limits, self.applied(facts), facts["network"] if plan.port else "none", plan,
@@ -585,4 +612,5 @@ class NanosRuntime(Runtime):
         keep = ("accelerator", "accelerator_evidence", "accel_requested", "vcpus", "memory_mb", "qemu_cpuset",
                 "qemu_argv")
         return self.applied(facts), {k: facts[k] for k in keep} | self.versions_brief() | {
-            "faults_scope": "host side: ops and QEMU running the VM (the guest's own faults are not the host's)"}
+            "faults_scope": "host side: ops and QEMU running the VM (the guest's own faults are not the host's)",
+            "rusage_counts_missing": "Nanos' getrusage reported 0 page faults and 0 max RSS: it does not count them"}
