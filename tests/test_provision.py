@@ -202,7 +202,7 @@ class ScriptedTarget(Target):
 
 
 READ_ONLY = ("sh -c 'export PATH=", "dpkg-query ", "apt-cache policy ", "docker version ", "lxc query ",
-             "curl -sfI ", "command -v ", "sha256sum ", "cat ")
+             "curl -sfI ", "command -v ", "sh -c 'command -v ", "sha256sum ", "cat ")
 
 
 def survey(os_id="debian", apt=True, privilege="root", pid1="init", commands=("docker", "curl"),
