@@ -1,0 +1,191 @@
+"""The Nanos runtime against a real ops, Nanos kernel and QEMU on this machine.
+
+Skips with the reason where ops (or its local kernel, or QEMU) is missing: ops and Nanos are in
+no package registry, so a fresh machine without internet has neither. VMs run with whatever
+accelerator the machine gives them (TCG here: slow, but a real VM); the tests check that the
+row says which. Every test checks that no VM, ops or tagged process is left behind."""
+
+from __future__ import annotations
+
+import json
+import signal
+import socket
+import subprocess
+import time
+import urllib.request
+
+import pytest
+
+from conftest import need, vm_tagged_processes
+from edgebench.apps import APPS, place_app
+from edgebench.errors import ConfigError
+from edgebench.experiments.iomt import parse_record, workload_args
+from edgebench.runtimes.base import Limits, StartFailed
+from edgebench.runtimes.nanos import VM_TAG, NanosRuntime
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def nanos(local):
+    rt = NanosRuntime(local, "nanostest")
+    why = rt.availability()
+    need("nanos", None if why else why.reason)
+    yield rt
+    rt.cleanup()
+
+
+@pytest.fixture(scope="module")
+def go_image(nanos, local):
+    return nanos.package(place_app(local, APPS["go-http"]))
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def qemu_alive(pid: int | None) -> bool:
+    if not pid:
+        return False
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            return not any(line.startswith("State:") and "Z" in line for line in f)
+    except OSError:
+        return False
+
+
+def test_package_records_image_and_kernel_sizes(go_image):
+    d = go_image.details
+    assert d["image_allocated_bytes"] == go_image.size_bytes > go_image.raw_size_bytes
+    assert d["image_apparent_bytes"] >= d["image_allocated_bytes"] // 2  # sparse, but not empty
+    assert 100_000 < d["kernel_bytes"] < go_image.size_bytes
+    assert d["program_mode"] == "static Go binary"
+    assert "Ports" not in d["config"]["RunConfig"] and d["config"]["Env"]["PORT"] == "8080"
+
+
+def test_start_serves_reads_limits_back_and_stop_kills_qemu(nanos, go_image, no_leftovers):
+    port = free_port()
+    limits = Limits(cpus=1, memory_mb=128, cpuset="0", swap=False, gomaxprocs=1)
+    inst, probe = nanos.start(go_image, limits, port, timeout_s=120)
+    try:
+        assert probe.ready_after_ns and probe.error is None
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/io", timeout=10) as r:
+            assert r.status == 200
+        d = inst.details
+        assert d["accelerator"] in ("kvm", "tcg") and d["accelerator_evidence"]
+        applied = inst.limits_applied
+        assert (applied.cpus, applied.memory_mb, applied.cpuset) == (1.0, 128.0, "0")
+        assert "-s" in inst.plan.argv and f"{port}-8080" in inst.plan.argv
+        assert inst.network_path.startswith("qemu user-mode") and f"{port}-:8080" in inst.network_path
+        listening = [json.loads(x) for x in nanos.app_output(inst).splitlines() if '"listening"' in x]
+        assert listening and listening[0]["num_cpu"] == 1  # the guest sees the vCPUs asked for
+        qemu = inst.pid
+        assert qemu_alive(qemu)
+    finally:
+        nanos.stop(inst)
+    assert not qemu_alive(qemu)
+    assert not nanos.tagged(inst.plan.state["tag"])
+
+
+def test_two_vcpus_and_no_pinning_under_published_limits(nanos, go_image, no_leftovers):
+    inst, _ = nanos.start(go_image, Limits(cpus=2, memory_mb=256), free_port(), timeout_s=120)
+    try:
+        assert (inst.limits_applied.cpus, inst.limits_applied.memory_mb) == (2.0, 256.0)
+        assert inst.details["pinned_to"] is None and inst.limits_applied.cpuset == "0-1"
+    finally:
+        nanos.stop(inst)
+
+
+def test_a_port_in_use_is_refused_before_anything_starts(nanos, go_image, no_leftovers):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        port = s.getsockname()[1]
+        with pytest.raises(ConfigError, match=f"port {port}"):
+            nanos.start(go_image, Limits(memory_mb=128), port, timeout_s=30)
+    assert not vm_tagged_processes()
+
+
+def test_memory_below_the_minimum_is_refused(nanos, go_image):
+    with pytest.raises(ConfigError, match="minimum 32 MiB"):
+        nanos.start(go_image, Limits(memory_mb=16), free_port())
+
+
+def test_a_vm_that_never_gets_ready_is_stopped(nanos, go_image, no_leftovers):
+    # A timeout below any VM's boot time: the start fails and the VM it launched is stopped.
+    with pytest.raises(StartFailed):
+        nanos.start(go_image, Limits(memory_mb=128), free_port(), timeout_s=0.2)
+    assert not vm_tagged_processes()
+
+
+def test_sigkill_to_ops_leaves_qemu_and_stop_still_finds_it(nanos, go_image, no_leftovers):
+    inst, _ = nanos.start(go_image, Limits(memory_mb=128), free_port(), timeout_s=120)
+    try:
+        ops = [pid for pid, comm in nanos.tagged(inst.plan.state["tag"]) if comm == "ops"]
+        assert ops, "ops should still be running in the foreground"
+        for pid in ops:
+            subprocess.run(["kill", "-KILL", str(pid)])
+        time.sleep(0.5)
+        assert qemu_alive(inst.pid), "ops' QEMU survives a SIGKILL to ops (what the runtime designs for)"
+    finally:
+        nanos.stop(inst)
+    assert not qemu_alive(inst.pid)
+
+
+def test_cleanup_finds_a_vm_the_bookkeeping_lost(local, go_image, no_leftovers):
+    rt = NanosRuntime(local, "nanoslost")
+    inst, _ = rt.start(go_image, Limits(memory_mb=128), free_port(), timeout_s=120)
+    rt._live.clear()  # as if the process crashed between launch and bookkeeping
+    rt.cleanup()
+    assert not qemu_alive(inst.pid)
+
+
+def test_batch_runs_iomt_to_completion_and_agrees_with_native(nanos, local, no_leftovers):
+    from edgebench.runtimes.native import NativeRuntime
+    built = place_app(local, APPS["iomt"])
+    args = workload_args("aes", "100KB", 7, "random", 8, 2, 20)
+    artifact = nanos.package(built)
+    result = nanos.run_batch(artifact, args, Limits(cpus=1, memory_mb=256, cpuset="0"), timeout_s=300)
+    assert result.ok, result.stderr[-500:]
+    rec = parse_record(result.stdout)  # the JSON line among the kernel's console lines
+    assert result.details["accelerator"] in ("kvm", "tcg")
+    assert (result.limits_applied.cpus, result.limits_applied.memory_mb, result.limits_applied.cpuset) == \
+        (1.0, 256.0, "0")
+    assert result.cgroup_faults.pgfault and result.cgroup_faults.pgfault > 1000  # QEMU touching guest RAM
+    native = NativeRuntime(local, "nanostest-native")
+    ref = native.run_batch(native.package(built), args, Limits(), timeout_s=120)
+    assert parse_record(ref.stdout)["checksum"] == rec["checksum"]
+
+
+INTERRUPTED = """
+import sys
+from edgebench.experiments.time_to_ready import run_time_to_ready
+run_time_to_ready(runtimes="nanos", apps="go-http", repetitions=20, profile="quick", protocols="fair",
+                  cpus="1", memory="128m", run_id=sys.argv[1], progress=False)
+"""
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_interrupted_while_a_vm_boots_leaves_no_vm(nanos, sig, tmp_path, no_leftovers):
+    import os
+    import sys
+    env = dict(os.environ, EDGEBENCH_DATA_DIR=str(tmp_path))
+    proc = subprocess.Popen([sys.executable, "-c", INTERRUPTED, f"nanos-interrupt-{sig}"], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not any(tag.startswith(f"{VM_TAG}=") for _, tag in vm_tagged_processes()):
+            assert proc.poll() is None, proc.communicate()[1][-2000:]
+            assert time.monotonic() < deadline, "no VM started within 120 s"
+            time.sleep(0.05)
+        time.sleep(0.3)  # booting: QEMU is up, the app not yet
+        proc.send_signal(sig)
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode == -signal.SIGINT, err[-2000:]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert not vm_tagged_processes()
