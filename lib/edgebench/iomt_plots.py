@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 
 from edgebench.experiments.iomt import LABELS, parse_size
-from edgebench.plots import NoData, PROTOCOL_STYLE, ok_rows, plt, runtime_order
+from edgebench.plots import NoData, PROTOCOL_STYLE, base_runtime, mark_emulated, ok_rows, plt, reference_for, runtime_order
 
 RUNTIME_COLOR = {"native": "#2ca02c", "docker": "#1f77b4", "nanos": "#9467bd", "lxd": "#8c564b"}
 PROTOCOL_LINE = {"fair": "-", "published": "--"}
@@ -16,6 +16,7 @@ KEYS = ["workload", "input_size", "runtime", "protocol"]
 
 def _medians(df: pd.DataFrame, metrics: list[str]) -> pd.DataFrame:
     """Median per (workload, size, runtime, protocol) of each metric, plus n and failed runs."""
+    df = mark_emulated(df)
     base = ok_rows(df, metrics[0])
     table = base.groupby(KEYS)["value"].agg(["median", "count"]).rename(
         columns={"median": metrics[0], "count": "n"})
@@ -32,6 +33,7 @@ def _medians(df: pd.DataFrame, metrics: list[str]) -> pd.DataFrame:
 
 def _with_reference(table: pd.DataFrame, reference: pd.DataFrame, metric: str, col: str,
                     scale: float = 1.0) -> pd.DataFrame:
+    reference = reference_for(reference, table["runtime"])
     ref = reference[reference["metric"] == metric][["app", "runtime", "input_size", "value"]]
     ref = ref.rename(columns={"app": "workload", "value": col})
     ref[col] = ref[col] * scale
@@ -57,12 +59,12 @@ def latency_figure(table: pd.DataFrame):
         top, bottom = axes[0][j], axes[1][j]
         for (rt, proto), g in sub.groupby(["runtime", "protocol"]):
             g = g.sort_values("size_n")
-            style = dict(color=RUNTIME_COLOR.get(rt, "grey"), linestyle=PROTOCOL_LINE.get(proto, ":"), marker="o")
+            style = dict(color=RUNTIME_COLOR.get(base_runtime(rt), "grey"), linestyle=PROTOCOL_LINE.get(proto, ":"), marker="o")
             top.plot(g["size_n"], g["end_to_end_latency"], label=f"{rt} ({proto})", **style)
             bottom.plot(g["size_n"], g["startup_overhead"] * 1000, label=f"{rt} ({proto})", **style)
         ref = sub.dropna(subset=["published_s"]).drop_duplicates(["input_size", "runtime"])
         for rt, g in ref.groupby("runtime"):
-            top.scatter(g["size_n"], g["published_s"], marker="x", s=60, color=RUNTIME_COLOR.get(rt, "grey"),
+            top.scatter(g["size_n"], g["published_s"], marker="x", s=60, color=RUNTIME_COLOR.get(base_runtime(rt), "grey"),
                         label=f"{rt} (paper 001, Table 4)")
         unit = "points" if w == "kmeans" else "bytes"
         for ax in (top, bottom):
@@ -169,11 +171,11 @@ def faults_figure(table: pd.DataFrame):
             g = g.sort_values("size_n").dropna(subset=[metric])
             if g.empty:
                 continue
-            ax.plot(g["size_n"], g[metric], marker="o", color=RUNTIME_COLOR.get(rt, "grey"),
+            ax.plot(g["size_n"], g[metric], marker="o", color=RUNTIME_COLOR.get(base_runtime(rt), "grey"),
                     linestyle=PROTOCOL_LINE.get(proto, ":"), label=f"{rt} ({proto})")
         ref = sub.dropna(subset=["published_faults"]).drop_duplicates(["input_size", "runtime"])
         for rt, g in ref.groupby("runtime"):
-            ax.scatter(g["size_n"], g["published_faults"], marker="x", s=60, color=RUNTIME_COLOR.get(rt, "grey"),
+            ax.scatter(g["size_n"], g["published_faults"], marker="x", s=60, color=RUNTIME_COLOR.get(base_runtime(rt), "grey"),
                        label=f"{rt} (paper 001, Table 5)")
         ax.set_xscale("log")
         ax.set_yscale("log")
@@ -197,7 +199,7 @@ def cache_miss_figure(table: pd.DataFrame):
         sub = table[table["workload"] == w].assign(size_n=lambda t: t["input_size"].map(parse_size))
         for (rt, proto), g in sub.groupby(["runtime", "protocol"]):
             g = g.sort_values("size_n").dropna(subset=["perf_cache_misses"])
-            ax.plot(g["size_n"], g["perf_cache_misses"], marker="o", color=RUNTIME_COLOR.get(rt, "grey"),
+            ax.plot(g["size_n"], g["perf_cache_misses"], marker="o", color=RUNTIME_COLOR.get(base_runtime(rt), "grey"),
                     linestyle=PROTOCOL_LINE.get(proto, ":"), label=f"{rt} ({proto})")
         ax.set_xscale("log")
         ax.set_yscale("log")
@@ -246,6 +248,7 @@ def faults_findings(table: pd.DataFrame) -> str:
 
 def agreement_table(df: pd.DataFrame) -> pd.DataFrame:
     """Per fair run: the workload's own getrusage against its cgroup's and perf's counts."""
+    df = mark_emulated(df)
     runs = df[(df["protocol"] == "fair") & (df["status"] == "ok")]
     piv = runs.pivot_table(index=["workload", "input_size", "runtime", "rep"], columns="metric", values="value",
                            aggfunc="first")
