@@ -189,3 +189,16 @@ def test_interrupted_while_a_vm_boots_leaves_no_vm(nanos, sig, tmp_path, no_left
             proc.kill()
             proc.wait()
     assert not vm_tagged_processes()
+
+
+def test_node_runs_as_the_node_binary_with_its_libraries(nanos, local, no_leftovers):
+    artifact = nanos.package(place_app(local, APPS["node-http"]))
+    assert artifact.build == "ops+node-binary" and "node binary" in artifact.details["program_mode"]
+    port = free_port()
+    inst, _ = nanos.start(artifact, Limits(memory_mb=256), port, timeout_s=180)
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/compute?iter=5", timeout=30) as r:
+            assert r.status == 200 and "sha256" in json.loads(r.read())
+        assert "node binary" in inst.details["program_mode"]
+    finally:
+        nanos.stop(inst)

@@ -409,8 +409,10 @@ class NanosRuntime(Runtime):
                        kernel_bytes=info.get("kernel_bytes"), ops_version=info.get("ops"),
                        nanos_version=info.get("nanos") or info.get("local_release"))
         # The image as stored on the device: the blocks it occupies (it is sparse).
+        # `build` names how the program got into the image, so every row says it.
+        build = "ops" if built.app.language == "go" else f"ops+{built.app.language}-binary"
         return Artifact(self.name, built.app.name, self.image_path(image_name), allocated, built.size_bytes,
-                        built, build="ops", details=details)
+                        built, build=build, details=details)
 
     # -- starting and stopping -------------------------------------------------------
     def _pinning(self, limits: Limits) -> list[str]:
@@ -438,7 +440,8 @@ class NanosRuntime(Runtime):
         network = "none" if port is None else f"qemu user-mode (slirp) hostfwd tcp::{port}-:{guest}"
         return LaunchPlan(self.name, artifact.app, name, argv, port or 0, limits=limits,
                           stdout_path=f"{logs}/{name}.out", stderr_path=f"{logs}/{name}.err",
-                          network_path=network, state={"tag": tag, "config_path": config_path})
+                          network_path=network, state={"tag": tag, "config_path": config_path,
+                                                       "program_mode": artifact.details.get("program_mode")})
 
     def launch_plan(self, artifact: Artifact, limits: Limits, port: int) -> LaunchPlan:
         self._check_port_free(port)
@@ -512,6 +515,7 @@ class NanosRuntime(Runtime):
         output = "".join(self.target.read_text(p, missing_ok=True) or "" for p in (plan.stdout_path,
                                                                                    plan.stderr_path))
         facts.update(self.versions_brief(), launcher_pid=launcher_pid, pinned_to=plan.limits.cpuset,
+                     program_mode=plan.state.get("program_mode"),
                      ops_notes=ops_notes(output))
         plan.state["qemu_pid"] = pid
         return Instance(self.name, plan.app, plan.name, plan.port, f"http://127.0.0.1:{plan.port}", pid,
