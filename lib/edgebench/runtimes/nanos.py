@@ -5,8 +5,9 @@
   `~/.ops/images`). Its size is recorded apparent and allocated, and the kernel's beside it.
 - start: `ops run -s` (skip the build) on that image, with the requested vCPUs and memory
   written into a per-start configuration and the port forwarded on the command line as
-  HOST-GUEST (ops fails when a port is both in the configuration and on the command line,
-  and the guest port is baked into the image). ops runs QEMU in the foreground with the
+  HOST-GUEST and dropped from the configuration (each start has its own host port, and a port
+  in both places is forwarded twice or fails; the guest port is baked into the image's
+  environment). ops runs QEMU in the foreground with the
   serial console on its stdout, which is where the app's own output lands.
 - stop: QEMU itself. ops starts it in a process group of its own, and a SIGKILL to ops leaves
   it running, so each launch carries a tag in its environment (QEMU inherits ops' environment)
