@@ -209,11 +209,12 @@ def ops_notes(output: str) -> list[str]:
 
 
 # Finds the processes a launch started by its tag: ops, and QEMU in its own process group.
+# $2 = prefix: every tag that starts with $1 (a whole run's launches).
 _FIND_TAGGED = r"""
-tag=$1
+tag=$1; match=-qxF; [ "$2" = prefix ] && { match=-q; tag="^$tag"; }
 for e in /proc/[0-9]*/environ; do
   p=${e#/proc/}; p=${p%/environ}
-  tr '\0' '\n' <"$e" 2>/dev/null | grep -qx "$tag" || continue
+  tr '\0' '\n' <"$e" 2>/dev/null | grep $match -- "$tag" || continue
   s=$(awk '/^State:/{print $2}' /proc/$p/status 2>/dev/null); [ -n "$s" ] && [ "$s" != Z ] || continue
   echo "$p $(cat /proc/$p/comm 2>/dev/null)"
 done
@@ -464,9 +465,11 @@ class NanosRuntime(Runtime):
             raise ConfigError(f"port {port} on {self.target.name} is already in use ({r.stdout.strip()}); "
                               "stop what listens there or choose another port")
 
-    def tagged(self, tag: str) -> list[tuple[int, str]]:
-        """[(pid, comm)] of live processes carrying this launch's tag (ops and its QEMU)."""
-        r = self.target.run(["sh", "-c", _FIND_TAGGED, "find-tagged", tag], check=False)
+    def tagged(self, tag: str, prefix: bool = False) -> list[tuple[int, str]]:
+        """[(pid, comm)] of live processes carrying this launch's tag (ops and its QEMU), or with
+        prefix=True any tag that starts with `tag`."""
+        r = self.target.run(["sh", "-c", _FIND_TAGGED, "find-tagged", tag, "prefix" if prefix else "exact"],
+                            check=False)
         out = []
         for line in r.stdout.splitlines():
             pid, _, comm = line.partition(" ")
@@ -566,17 +569,13 @@ class NanosRuntime(Runtime):
     def cleanup(self) -> None:
         super().cleanup()
         # Any VM of this run that the bookkeeping lost (a crash between launch and plan).
-        for pid, comm in self.tagged_prefix(f"{VM_TAG}=eb-{self.run_tag}-{self.name}-"):
+        for pid, _ in self.tagged(f"{VM_TAG}=eb-{self.run_tag}-{self.name}-", prefix=True):
             kill_pid(self.target, pid, grace_s=1.0)
         for image in sorted(self._images):
             if image.startswith("edgebench-batch-") or image.endswith("-published"):
                 self.target.run(["rm", "-f", self.image_path(image)], check=False)
         self._images.clear()
 
-    def tagged_prefix(self, prefix: str) -> list[tuple[int, str]]:
-        r = self.target.run(["sh", "-c", _FIND_TAGGED.replace('grep -qx "$tag"', 'grep -q "^$tag"'),
-                             "find-tagged", prefix], check=False)
-        return [(int(p), c) for p, _, c in (line.partition(" ") for line in r.stdout.splitlines()) if p.isdigit()]
 
     # -- batch -------------------------------------------------------------------------
     def batch_plan(self, artifact: Artifact, args: list[str], limits: Limits) -> LaunchPlan:
