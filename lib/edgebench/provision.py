@@ -733,9 +733,10 @@ class Provisioner:
             return f"LXD {r.stdout.strip()}{image}"
         if name == "nanos":
             from edgebench.runtimes.nanos import NanosRuntime
-            v = NanosRuntime(self.target).versions()
+            rt = NanosRuntime(self.target)
+            v, no_kvm = rt.versions(), rt.kvm_unusable()
             return (f"ops {v.get('ops')}, Nanos {v.get('nanos') or v.get('local_release')}; "
-                    f"kvm: {facts.get('kvm') or 'unknown'}")
+                    f"{'VMs run under TCG: ' + no_kvm if no_kvm else 'kvm: yes'}")
         return ""
 
     def nanos_parts(self, facts: dict, tools: dict[str, ToolState]) -> str:
