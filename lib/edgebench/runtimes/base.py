@@ -22,7 +22,8 @@ from dataclasses import asdict, dataclass, field
 from typing import ClassVar
 
 from edgebench.apps import BuiltApp, place_probe
-from edgebench.cgroups import AppliedLimits, FaultCounters, create_counting_cgroup, read_fault_counters
+from edgebench.cgroups import (AppliedLimits, FaultCounters, NativeCgroup, create_counting_cgroup,
+                               read_fault_counters)
 from edgebench.counters import EVENTS, Count, perf_stat_argv, perf_support, parse_perf_csv
 from edgebench.errors import ConfigError, EdgebenchError
 from edgebench.targets import Target, sh
@@ -246,6 +247,19 @@ class Runtime(ABC):
             return None
         create_counting_cgroup(self.target, relpath)
         return relpath
+
+    def count_in_cgroup(self, plan: LaunchPlan, cgroup: NativeCgroup | None = None) -> None:
+        """Run the plan's command inside `cgroup`, or a new one without limits, where its faults
+        are counted after it exits; without root, note why there is none."""
+        if cgroup is None:
+            if not self.target.is_root:
+                plan.counting_note = f"a cgroup needs root on {self.target.name}"
+                return
+            cgroup = NativeCgroup(self.target, plan.name)
+            cgroup.create(None, None, None, True)
+        plan.argv = cgroup.wrap(plan.argv)
+        plan.state["cgroup"] = cgroup
+        plan.counting_cgroup = cgroup.relpath
 
     def run_batch(self, artifact: Artifact, args: list[str], limits: Limits, timeout_s: float = 600,
                   protocol: str = "fair", events=EVENTS) -> BatchResult:

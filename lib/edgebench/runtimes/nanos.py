@@ -31,7 +31,7 @@ import time
 from dataclasses import dataclass
 
 from edgebench.apps import BuiltApp
-from edgebench.cgroups import AppliedLimits, NativeCgroup
+from edgebench.cgroups import AppliedLimits
 from edgebench.errors import ConfigError, EdgebenchError
 from edgebench.paths import NANOS_CONFIGS_DIR
 from edgebench.runtimes.base import (Artifact, Availability, Instance, LaunchPlan, Limits, Runtime, StartFailed,
@@ -594,15 +594,8 @@ class NanosRuntime(Runtime):
         plan.state["qemu_state_file"] = state_file
         plan.argv = ["env", f"QEMU_STATE={_QEMU_STATE}", "sh", "-c", _WATCH_QEMU, "watch-qemu",
                      plan.state["tag"], state_file, *plan.argv]
-        if self.target.is_root:
-            # ops and QEMU in a cgroup of their own: the host-side faults of running the VM.
-            cgroup = NativeCgroup(self.target, plan.name)
-            cgroup.create(None, None, None, True)
-            plan.argv = cgroup.wrap(plan.argv)
-            plan.state["cgroup"] = cgroup
-            plan.counting_cgroup = cgroup.relpath
-        else:
-            plan.counting_note = f"a cgroup needs root on {self.target.name}"
+        # ops and QEMU in a cgroup of their own: the host-side faults of running the VM.
+        self.count_in_cgroup(plan)
         return plan
 
     def batch_outcome(self, plan: LaunchPlan):

@@ -90,16 +90,8 @@ class NativeRuntime(Runtime):
         plan = LaunchPlan(self.name, artifact.app, name, argv, 0, limits=limits,
                           stdout_path=f"{self.logs_dir()}/{name}.out",
                           stderr_path=f"{self.logs_dir()}/{name}.err", network_path="none")
-        if limits.any or self.target.is_root:
-            # Its own cgroup even without limits: that is where its faults are counted.
-            cgroup = self._cgroup(name, limits) or NativeCgroup(self.target, name)
-            if not limits.any:
-                cgroup.create(None, None, None, True)
-            plan.argv = cgroup.wrap(argv)
-            plan.state["cgroup"] = cgroup
-            plan.counting_cgroup = cgroup.relpath
-        else:
-            plan.counting_note = f"a cgroup needs root on {self.target.name}"
+        # Its own cgroup even without limits: that is where its faults are counted.
+        self.count_in_cgroup(plan, self._cgroup(name, limits))
         return plan
 
     def batch_outcome(self, plan: LaunchPlan):
