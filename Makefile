@@ -17,6 +17,12 @@ APPS ?= all
 REPS ?=
 ONLY ?=
 PYTEST_ARGS ?=
+# `make figures` and `make test` set their target up first (idempotent: seconds when nothing is
+# missing; without root it only says what is missing). PROVISION=no uses only what is there.
+PROVISION ?= yes
+
+provision_first = $(if $(filter no,$(PROVISION)),@echo "PROVISION=no: using only what $(1) has",\
+	$(PY) -m edgebench.provision --target '$(1)' --before-run $(2))
 
 FIGURE_ARGS = --profile '$(PROFILE)' --target '$(TARGET)' --runtimes '$(RUNTIMES)' --apps '$(APPS)' \
 	$(if $(REPS),--repetitions '$(REPS)') $(if $(ONLY),--only '$(ONLY)')
@@ -24,7 +30,7 @@ FIGURE_ARGS = --profile '$(PROFILE)' --target '$(TARGET)' --runtimes '$(RUNTIMES
 .PHONY: help setup provision figures replot lab test bench clean
 
 help: ## Show this help
-	@echo "edgebench: make <goal> [PROFILE=quick|standard] [TARGET=local|user@host] [RUNTIMES=auto|native,docker] [APPS=all|go-http] [REPS=N] [ONLY=name]"
+	@echo "edgebench: make <goal> [PROFILE=quick|standard] [TARGET=local|user@host] [RUNTIMES=auto|native,docker] [APPS=all|go-http] [REPS=N] [ONLY=name] [PROVISION=yes|no]"
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-9s %s\n", $$1, $$2}'
 
 setup: $(STAMP) ## Create .venv and install edgebench with its dependencies (quick when done)
@@ -37,9 +43,10 @@ $(STAMP): pyproject.toml
 	touch $@
 
 provision: setup ## Install and start what the experiments need on TARGET (CHECK=1: only show it)
-	$(PY) -m edgebench.provision --target '$(TARGET)' $(if $(CHECK),--check)
+	$(PY) -m edgebench.provision --target '$(TARGET)' $(if $(CHECK),--check) $(if $(FOR_TESTS),--for-tests)
 
-figures: setup ## Run every experiment notebook headless on TARGET and render its figures
+figures: setup ## Provision TARGET, run every experiment notebook headless there, render the figures
+	$(call provision_first,$(TARGET))
 	$(PY) -m edgebench.figures $(FIGURE_ARGS)
 
 replot: setup ## Re-render every notebook from its latest data, measuring nothing
@@ -48,7 +55,8 @@ replot: setup ## Re-render every notebook from its latest data, measuring nothin
 lab: setup ## Open JupyterLab on notebooks/
 	$(VENV)/bin/jupyter lab --notebook-dir=notebooks
 
-test: setup ## Run the test suite (parts this machine lacks are skipped, with the reason)
+test: setup ## Provision this machine, run the test suite (parts still missing are skipped, with the reason)
+	$(call provision_first,local,--for-tests)
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 bench: setup ## Print the benchmarks' figures (probe lag, wrk driver overhead, IoMT throughput vs tools)

@@ -29,9 +29,26 @@ def need(part: str, missing_reason: str | None) -> None:
     pytest.skip(f"{part} unavailable: {missing_reason}")
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item):
+    """The library names a program it cannot find (MissingTool): that is a missing part, so it goes
+    through need() like every other one, whichever test ran into it."""
+    from edgebench.errors import MissingTool
+    try:
+        return (yield)
+    except MissingTool as e:
+        need(e.tool, str(e))
+
+
 @pytest.fixture(scope="session")
 def local():
     return LocalTarget()
+
+
+@pytest.fixture(scope="session")
+def wrk_ready(local):
+    need_tool(local, "wrk")
+    return True
 
 
 @pytest.fixture(scope="session")

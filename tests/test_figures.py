@@ -52,7 +52,7 @@ def check_rendered(tmp_path, nb, summary: str, runtimes: set[str]):
 WITH_LXD = "lxd_appendix"
 
 
-def test_quick_figures_render_every_notebook(tmp_path, docker_ready, cgroups_ready, no_leftovers):
+def test_quick_figures_render_every_notebook(tmp_path, docker_ready, cgroups_ready, wrk_ready, no_leftovers):
     others = [experiment_of(nb) for nb in notebooks() if WITH_LXD not in nb.stem]
     r = quick_figures(tmp_path, "native,docker", ",".join(others))
     for nb in notebooks():

@@ -8,6 +8,7 @@ import subprocess
 
 import pytest
 
+from conftest import need
 from edgebench.paths import APPS_DIR, TOOLS_DIR
 
 
@@ -15,8 +16,8 @@ from edgebench.paths import APPS_DIR, TOOLS_DIR
                          ids=lambda p: p.name)
 def test_go_vet_and_tests(module):
     go = shutil.which("go") or ("/usr/local/go/bin/go" if os.path.exists("/usr/local/go/bin/go") else None)
-    if not go:
-        pytest.skip("Go is not installed")
+    need("go", None if go else "Go is not installed (the apps are built with it: apt-get install golang-go, "
+         "or go.dev/dl)")
     env = dict(os.environ, GOTOOLCHAIN="local", GOFLAGS="-mod=mod", CGO_ENABLED="0")
     for args in (["vet", "./..."], ["test", "-count=1", "./..."]):
         r = subprocess.run([go, *args], cwd=module, env=env, capture_output=True, text=True, timeout=300)

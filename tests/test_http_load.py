@@ -26,7 +26,8 @@ def run_dirs():
 
 
 @pytest.mark.parametrize("runtime", ["native", "docker"])
-def test_oom_at_a_memory_level_gives_failed_rows(runtime, request, run_dirs, cgroups_ready, no_leftovers):
+def test_oom_at_a_memory_level_gives_failed_rows(runtime, request, run_dirs, cgroups_ready, wrk_ready,
+                                                 no_leftovers):
     if runtime == "docker":
         request.getfixturevalue("docker_ready")
     run_dir = run_http_load("io_bound", runtimes=runtime, apps="node-http", protocols="fair",
@@ -43,7 +44,7 @@ def test_oom_at_a_memory_level_gives_failed_rows(runtime, request, run_dirs, cgr
     assert load_meta(run_dir)["status"] == "completed"  # the sweep went on to the end
 
 
-def test_docker_limit_verified_from_the_cgroup(run_dirs, docker_ready, cgroups_ready, no_leftovers):
+def test_docker_limit_verified_from_the_cgroup(run_dirs, docker_ready, cgroups_ready, wrk_ready, no_leftovers):
     run_dir = run_http_load("cpu_bound", runtimes="native,docker", apps="go-http", protocols="fair,published",
                             memory_levels="128m", iterations=50, run_id=f"it-load-{uuid.uuid4().hex[:6]}",
                             **QUICK)
@@ -70,7 +71,7 @@ def test_loadgen_is_pinned_apart_and_bad_input_is_refused():
         run_http_load("mixed", progress=False)
 
 
-def test_remote_target_loaded_from_this_machine(ssh_host, run_dirs, cgroups_ready, no_leftovers):
+def test_remote_target_loaded_from_this_machine(ssh_host, run_dirs, cgroups_ready, wrk_ready, no_leftovers):
     """The app runs on the SSH host (a network namespace); wrk runs here and reaches it over the
     veth pair, so nothing is pinned apart and the meta says who generated the load."""
     from edgebench.targets import SSHTarget

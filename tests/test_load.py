@@ -12,15 +12,9 @@ from edgebench.load import REPORT_MARKER, LoadGenerator, LoadSettings, parse_rep
 from edgebench.runtimes import Limits
 from edgebench.runtimes.docker import DockerRuntime
 from edgebench.runtimes.native import NativeRuntime
-from edgebench.targets import LocalTarget
+
 
 SHORT = LoadSettings(threads=2, connections=8, duration_s=1, warmup_s=1)
-
-
-@pytest.fixture(scope="module")
-def wrk_ready():
-    from conftest import need
-    need("wrk", None if LocalTarget().which("wrk") else "wrk is not installed (apt-get install wrk)")
 
 
 def check_report(report, settings):

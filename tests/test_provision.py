@@ -115,12 +115,56 @@ def test_a_package_without_candidate_is_unavailable_not_installed():
     assert "lxd runtime" in plan.unavailable["lxd"]
 
 
-def test_a_command_on_path_satisfies_its_package():
+def test_what_runs_a_part_on_path_satisfies_its_package():
     # Docker CE (conflicts with docker.io) and node from nodesource/nvm must not be replaced.
-    installed = {p: "1" for p in ALL if p not in ("docker.io", "nodejs")}
-    plan = plan_for(installed, {"docker.io": "20.10", "nodejs": "18"},
-                    on_path={"docker": "/usr/bin/docker", "node": "/home/pi/.nvm/bin/node"})
-    assert plan.to_install == [] and plan.missing == []
+    docker = ("docker.io", "containerd", "runc")
+    installed = {p: "1" for p in ALL if p not in (*docker, "nodejs")}
+    installed.update({"docker-ce": "27.0", "containerd.io": "1.7"})
+    plan = plan_for(installed, {p: "1" for p in (*docker, "nodejs")},
+                    on_path={"docker": "/usr/bin/docker", "dockerd": "/usr/bin/dockerd",
+                             "containerd": "/usr/bin/containerd", "runc": "/usr/bin/runc",
+                             "node": "/home/pi/.nvm/bin/node"})
+    assert plan.to_install == [] and plan.missing == [] and plan.notes == []
+
+
+DOCKER_DAEMON = ("docker.io", "containerd", "runc", "iptables")
+
+
+def test_a_docker_client_without_its_daemon_plans_docker_io():
+    """The fresh machine of issue 11: /usr/local/bin/docker, but no dockerd, containerd, runc."""
+    installed = {p: "1" for p in ALL if p not in DOCKER_DAEMON}
+    plan = plan_for(installed, {p: "1" for p in DOCKER_DAEMON}, on_path={"docker": "/usr/local/bin/docker"})
+    assert plan.to_install == list(DOCKER_DAEMON)
+    (note,) = plan.notes
+    assert "/usr/local/bin/docker is a client without what runs it (no dockerd)" in note
+    assert "docker.io brings it" in note
+
+
+def test_docker_ce_client_is_not_replaced_by_docker_io():
+    """docker.io conflicts with docker-ce-cli: apt would remove it. Say what to do instead."""
+    installed = {p: "1" for p in ALL if p not in DOCKER_DAEMON}
+    installed["docker-ce-cli"] = "27.0"
+    plan = plan_for(installed, {p: "1" for p in DOCKER_DAEMON}, on_path={"docker": "/usr/bin/docker"})
+    assert "docker.io" not in plan.to_install and "containerd" in plan.to_install
+    why = plan.unavailable["docker.io"]
+    assert "docker-ce-cli" in why and "conflict" in why and "remove docker-ce-cli" in why
+
+
+def test_lxd_without_a_firewall_tool_plans_iptables_and_nft_satisfies_it():
+    installed = {p: "1" for p in ALL if p != "iptables"}
+    assert plan_for(installed, {"iptables": "1.8"}).to_install == ["iptables"]
+    packages, _ = pv.packages_for("debian", "x86_64")
+    (iptables,) = [p for p in packages if p.name == "iptables"]
+    assert "lxd runtime" in iptables.purpose and "docker runtime" in iptables.purpose
+    lxd_only = pv.Package("iptables", "lxd runtime", pv.APT_PACKAGES["firewall"].runs_with)
+    plan = pv.make_plan("debian", "x86_64", [lxd_only], {}, {"nft": "/usr/sbin/nft"}, {"iptables": "1.8"})
+    assert plan.to_install == [] and plan.states[0].on_path == "/usr/sbin/nft"
+
+
+def test_sshd_only_for_the_tests():
+    assert "openssh-server" not in names("debian", "x86_64")[0]
+    packages, _ = pv.packages_for("debian", "x86_64", for_tests=True)
+    assert "openssh-server" in [p.name for p in packages]
 
 
 def test_parse_dpkg_query_counts_only_installed():
@@ -205,7 +249,7 @@ READ_ONLY = ("sh -c 'export PATH=", "dpkg-query ", "apt-cache policy ", "docker 
              "curl -sfI ", "command -v ", "sh -c 'command -v ", "sha256sum ", "cat ")
 
 
-def survey(os_id="debian", apt=True, privilege="root", pid1="init", commands=("docker", "curl"),
+def survey(os_id="debian", apt=True, privilege="root", pid1="init", commands=("docker", "dockerd", "curl"),
            os_like=""):
     lines = [f"os_id={os_id}", f"os_like={os_like}", f"os_name={os_id} test", f"pid1={pid1}",
              f"apt_get={'/usr/bin/apt-get' if apt else ''}", f"privilege={privilege}", "apt_lists=3",
@@ -246,8 +290,38 @@ def scripted(missing=(), unavailable=(), privilege="root", docker_up=True, fail=
 QUIET = dict(log=lambda msg: None)
 
 
+def test_fresh_machine_installs_the_docker_daemon_and_iptables_before_lxd_is_set_up(monkeypatch):
+    """Only a docker client on PATH, no iptables: the plan installs docker.io (which brings dockerd)
+    and iptables, and both are installed before tools/lxd/setup.sh runs."""
+    import edgebench.lxd_image as lxd_image
+    monkeypatch.setattr(lxd_image, "ensure_image", lambda target: type("I", (), {
+        "alias": "edgebench/debian-bookworm", "built": False, "imported": False})())
+    t = scripted(missing=DOCKER_DAEMON, commands=("docker", "lxd", "lxc", "curl"))
+    t.answers.insert(0, ("sha256sum", ("", 1)))
+    check = pv.provision(t, check=True, **QUIET)
+    assert check.would_install == list(DOCKER_DAEMON)
+    assert any("a client without what runs it" in n for n in check.notes)
+    assert "note: docker at /usr/bin/docker is a client" in check.table()
+    t.commands.clear()
+    report = pv.provision(t, **QUIET)
+    assert report.installed_now == list(DOCKER_DAEMON), report.failed
+    changing = t.changing()
+    install = next(i for i, c in enumerate(changing) if "apt-get install" in c)
+    lxd = next(i for i, c in enumerate(changing) if "lxd-setup.sh" in c)
+    assert install < lxd and "iptables" in changing[install]
+
+
+def test_before_a_run_without_root_it_reports_and_changes_nothing():
+    t = scripted(missing=("wrk",), privilege="none")
+    t._facts.update(uid=1000, user="pi", home="/home/pi")
+    report = pv.provision(t, before_run=True, **QUIET)
+    assert report.unprivileged and report.check and report.would_install == ["wrk"]
+    assert t.changing() == [] and t.uploads == []
+    assert "would do (needs root): apt-get update; apt-get install wrk" in report.brief()
+
+
 def test_check_changes_nothing():
-    t = scripted(missing=("sysbench", "qemu-system-x86"), docker_up=False, commands=("docker", "lxd", "curl"))
+    t = scripted(missing=("sysbench", "qemu-system-x86"), docker_up=False, commands=("docker", "dockerd", "lxd", "curl"))
     report = pv.provision(t, check=True, **QUIET)
     assert report.check and report.would_install == ["qemu-system-x86", "sysbench"]
     assert report.installed_now == []
@@ -345,7 +419,7 @@ def test_lxd_setup_script_is_uploaded_and_run(monkeypatch):
     import edgebench.lxd_image as lxd_image
     monkeypatch.setattr(lxd_image, "ensure_image", lambda target: type("I", (), {
         "alias": "edgebench/debian-bookworm", "built": False, "imported": False})())
-    t = scripted(commands=("docker", "lxd", "curl"))
+    t = scripted(commands=("docker", "dockerd", "lxd", "curl"))
     t.answers.insert(0, ("sha256sum", ("", 1)))
     report = pv.provision(t, **QUIET)
     assert report.ok, report.failed

@@ -15,7 +15,7 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from edgebench.errors import ConfigError, EdgebenchError
+from edgebench.errors import ConfigError, EdgebenchError, MissingTool
 from edgebench.paths import APPS_DIR, BUILD_DIR, TOOLS_DIR
 from edgebench.targets import Target
 
@@ -124,7 +124,7 @@ def place_app(target: Target, app: App) -> BuiltApp:
     if app.language == "node":
         node = target.which("node")
         if not node:
-            raise ConfigError(f"{target.name} has no `node`; install Node.js there (e.g. "
+            raise MissingTool("node", f"{target.name} has no `node`; install Node.js there (e.g. "
                               "`apt-get install nodejs`) or leave node-http out of `apps`")
         size = 0
         for f in app.source_files:
@@ -138,7 +138,7 @@ def place_app(target: Target, app: App) -> BuiltApp:
     if app.language == "tool":
         path = target.which(app.entry)
         if not path:
-            raise ConfigError(f"{target.name} has no `{app.entry}`; install it there (`apt-get install "
+            raise MissingTool(app.entry, f"{target.name} has no `{app.entry}`; install it there (`apt-get install "
                               f"{app.package or app.entry}`, or `make provision TARGET=...`)")
         steps = place_steps(target)
         size = int(target.run(["stat", "-L", "-c", "%s", path]).stdout.strip())

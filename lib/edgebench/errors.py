@@ -9,6 +9,15 @@ class ConfigError(EdgebenchError, ValueError):
     """A parameter is wrong; raised before anything is started."""
 
 
+class MissingTool(ConfigError):
+    """A program an experiment runs is not on the host that must run it. `tool` names it, so
+    callers (the test suite's need() gate, a sweep) can tell a missing part from a wrong parameter."""
+
+    def __init__(self, tool: str, message: str):
+        self.tool = tool
+        super().__init__(message)
+
+
 class TargetUnreachable(EdgebenchError):
     """The device under test cannot be reached (SSH connect, auth or host key)."""
 

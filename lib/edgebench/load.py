@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass
 
-from edgebench.errors import ConfigError, EdgebenchError
+from edgebench.errors import ConfigError, EdgebenchError, MissingTool
 from edgebench.paths import TOOLS_DIR
 from edgebench.targets import Target
 
@@ -97,8 +97,8 @@ class LoadGenerator:
     def __init__(self, host: Target):
         self.host = host
         if not host.which("wrk"):
-            raise ConfigError(f"{host.name} has no `wrk`; install it there (apt-get install wrk) "
-                              "or choose another load-generator host")
+            raise MissingTool("wrk", f"{host.name} has no `wrk`; install it there (apt-get install wrk, "
+                              "or `make provision`) or choose another load-generator host")
         self.reporter = host.upload_if_changed(REPORTER, f"{host.workspace}/bin/report.lua")
 
     def run(self, url: str, settings: LoadSettings, cpuset: str | None = None,

@@ -29,7 +29,7 @@ import re
 import shlex
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable
 
 from edgebench.errors import EdgebenchError
@@ -40,8 +40,8 @@ from edgebench.targets import Target, connect, sh
 
 # purpose -> logical packages. A logical name resolves to the distribution's package(s) below.
 PURPOSES: dict[str, tuple[str, ...]] = {
-    "docker runtime": ("docker",),
-    "lxd runtime": ("lxd", "dnsmasq", "debootstrap"),
+    "docker runtime": ("docker", "containerd", "runc", "iptables"),
+    "lxd runtime": ("lxd", "firewall", "dnsmasq", "debootstrap"),
     "nanos runtime": ("qemu", "qemu-utils"),
     "http load (wrk)": ("wrk",),
     "network baseline": ("iperf3",),
@@ -52,25 +52,44 @@ PURPOSES: dict[str, tuple[str, ...]] = {
     "node app": ("nodejs",),
     "process and network tools": ("procps", "iproute2"),
 }
+# Only for `make test` (--for-tests): the second "hosts" of the SSH tests run their own sshd.
+TEST_PURPOSES: dict[str, tuple[str, ...]] = {"ssh test hosts (make test)": ("sshd",)}
 
-# logical name -> (apt package, command that also satisfies it when on PATH without the package).
-# The command matters where another packaging is common: Docker CE (docker-ce conflicts with
-# docker.io), LXD from snap, node from nodesource or nvm.
-APT_PACKAGES: dict[str, tuple[str, str | None]] = {
-    "docker": ("docker.io", "docker"),
-    "lxd": ("lxd", "lxd"),
-    "dnsmasq": ("dnsmasq-base", "dnsmasq"),  # DHCP on LXD's bridge (a Recommends of lxd)
-    "debootstrap": ("debootstrap", "debootstrap"),
-    "qemu-utils": ("qemu-utils", "qemu-img"),
-    "wrk": ("wrk", "wrk"),
-    "iperf3": ("iperf3", "iperf3"),
-    "sysbench": ("sysbench", "sysbench"),
-    "ncompress": ("ncompress", "compress"),
-    "openssl": ("openssl", "openssl"),
-    "curl": ("curl", "curl"),
-    "nodejs": ("nodejs", "node"),
-    "procps": ("procps", "ps"),
-    "iproute2": ("iproute2", "ip"),
+
+@dataclass(frozen=True)
+class Need:
+    """How a logical need maps to a distribution package, and what it takes to *run* it."""
+    package: str
+    # Any one of these groups of commands, all on PATH, satisfies the need without the package
+    # (Docker CE, LXD from snap, node from nvm must not be replaced). A client alone is not
+    # enough: the docker CLI without dockerd, containerd and runc cannot run a container.
+    runs_with: tuple[tuple[str, ...], ...] = ()
+    client: str | None = None        # a command that may be present without what runs it
+    conflicts: tuple[str, ...] = ()  # installed packages that rule the package out (apt would remove them)
+
+
+APT_PACKAGES: dict[str, Need] = {
+    "docker": Need("docker.io", (("dockerd",),), client="docker",
+                   conflicts=("docker-ce", "docker-ce-cli", "moby-engine", "moby-cli", "podman-docker")),
+    "containerd": Need("containerd", (("containerd",),), conflicts=("containerd.io",)),
+    "runc": Need("runc", (("runc",),), conflicts=("containerd.io",)),
+    # dockerd programs iptables (iptables-nft on Debian 12); LXD's bridge takes iptables or nft.
+    "iptables": Need("iptables", (("iptables",),)),
+    "firewall": Need("iptables", (("iptables",), ("nft",))),
+    "lxd": Need("lxd", (("lxd", "lxc"),), client="lxc"),
+    "dnsmasq": Need("dnsmasq-base", (("dnsmasq",),)),  # DHCP on LXD's bridge (a Recommends of lxd)
+    "debootstrap": Need("debootstrap", (("debootstrap",),)),
+    "qemu-utils": Need("qemu-utils", (("qemu-img",),)),
+    "wrk": Need("wrk", (("wrk",),)),
+    "iperf3": Need("iperf3", (("iperf3",),)),
+    "sysbench": Need("sysbench", (("sysbench",),)),
+    "ncompress": Need("ncompress", (("compress",),)),
+    "openssl": Need("openssl", (("openssl",),)),
+    "curl": Need("curl", (("curl",),)),
+    "nodejs": Need("nodejs", (("node",),)),
+    "procps": Need("procps", (("ps",),)),
+    "iproute2": Need("iproute2", (("ip",),)),
+    "sshd": Need("openssh-server", (("sshd",),)),
 }
 
 # QEMU for the machine's own architecture (Nanos runs as a KVM guest of the same kind).
@@ -83,7 +102,7 @@ QEMU_BINARY = {"x86_64": "qemu-system-x86_64", "amd64": "qemu-system-x86_64",
 FAMILIES = ("debian", "ubuntu", "raspbian")  # apt-based; raspbian = 32-bit Raspberry Pi OS
 
 # Shown when a target has no apt-get: what to install with its own package manager.
-BY_HAND = ("Docker Engine (docker)", "wrk", "sysbench", "iperf3", "LXD (lxd, lxc) with dnsmasq",
+BY_HAND = ("Docker Engine (dockerd, containerd, runc, docker)", "iptables", "wrk", "sysbench", "iperf3", "LXD (lxd, lxc) with dnsmasq",
            "debootstrap", "qemu-system-<arch> and qemu-img", "perf (matching the kernel)",
            "ncompress (compress)", "openssl", "curl", "Node.js (node)", "procps", "iproute2")
 
@@ -108,13 +127,18 @@ def tools_for(arch: str) -> list[Tool]:
             Tool("compress", ("compress", "-V")), Tool("openssl", ("openssl", "version")),
             Tool("curl", ("curl", "--version")), Tool("node", ("node", "--version")),
             Tool("debootstrap", ("debootstrap", "--version")), Tool(qemu, (qemu, "--version")),
-            Tool("ops", ("ops", "version"))]
+            Tool("ops", ("ops", "version")),
+            # What the runtimes run on: a client on PATH says nothing about these.
+            Tool("dockerd", ("dockerd", "--version")), Tool("containerd", ("containerd", "--version")),
+            Tool("runc", ("runc", "--version")), Tool("iptables", ("iptables", "--version")),
+            Tool("lxd", ("lxd", "--version")), Tool("dnsmasq", ("dnsmasq", "--version"))]
 
 
 RUNTIME_NAMES = ("native", "docker", "nanos", "lxd")
 # Commands whose presence the survey reports (`command -v`, with sbin, /snap/bin and ~/.ops/bin).
-SURVEY_COMMANDS = sorted({c for _, c in APT_PACKAGES.values() if c} | set(QEMU_BINARY.values())
-                         | {"perf", "ops", "lxc"})
+SURVEY_COMMANDS = sorted({c for need in APT_PACKAGES.values() for group in need.runs_with for c in group}
+                         | {need.client for need in APT_PACKAGES.values() if need.client}
+                         | set(QEMU_BINARY.values()) | {"perf", "ops"})
 
 
 # -- the plan -----------------------------------------------------------------------------
@@ -123,7 +147,14 @@ SURVEY_COMMANDS = sorted({c for _, c in APT_PACKAGES.values() if c} | set(QEMU_B
 class Package:
     name: str                # the distribution's package
     purpose: str
-    command: str | None      # on PATH = satisfied even without the package
+    runs_with: tuple[tuple[str, ...], ...] = ()  # any group all on PATH = satisfied without the package
+    client: str | None = None
+    conflicts: tuple[str, ...] = ()
+
+    @property
+    def command(self) -> str | None:
+        """The command a tool row of the table knows this package by."""
+        return self.runs_with[0][0] if self.runs_with else None
 
 
 class UnsupportedTarget(EdgebenchError):
@@ -146,33 +177,40 @@ def os_family(os_release: dict) -> str | None:
     return None
 
 
-def packages_for(family: str, arch: str, kernel: str = "") -> tuple[list[Package], dict[str, str]]:
+def packages_for(family: str, arch: str, kernel: str = "", for_tests: bool = False
+                 ) -> tuple[list[Package], dict[str, str]]:
     """The packages every purpose needs on this distribution and architecture, and the logical
-    names that have no package here (with the reason)."""
+    names that have no package here (with the reason). A package two purposes need appears once,
+    with both purposes."""
     if family not in FAMILIES:
         raise UnsupportedTarget(unsupported_message(family or "this system"))
     packages: list[Package] = []
     unresolved: dict[str, str] = {}
-    for purpose, names in PURPOSES.items():
+    purposes = {**PURPOSES, **(TEST_PURPOSES if for_tests else {})}
+    for purpose, names in purposes.items():
         for logical in names:
             if logical == "qemu":
                 pkg = QEMU_PACKAGE.get(arch)
                 if pkg is None:
                     unresolved[logical] = f"no QEMU package known for architecture {arch}"
                 else:
-                    packages.append(Package(pkg, purpose, QEMU_BINARY[arch]))
+                    packages.append(Package(pkg, purpose, ((QEMU_BINARY[arch],),)))
             elif logical == "perf":
                 if family == "ubuntu":
                     # perf on Ubuntu is a wrapper that needs the tools built for the running kernel.
-                    packages.append(Package("linux-tools-common", purpose, None))
+                    packages.append(Package("linux-tools-common", purpose))
                     if kernel:
-                        packages.append(Package(f"linux-tools-{kernel}", purpose, None))
+                        packages.append(Package(f"linux-tools-{kernel}", purpose))
                 else:
-                    packages.append(Package("linux-perf", purpose, "perf"))
+                    packages.append(Package("linux-perf", purpose, (("perf",),)))
             else:
-                name, command = APT_PACKAGES[logical]
-                packages.append(Package(name, purpose, command))
-    return packages, unresolved
+                need = APT_PACKAGES[logical]
+                packages.append(Package(need.package, purpose, need.runs_with, need.client, need.conflicts))
+    merged: dict[str, Package] = {}
+    for p in packages:
+        first = merged.get(p.name)
+        merged[p.name] = p if first is None else replace(first, purpose=f"{first.purpose}, {p.purpose}")
+    return list(merged.values()), unresolved
 
 
 def unsupported_message(what: str) -> str:
@@ -185,12 +223,29 @@ def unsupported_message(what: str) -> str:
 class PackageState:
     package: Package
     installed: str | None = None   # dpkg's version; None = not installed
-    on_path: str | None = None     # the command's path, when present without the package
+    on_path: str | None = None     # what runs it, when present without the package
     candidate: str | None = None   # apt's candidate version; None = not in the repositories
+    conflict: str | None = None    # an installed package that rules this one out
+    client_only: str | None = None  # the client's path, when it is there without what runs it
 
     @property
     def present(self) -> bool:
         return self.installed is not None or self.on_path is not None
+
+    @property
+    def note(self) -> str | None:
+        """Why a half-present part is planned (or cannot be), for the table."""
+        p = self.package
+        if self.present or not (self.client_only or self.conflict):
+            return None
+        needed = ", ".join(p.runs_with[0]) if p.runs_with else p.name
+        what = (f"{p.client} at {self.client_only} is a client without what runs it (no {needed})"
+                if self.client_only else f"no {needed}")
+        if self.conflict:
+            return (f"{what}; {p.name} would replace the installed {self.conflict} (they conflict), so it "
+                    f"is not installed: complete that packaging (e.g. Docker CE's docker-ce, containerd.io "
+                    f"from Docker's repository), or remove {self.conflict} and run `make provision` again")
+        return f"{what}: {p.name} brings it"
 
 
 @dataclass
@@ -199,6 +254,7 @@ class Plan:
     arch: str
     states: list[PackageState]
     unresolved: dict[str, str] = field(default_factory=dict)
+    installed: dict[str, str] = field(default_factory=dict)  # what dpkg said, conflicting packagings too
 
     @property
     def present(self) -> list[PackageState]:
@@ -206,30 +262,51 @@ class Plan:
 
     @property
     def to_install(self) -> list[str]:
-        return [s.package.name for s in self.states if not s.present and s.candidate]
+        return [s.package.name for s in self.states if not s.present and s.candidate and not s.conflict]
 
     @property
     def unavailable(self) -> dict[str, str]:
-        """Missing packages the repositories do not carry, with the reason."""
-        out = {s.package.name: f"not in the target's {self.family} repositories (needed for "
-               f"{s.package.purpose})" for s in self.states if not s.present and not s.candidate}
+        """Missing packages the repositories do not carry, or that conflict, with the reason."""
+        out = {}
+        for s in self.states:
+            if s.present:
+                continue
+            if s.conflict:
+                out[s.package.name] = f"not installed (needed for {s.package.purpose}): {s.note}"
+            elif not s.candidate:
+                out[s.package.name] = (f"not in the target's {self.family} repositories (needed for "
+                                       f"{s.package.purpose})")
         return out
+
+    @property
+    def notes(self) -> list[str]:
+        return [s.note for s in self.states if s.note]
 
     @property
     def missing(self) -> list[str]:
         return [s.package.name for s in self.states if not s.present]
 
 
+def runs_here(package: Package, on_path: dict[str, str]) -> str | None:
+    """The path of what runs the package, when one of its groups of commands is all on PATH."""
+    for group in package.runs_with:
+        if all(c in on_path for c in group):
+            return on_path[group[0]]
+    return None
+
+
 def make_plan(family: str, arch: str, packages: list[Package], installed: dict[str, str],
               on_path: dict[str, str], candidates: dict[str, str | None],
               unresolved: dict[str, str] | None = None) -> Plan:
-    """Pure: what is present, what to install, what is not available."""
+    """Pure: what is present, what to install, what is not available. `installed` holds every
+    installed package dpkg was asked about, conflicting packagings included."""
     states = []
     for p in packages:
-        states.append(PackageState(p, installed.get(p.name),
-                                   on_path.get(p.command) if p.command and p.name not in installed else None,
-                                   candidates.get(p.name)))
-    return Plan(family, arch, states, dict(unresolved or {}))
+        runs = None if p.name in installed else runs_here(p, on_path)
+        conflict = next((c for c in p.conflicts if c in installed), None)
+        client = on_path.get(p.client) if p.client and p.name not in installed and not runs else None
+        states.append(PackageState(p, installed.get(p.name), runs, candidates.get(p.name), conflict, client))
+    return Plan(family, arch, states, dict(unresolved or {}), dict(installed))
 
 
 def install_argv(packages: list[str], sudo: list[str] | None = None) -> list[str]:
@@ -376,9 +453,21 @@ class Report:
     unavailable: dict[str, str] = field(default_factory=dict)
     failed: dict[str, str] = field(default_factory=dict)     # package or step -> reason
     actions: list[str] = field(default_factory=list)          # what was (or would be) done
+    notes: list[str] = field(default_factory=list)            # half-present parts and what is done about them
     rows: list[Row] = field(default_factory=list)
     steps_s: dict[str, float] = field(default_factory=dict)
     elapsed_s: float = 0.0
+    unprivileged: bool = False  # before a run without root: only looked
+
+    def brief(self) -> str:
+        """Before a run: only what was done and what is still missing, then the summary."""
+        lines = [f"{r.kind} {r.name}: {r.detail}" for r in self.rows if not r.ok]
+        lines += [f"{name}: {why}" for name, why in {**self.unavailable, **self.failed}.items()]
+        lines += [f"note: {n}" for n in self.notes]
+        if self.actions:
+            lines.append(("would do (needs root): " if self.check else "done: ") + "; ".join(self.actions))
+        lines.append(self.summary())
+        return "\n".join(f"[provision] {line}" for line in lines)
 
     @property
     def ok(self) -> bool:
@@ -406,6 +495,7 @@ class Report:
             lines.append(f"{'package':<8} {name:<{width}} {'n/a':<8} {why}")
         for name, why in self.failed.items():
             lines.append(f"{'failed':<8} {name:<{width}} {'error':<8} {why}")
+        lines += [f"note: {n}" for n in self.notes]
         if self.actions:
             lines.append(("would do: " if self.check else "done: ") + "; ".join(self.actions))
         lines.append(self.summary())
@@ -419,9 +509,12 @@ def _tail(text: str, n: int = 3) -> str:
 class Provisioner:
     """Runs the plan on one target. `run()` returns the Report; `--check` changes nothing."""
 
-    def __init__(self, target: Target, check: bool = False, log: Callable[[str], None] | None = None):
+    def __init__(self, target: Target, check: bool = False, log: Callable[[str], None] | None = None,
+                 for_tests: bool = False, before_run: bool = False):
         self.target = target
+        self.before_run = before_run
         self.check = check
+        self.for_tests = for_tests
         self.log = log or (lambda msg: print(f"[provision] {msg}", file=sys.stderr, flush=True))
         self.sudo: list[str] = []
         self.survey: dict[str, str] = {}
@@ -465,8 +558,8 @@ class Provisioner:
         if family is None or not self.survey.get("apt_get"):
             name = self.survey.get("os_name") or self.survey.get("os_id") or "this system"
             raise UnsupportedTarget(unsupported_message(f"{self.target.name} ({name})"))
-        packages, unresolved = packages_for(family, facts["arch"], facts.get("kernel") or "")
-        names = [p.name for p in packages]
+        packages, unresolved = packages_for(family, facts["arch"], facts.get("kernel") or "", self.for_tests)
+        names = sorted({p.name for p in packages} | {c for p in packages for c in p.conflicts})
         installed = self.dpkg_installed(names)
         missing = [p.name for p in packages if p.name not in installed]
         plan = make_plan(family, facts["arch"], packages, installed, self.commands,
@@ -494,11 +587,16 @@ class Provisioner:
             self.sudo = ["sudo", "-n"]
         elif privilege != "root" and not self.check:
             user = facts.get("user") or "this user"
-            raise ProvisionError(
-                f"provisioning {self.target.name} needs root (it installs packages and starts daemons), "
-                f"and {user} has neither uid 0 nor passwordless sudo (`sudo -n true` failed). Connect as "
-                f"root (TARGET=root@host), or allow it: `{user} ALL=(ALL) NOPASSWD: ALL` in "
-                f"/etc/sudoers.d/edgebench (edit with visudo). `--check` works without.")
+            why = (f"provisioning {self.target.name} needs root (it installs packages and starts daemons), "
+                   f"and {user} has neither uid 0 nor passwordless sudo (`sudo -n true` failed). Connect as "
+                   f"root (TARGET=root@host), or allow it: `{user} ALL=(ALL) NOPASSWD: ALL` in "
+                   f"/etc/sudoers.d/edgebench (edit with visudo). `--check` works without.")
+            if not self.before_run:
+                raise ProvisionError(why)
+            # Before `make figures`/`make test`: say what is missing, change nothing, let the run go on.
+            self.log(why)
+            self.check = rep.check = True
+            rep.unprivileged = True
 
         plan = self.timed("packages", self.packages, plan)
         self.timed("docker", self.docker)
@@ -511,6 +609,9 @@ class Provisioner:
     def packages(self, plan: Plan) -> Plan:
         rep = self.report
         rep.already_installed = [s.package.name for s in plan.present]
+        rep.notes = plan.notes
+        for note in rep.notes:
+            self.log(note)
         rep.unavailable = dict(plan.unavailable)
         for logical, why in plan.unresolved.items():
             rep.unavailable[logical] = why
@@ -539,8 +640,7 @@ class Provisioner:
             else:
                 rep.failed["apt-get update"] = _tail(r.stderr)
             rep.actions.append("apt-get update")
-            plan = make_plan(plan.family, plan.arch, [s.package for s in plan.states],
-                             {s.package.name: s.installed for s in plan.states if s.installed},
+            plan = make_plan(plan.family, plan.arch, [s.package for s in plan.states], plan.installed,
                              self.commands, self.apt_candidates(missing), plan.unresolved)
             rep.unavailable = {**plan.unavailable, **plan.unresolved}
         todo = plan.to_install
@@ -574,6 +674,10 @@ class Provisioner:
             self.log("no docker CLI: the Docker daemon is not started")
             return
         if self._docker_answers():
+            return
+        planned = self.check and "docker.io" in self.report.would_install
+        if "dockerd" not in self.commands and not planned:  # a client alone (the plan says why)
+            self.log("a docker CLI but no dockerd: the Docker daemon cannot be started")
             return
         systemd = self.survey.get("pid1") == "systemd"
         how = "systemctl start docker" if systemd else "dockerd in the background"
@@ -749,10 +853,12 @@ class Provisioner:
         return f"{ops}; {qemu_s}; kvm: {facts.get('kvm') or 'unknown'}"
 
 
-def provision(target: Target, check: bool = False, log: Callable[[str], None] | None = None) -> Report:
+def provision(target: Target, check: bool = False, log: Callable[[str], None] | None = None,
+              for_tests: bool = False, before_run: bool = False) -> Report:
     """Provision `target` (or only look, with check=True). Raises UnsupportedTarget or
-    ProvisionError before changing anything when it cannot."""
-    return Provisioner(target, check=check, log=log).run()
+    ProvisionError before changing anything when it cannot; with before_run=True, a target
+    without root is only looked at (what is missing is reported, nothing is raised)."""
+    return Provisioner(target, check=check, log=log, for_tests=for_tests, before_run=before_run).run()
 
 
 def main(argv=None) -> int:
@@ -762,17 +868,31 @@ def main(argv=None) -> int:
                     help="change nothing: print the table and what would be installed or started")
     ap.add_argument("--accept-new-host-key", action="store_true",
                     help="trust an SSH host key not yet in known_hosts (like StrictHostKeyChecking=accept-new)")
+    ap.add_argument("--for-tests", action="store_true",
+                    help="also what `make test` needs (sshd for the test hosts in network namespaces)")
+    ap.add_argument("--before-run", action="store_true",
+                    help="as `make figures`/`make test` call it: print only what changed or is missing, "
+                         "and go on (exit 0) when something cannot be installed or there is no root")
     args = ap.parse_args(argv)
     opts = {"accept_new_host_key": True} if args.accept_new_host_key else {}  # only SSH targets use it
     try:
         with connect(args.target, **opts) as target:
-            report = provision(target, check=args.check)
-    except (UnsupportedTarget, ProvisionError) as e:
+            report = provision(target, check=args.check, for_tests=args.for_tests, before_run=args.before_run)
+    except UnsupportedTarget as e:
+        print(f"edgebench provision: {e}", file=sys.stderr)
+        return 0 if args.before_run else 2  # the run goes on with what the target has
+    except ProvisionError as e:
         print(f"edgebench provision: {e}", file=sys.stderr)
         return 2
-    except EdgebenchError as e:
+    except EdgebenchError as e:  # an unreachable target: nothing after this could work either
         print(f"edgebench provision failed: {e}", file=sys.stderr)
         return 1
+    if args.before_run:
+        print(report.brief(), file=sys.stderr)
+        if not report.ok:
+            print("[provision] going on with what is there: experiments skip a runtime they cannot use, "
+                  "with the reason", file=sys.stderr)
+        return 0
     print(report.table())
     return 0 if report.ok else 1
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from edgebench.apps import HTTP_APPS, place_probe
-from edgebench.errors import ConfigError, EdgebenchError
+from edgebench.errors import ConfigError, EdgebenchError, MissingTool
 from edgebench.experiments.common import (runtime_options, check_apps, check_profile, check_protocols, check_repetitions,
                                           resolve_limits, session)
 from edgebench.experiments.protocols import fair_limits, package_all, published_limits, with_instance
@@ -138,7 +138,7 @@ def run_time_to_ready(target="local", runtimes="auto", apps="all", repetitions: 
     with session(target, runtimes, run_id, app_names, runtime_options(require_kvm, nanos_accel)) as (tgt, selection):
         cpus_v, mem_v, clip_note = resolve_limits(tgt, cpus, memory)
         if "published" in protocol_names and not tgt.which("curl"):
-            raise ConfigError(f"the published protocol polls with curl, which {tgt.name} lacks; install "
+            raise MissingTool("curl", f"the published protocol polls with curl, which {tgt.name} lacks; install "
                               "curl there or set protocols='fair'")
         limits = {"fair": fair_limits(cpus_v, mem_v, tgt.facts()["cores"]),
                   "published": published_limits(cpus_v, mem_v)}

@@ -50,6 +50,10 @@ class DockerRuntime(Runtime):
                             check=False)
         if not r.ok:
             tail = (r.stderr.strip().splitlines() or ["no answer"])[-1]
+            daemon = self.target.run('PATH="$PATH:/usr/sbin:/sbin"; command -v dockerd', check=False)
+            if not daemon.stdout.strip():
+                return Availability(False, f"{self.target.name} has a docker CLI but no Docker daemon "
+                                    "(no dockerd): `make provision` installs docker.io, which brings it")
             return Availability(False, f"the Docker daemon on {self.target.name} does not answer "
                                 f"({tail}); start it (`systemctl start docker` or `dockerd &`)")
         return Availability(True)
