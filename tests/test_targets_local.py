@@ -1,6 +1,7 @@
 """LocalTarget runs the same quoted shell commands an SSH target gets; connect() picks the kind."""
 
 import os
+from pathlib import Path
 import time
 
 import pytest
@@ -71,6 +72,25 @@ def test_upload_if_changed_copies_only_changes(local, tmp_path):
     src.write_bytes(b"v2")
     local.upload_if_changed(src, str(remote))
     assert remote.read_bytes() == b"v2"
+
+
+def test_upload_replaces_a_program_that_is_running(local, tmp_path):
+    """Two runs on one device share its workspace: a new probe or app must not fail with "Text
+    file busy" because the other run is executing the old one, nor stop that one."""
+    import shutil
+    import subprocess
+    remote = tmp_path / "bin" / "probe"
+    remote.parent.mkdir()
+    shutil.copy("/bin/sleep", remote)
+    running = subprocess.Popen([str(remote), "30"])
+    try:
+        local.upload_if_changed(Path("/bin/true"), str(remote), mode="755")
+        assert remote.read_bytes() == Path("/bin/true").read_bytes() and os.access(remote, os.X_OK)
+        assert running.poll() is None
+        assert [p.name for p in remote.parent.iterdir()] == ["probe"]  # nothing staged is left
+    finally:
+        running.kill()
+        running.wait()
 
 
 def test_facts(local):

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import secrets
 import shlex
 import shutil
 import signal
@@ -154,13 +155,19 @@ class Target(ABC):
         return r.stdout.strip() or None if r.ok else None
 
     def upload_if_changed(self, local: Path, remote: str, mode: str | None = None) -> str:
-        """Copy a file unless the target already has identical bytes; returns the remote path."""
+        """Copy a file unless the target already has identical bytes; returns the remote path.
+        The new file is renamed into place: a program another run is executing from that path
+        (a probe, an app) keeps running instead of failing the copy with "Text file busy"."""
         digest = hashlib.sha256(Path(local).read_bytes()).hexdigest()
         r = self.run(["sha256sum", remote], check=False)
         if not (r.ok and r.stdout.split()[0] == digest):
             self.run(["mkdir", "-p", str(Path(remote).parent)])
-            self.put(local, remote)
-        if mode:
+            staged = f"{remote}.part-{os.getpid()}-{secrets.token_hex(3)}"
+            self.put(local, staged)
+            if mode:
+                self.run(["chmod", mode, staged])
+            self.run(["mv", "-f", staged, remote])
+        elif mode:
             self.run(["chmod", mode, remote])
         return remote
 
