@@ -5,6 +5,13 @@ then print a short summary of what each produced.
 
 A notebook is written to figures/<experiment>/ only once it has run to the end; a failed one
 is kept as <name>.failed.ipynb for reading, never as a product.
+
+SIGINT, SIGTERM or SIGHUP (Ctrl-C, `kill`, `timeout`, a job runner, a closed terminal) stop the
+run cleanly: the signal is passed to the notebook kernel as an interrupt, the experiment stops
+what it started and marks its run interrupted with every row kept, no further cell or notebook
+runs, and the driver exits 128 + the signal's number. (GNU make passes SIGTERM on to the driver
+but only waits on SIGINT/SIGHUP sent to make alone: send those to the process group, as a
+terminal does, or to this process.)
 """
 
 from __future__ import annotations
@@ -16,7 +23,8 @@ import time
 from pathlib import Path
 
 from edgebench.paths import FIGURES_DIR, PROJECT_ROOT
-from edgebench.results import find_run, load_meta, load_results
+from edgebench.results import close_unfinished, find_run, load_meta, load_results, utc_now
+from edgebench.signals import Stopper
 
 NOTEBOOKS_DIR = PROJECT_ROOT / "notebooks"
 PASSED_THROUGH = ("target", "runtimes", "apps", "profile", "repetitions")
@@ -41,7 +49,7 @@ def notebooks(only: str | None = None) -> list[Path]:
     return [nb for nb in found if not parts or any(p in nb.stem for p in parts)]
 
 
-def run_notebook(nb: Path, parameters: dict, log_output: bool = True) -> Path:
+def run_notebook(nb: Path, parameters: dict, log_output: bool = True, stopper: Stopper | None = None) -> Path:
     import papermill as pm
 
     out_dir = FIGURES_DIR / experiment_of(nb)
@@ -49,8 +57,9 @@ def run_notebook(nb: Path, parameters: dict, log_output: bool = True) -> Path:
     final, partial = out_dir / nb.name, out_dir / f"{nb.stem}.partial.ipynb"
     failed = out_dir / f"{nb.stem}.failed.ipynb"
     try:
+        hooks = {"on_cell_start": stopper.before_cell} if stopper else {}
         pm.execute_notebook(str(nb), str(partial), parameters=parameters, kernel_name="python3",
-                            cwd=str(NOTEBOOKS_DIR), log_output=log_output, progress_bar=False)
+                            cwd=str(NOTEBOOKS_DIR), log_output=log_output, progress_bar=False, **hooks)
     except BaseException:
         if partial.exists():
             partial.replace(failed)
@@ -60,13 +69,17 @@ def run_notebook(nb: Path, parameters: dict, log_output: bool = True) -> Path:
     return final
 
 
-def summary(experiments: list[str]) -> str:
+def summary(experiments: list[str], since: dict[str, str] | None = None) -> str:
+    """One line per experiment: its newest run's row counts. With `since` (experiment -> the time
+    its notebook started), only a run that notebook made counts, never an older one."""
     lines = [f"{'experiment':<20} {'ok':>5} {'failed':>6}  data / figures"]
     for exp in experiments:
         try:
             run_dir = find_run(exp, "latest")
+            if since and (load_meta(run_dir).get("started_at") or "") < since.get(exp, ""):
+                raise LookupError("older than this invocation")
         except Exception:
-            lines.append(f"{exp:<20} {'-':>5} {'-':>6}  no data")
+            lines.append(f"{exp:<20} {'-':>5} {'-':>6}  no data{' from this run' if since else ''}")
             continue
         df = load_results(run_dir)
         meta = load_meta(run_dir)
@@ -98,22 +111,38 @@ def main(argv=None) -> int:
     if not todo:
         print(f"no notebooks match {args.only!r} in {NOTEBOOKS_DIR}", file=sys.stderr)
         return 2
-    failures = []
+    stopper = Stopper().install()
+    failures, ran, since = [], [], {}
     for nb in todo:
-        start = time.monotonic()
+        if stopper.stopped:
+            break
+        start, started_at = time.monotonic(), utc_now()
+        ran.append(nb)
+        since[experiment_of(nb)] = started_at
         print(f"== {nb.name} {params}", file=sys.stderr, flush=True)
         try:
-            out = run_notebook(nb, params, log_output=not args.quiet)
+            out = run_notebook(nb, params, log_output=not args.quiet, stopper=stopper)
             print(f"== {nb.name} done in {time.monotonic() - start:.0f} s -> {_short(out)}",
                   file=sys.stderr)
-        except KeyboardInterrupt:
-            print(f"== {nb.name} interrupted; measured rows so far are kept under data/", file=sys.stderr)
-            return 130
-        except Exception as e:  # papermill's PapermillExecutionError carries the cell's traceback
+        except BaseException as e:  # papermill's PapermillExecutionError carries the cell's traceback
+            if not stopper.stopped and not isinstance(e, Exception):
+                raise
+            if stopper.stopped:
+                # The experiment marks its own run; a kernel that ended first leaves it "running".
+                why = f"interrupted: make figures stopped by {stopper.name}"
+                closed = close_unfinished(experiment_of(nb), started_at, "interrupted", why)
+                print(f"== {nb.name} interrupted by {stopper.name}; measured rows are kept under data/"
+                      + (f" ({', '.join(_short(d) for d in closed)} marked interrupted)" if closed else ""),
+                      file=sys.stderr, flush=True)
+                break
             failures.append(nb.name)
             print(f"== {nb.name} FAILED: {str(e).strip().splitlines()[-1] if str(e).strip() else e}",
                   file=sys.stderr)
-    print("\n" + summary([experiment_of(nb) for nb in todo]))
+    stopper.done()
+    print("\n" + summary([experiment_of(nb) for nb in ran], None if args.replot else since), flush=True)
+    if stopper.stopped:
+        print(f"\nstopped by {stopper.name}: {len(ran)} of {len(todo)} notebooks started", flush=True)
+        return stopper.exit_code
     if failures:
         print(f"\nfailed notebooks: {', '.join(failures)} (see figures/<experiment>/*.failed.ipynb)")
         return 1

@@ -208,5 +208,29 @@ def load_results(run_dir: Path) -> pd.DataFrame:
     return df
 
 
+def close_unfinished(experiment: str, since: str, status: str, error: str,
+                     data_dir: Path = DATA_DIR) -> list[Path]:
+    """Runs of `experiment` started at or after `since` whose meta.json still says running: the
+    process measuring them ended before it could say how (a kernel killed mid-run). Record
+    `status` with the rows counted from results.csv, which keeps every row written."""
+    closed = []
+    for run_dir in run_dirs(experiment, data_dir):
+        try:
+            meta = load_meta(run_dir)
+        except (OSError, ValueError):
+            continue
+        if meta.get("status") != "running" or (meta.get("started_at") or "") < since:
+            continue
+        with open(run_dir / "results.csv", newline="") as f:
+            statuses = [row.get("status") for row in csv.DictReader(f)]
+        meta.update(status=status, ended_at=utc_now(), error=error,
+                    rows={s: statuses.count(s) for s in ("ok", "failed")})
+        tmp = run_dir / "meta.json.tmp"
+        tmp.write_text(json.dumps(meta, indent=1, default=_jsonable))
+        tmp.replace(run_dir / "meta.json")
+        closed.append(run_dir)
+    return closed
+
+
 def load_meta(run_dir: Path) -> dict:
     return json.loads((Path(run_dir) / "meta.json").read_text())

@@ -12,6 +12,7 @@ from typing import Iterable, Iterator
 from edgebench.apps import APPS, HTTP_APPS, get_app
 from edgebench.errors import ConfigError
 from edgebench.runtimes import RUNTIMES, Availability, Runtime, check_runtime_names
+from edgebench.signals import deferred_signals
 from edgebench.targets import Target, connect
 from edgebench.units import parse_cpus, parse_memory_mb
 
@@ -142,9 +143,10 @@ def session(target_spec, runtimes, run_id: str, apps: Iterable[str] = (),
         yield target, selection
     finally:
         try:
-            if selection:
-                for rt in selection.runtimes:
-                    rt.cleanup()
+            with deferred_signals():  # a second Ctrl-C must not leave half of it running
+                if selection:
+                    for rt in selection.runtimes:
+                        rt.cleanup()
         finally:
             target.close()
 
