@@ -17,6 +17,18 @@ RUNTIMES: dict[str, type[Runtime]] = {
     "lxd": LxdRuntime,
     "nanos": NanosRuntime,
 }
+
+
+def runtime_order() -> list[str]:
+    """The order runtimes appear in, in every table and figure: the registry's."""
+    return list(RUNTIMES)
+
+
+def runtime_colours() -> dict[str, str]:
+    """One colour per runtime, the same in every figure."""
+    return {name: cls.colour for name, cls in RUNTIMES.items()}
+
+
 # Runtimes the papers use that are not implemented yet: named, so the error can say so.
 PLANNED: dict[str, str] = {}
 
@@ -39,5 +51,5 @@ def get_runtime(name: str, target: Target, run_tag: str | None = None, **options
     return RUNTIMES[name](target, run_tag, **options)
 
 
-__all__ = ["RUNTIMES", "get_runtime", "check_runtime_names", "Runtime", "Limits", "Artifact", "Instance",
+__all__ = ["RUNTIMES", "runtime_order", "runtime_colours", "get_runtime", "check_runtime_names", "Runtime", "Limits", "Artifact", "Instance",
            "LaunchPlan", "BatchResult", "Availability", "ProbeResult", "StartFailed"]

@@ -174,6 +174,8 @@ class StartFailed(EdgebenchError):
 
 class Runtime(ABC):
     name: ClassVar[str]
+    # The colour this runtime has in every figure (the registry's order is the figures' order).
+    colour: ClassVar[str] = "grey"
     # Below this a runtime cannot start an app at all; refused before anything starts.
     min_memory_mb: ClassVar[float] = 4
     # App languages (apps.App.language) this runtime can run.

@@ -40,6 +40,7 @@ while [ $# -ge 2 ]; do mkdir -p "$ctx/rootfs$(dirname "$2")"; cp -L "$1" "$ctx/r
 
 class DockerRuntime(Runtime):
     name = "docker"
+    colour = "#1f77b4"
     min_memory_mb = 6  # dockerd refuses --memory below 6 MiB
 
     def availability(self) -> Availability:

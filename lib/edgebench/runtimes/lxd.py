@@ -163,6 +163,7 @@ def _cpus_in(cpuset: str) -> list[int]:
 
 class LxdRuntime(Runtime):
     name = "lxd"
+    colour = "#8c564b"
     # Measured on Debian 12 / LXD 5.0.2 / kernel 6.18 with this image: at 1 MiB the container
     # does not come up, at 2 MiB it boots but go-http is OOM-killed, at 4 MiB go-http serves
     # (node-http needs 16 MiB: OOM-killed at 8). Below 4 nothing can start.

@@ -264,6 +264,7 @@ def parse_qemu_state(text: str) -> tuple[list[str], list[str] | None, list[str]]
 
 class NanosRuntime(Runtime):
     name = "nanos"
+    colour = "#9467bd"
     # Nanos and a Go runtime boot in far less; below this QEMU/ops are not worth starting.
     min_memory_mb = 32
     languages = ("go", "node")

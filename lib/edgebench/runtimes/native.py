@@ -22,6 +22,7 @@ def app_env(built: BuiltApp, limits: Limits, port: int) -> list[str]:
 
 class NativeRuntime(Runtime):
     name = "native"
+    colour = "#2ca02c"
     min_memory_mb = 4
 
     def availability(self) -> Availability:
