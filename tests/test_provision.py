@@ -423,7 +423,9 @@ def test_lxd_setup_script_is_uploaded_and_run(monkeypatch):
     t.answers.insert(0, ("sha256sum", ("", 1)))
     report = pv.provision(t, **QUIET)
     assert report.ok, report.failed
-    assert t.uploads == ["/root/.cache/edgebench/bin/lxd-setup.sh"]
+    script = "/root/.cache/edgebench/bin/lxd-setup.sh"
+    (staged,) = t.uploads  # staged beside it, then renamed into place
+    assert staged.startswith(script + ".part-") and t.ran(f"mv -f {staged} {script}")
     assert t.ran("sh /root/.cache/edgebench/bin/lxd-setup.sh")
 
 
