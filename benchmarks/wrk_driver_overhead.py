@@ -1,4 +1,4 @@
-"""Overhead of edgebench's wrk driver: requests per second through LoadGenerator (Lua done()
+"""Overhead of edgebench's wrk driver: requests per second through the Wrk load generator (Lua done()
 reporter, run through the target's shell) over a plain `wrk` of the same settings against the
 same native go-http server, alternating, in the same run. Target: ratio >= 0.95.
 
@@ -15,7 +15,7 @@ import subprocess
 import sys
 
 from edgebench.apps import APPS, place_app
-from edgebench.load import LoadGenerator, LoadSettings
+from edgebench.load import LoadSettings, Wrk
 from edgebench.runtimes import Limits
 from edgebench.runtimes.native import NativeRuntime
 from edgebench.targets import LocalTarget
@@ -43,7 +43,7 @@ def main() -> int:
     try:
         instance, _ = rt.start(rt.package(place_app(target, APPS["go-http"])), Limits(), 18990)
         url = instance.url + args.path
-        gen = LoadGenerator(target)
+        gen = Wrk(target)
         gen.run(url, LoadSettings(threads=2, connections=32, duration_s=1))  # warm-up, discarded
         for i in range(args.rounds):
             # Alternate which goes first so drift favours neither.

@@ -40,6 +40,20 @@ def pytest_runtest_call(item):
         need(e.tool, str(e))
 
 
+def free_port() -> int:
+    """A port nothing listens on now (the kernel's choice), so tests never collide on a fixed one."""
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def cgroup_roots() -> list[str]:
+    """Every mounted cgroup hierarchy (v1: one per controller; v2: one)."""
+    with open("/proc/mounts") as mounts:
+        return [f.split()[1] for f in mounts if f.split()[2] in ("cgroup", "cgroup2")]
+
+
 @pytest.fixture(scope="session")
 def local():
     return LocalTarget()
@@ -99,9 +113,8 @@ def leftovers() -> list[str]:
                        text=True)
     if r.returncode == 0 and r.stdout.strip():
         found.append(f"containers: {r.stdout.split()}")
-    with open("/proc/mounts") as mounts:  # every hierarchy: docker makes its cgroup parent in each
-        roots = [f.split()[1] for f in mounts if f.split()[2] in ("cgroup", "cgroup2")]
-    for base in (f"{root}/edgebench" for root in roots):
+    # every hierarchy: docker makes its cgroup parent in each
+    for base in (f"{root}/edgebench" for root in cgroup_roots()):
         if os.path.isdir(base):
             subs = [d for d in os.listdir(base) if os.path.isdir(os.path.join(base, d))]
             if subs:

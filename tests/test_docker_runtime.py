@@ -11,16 +11,11 @@ import uuid
 
 import pytest
 
+from conftest import free_port
 from edgebench.apps import APPS, place_app
 from edgebench.runtimes import DockerRuntime, Limits, StartFailed
 
 pytestmark = pytest.mark.integration
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def docker(*args: str) -> subprocess.CompletedProcess:
@@ -92,6 +87,31 @@ def test_start_with_limits_reads_them_back_and_stop_removes(runtime, artifacts, 
     assert not container_exists(name)
 
 
+def test_a_port_another_program_holds_moves_the_start_to_a_free_one(runtime, artifacts, no_leftovers):
+    """Docker would fail with "address already in use" (and the row would have said only "Run
+    'docker run --help'"): the start takes the next free port and the instance says which."""
+    with socket.socket() as held:
+        held.bind(("0.0.0.0", 0))
+        held.listen()
+        port = held.getsockname()[1]
+        instance, _ = runtime.start(artifacts["go-http"], Limits(), port)
+        try:
+            assert instance.port != port and instance.url.endswith(f":{instance.port}")
+            with urllib.request.urlopen(instance.url + "/io", timeout=10) as r:
+                assert r.status == 200
+        finally:
+            runtime.stop(instance)
+
+
+def test_the_daemons_reason_is_kept_not_the_clis_last_line():
+    from edgebench.runtimes.docker import daemon_error
+    stderr = ("docker: Error response from daemon: driver failed programming external connectivity on "
+              "endpoint eb-x: Bind for 0.0.0.0:18080 failed: port is already allocated.\n"
+              "Run 'docker run --help' for more information\n")
+    assert "port is already allocated" in daemon_error(stderr)
+    assert daemon_error("just one line\n") == "just one line" and daemon_error("") is None
+
+
 def test_too_little_memory_fails_with_oom_kill(runtime, artifacts, no_leftovers):
     # `docker run -d` succeeds, node is OOM-killed inside the 6 MiB container. docker-proxy keeps
     # accepting, so the probe alone could not tell; the watchdog asks docker and fails at once
@@ -135,7 +155,7 @@ def test_run_batch_nonzero_exit_and_container_removed(runtime, artifacts, no_lef
     assert time.monotonic() - started < 30
     assert result.exit_code not in (0, None)
     assert 'invalid value "x" for flag -port' in result.stderr
-    assert result.details["oom_killed"] is False
+    assert result.oom_killed is False
     applied = result.limits_applied
     assert applied is not None
     assert applied.memory_mb == 64 and applied.cpus == 1.0 and applied.cpuset == "0"

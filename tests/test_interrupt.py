@@ -6,7 +6,6 @@ from __future__ import annotations
 import csv
 import io
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -15,7 +14,7 @@ import uuid
 
 import pytest
 
-from edgebench.paths import DATA_DIR, PROJECT_ROOT
+from edgebench.paths import PROJECT_ROOT
 from edgebench.results import load_meta, load_results
 
 pytestmark = pytest.mark.integration
@@ -42,11 +41,12 @@ def complete_rows(path) -> list[str]:
     return lines[1:]  # without the header
 
 
-def interrupt_run(runtime: str, sig: int) -> None:
+def interrupt_run(runtime: str, sig: int, data_dir) -> None:
     run_id = f"interrupt-test-{runtime}-{signal.Signals(sig).name.lower()}-{uuid.uuid4().hex[:8]}"
-    run_dir = DATA_DIR / "time_to_ready" / run_id
+    run_dir = data_dir / "time_to_ready" / run_id
     results = run_dir / "results.csv"
     proc = subprocess.Popen([sys.executable, "-c", CHILD, runtime, run_id], cwd=PROJECT_ROOT,
+                            env=dict(os.environ, EDGEBENCH_DATA_DIR=str(data_dir)),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + START_TIMEOUT_S
@@ -90,17 +90,16 @@ def interrupt_run(runtime: str, sig: int) -> None:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-        shutil.rmtree(run_dir, ignore_errors=True)
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
-def test_interrupt_native(sig, cgroups_ready, no_leftovers):
-    interrupt_run("native", sig)
+def test_interrupt_native(sig, tmp_path, cgroups_ready, no_leftovers):
+    interrupt_run("native", sig, tmp_path)
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
-def test_interrupt_docker(sig, docker_ready, cgroups_ready, no_leftovers):
-    interrupt_run("docker", sig)
+def test_interrupt_docker(sig, tmp_path, docker_ready, cgroups_ready, no_leftovers):
+    interrupt_run("docker", sig, tmp_path)
 
 
 INTERRUPTED_COMMAND = """

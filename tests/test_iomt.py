@@ -3,6 +3,7 @@ their faults are counted on the workload itself, and the published protocol coun
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -16,7 +17,7 @@ from edgebench.apps import APPS, place_app
 from edgebench.counters import perf_support
 from edgebench.errors import ConfigError
 from edgebench.experiments import iomt
-from edgebench.paths import DATA_DIR, PROJECT_ROOT
+from edgebench.paths import PROJECT_ROOT
 from edgebench.results import load_meta, load_results
 from edgebench.runtimes import Limits
 from edgebench.runtimes.docker import DockerRuntime
@@ -135,10 +136,11 @@ print("completed")
 """
 
 
-def test_ctrl_c_keeps_rows_and_stops_the_container(docker_ready, cgroups_ready, no_leftovers):
+def test_ctrl_c_keeps_rows_and_stops_the_container(tmp_path, docker_ready, cgroups_ready, no_leftovers):
     run_id = f"interrupt-iomt-{uuid.uuid4().hex[:8]}"
-    run_dir = DATA_DIR / "iomt" / run_id
+    run_dir = tmp_path / "iomt" / run_id
     proc = subprocess.Popen([sys.executable, "-c", CHILD, run_id], cwd=PROJECT_ROOT, text=True,
+                            env=dict(os.environ, EDGEBENCH_DATA_DIR=str(tmp_path)),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         deadline = time.monotonic() + 120
@@ -161,5 +163,3 @@ def test_ctrl_c_keeps_rows_and_stops_the_container(docker_ready, cgroups_ready, 
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-        import shutil
-        shutil.rmtree(run_dir, ignore_errors=True)

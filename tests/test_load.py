@@ -6,9 +6,10 @@ import json
 
 import pytest
 
+from conftest import free_port
 from edgebench.apps import APPS, place_app
 from edgebench.errors import ConfigError, EdgebenchError
-from edgebench.load import REPORT_MARKER, LoadGenerator, LoadSettings, parse_report, wrk_command
+from edgebench.load import REPORT_MARKER, LoadSettings, Wrk, parse_report, wrk_command
 from edgebench.runtimes import Limits
 from edgebench.runtimes.docker import DockerRuntime
 from edgebench.runtimes.native import NativeRuntime
@@ -32,8 +33,8 @@ def check_report(report, settings):
 def test_driver_against_a_native_app(local, wrk_ready, no_leftovers):
     rt = NativeRuntime(local, "loadtest")
     try:
-        instance, _ = rt.start(rt.package(place_app(local, APPS["go-http"])), Limits(), 18960)
-        gen = LoadGenerator(local)
+        instance, _ = rt.start(rt.package(place_app(local, APPS["go-http"])), Limits(), free_port())
+        gen = Wrk(local)
         warm = gen.warm_up(instance.url + "/io", SHORT)
         assert warm is not None and warm.requests > 0
         check_report(gen.run(instance.url + "/io", SHORT), SHORT)
@@ -48,8 +49,8 @@ def test_driver_against_a_docker_container(local, wrk_ready, docker_ready, no_le
     rt = DockerRuntime(local, "loadtest")
     try:
         artifact = rt.package(place_app(local, APPS["go-http"]), "offline")
-        instance, _ = rt.start(artifact, Limits(cpus=1, memory_mb=64), 18961)
-        check_report(LoadGenerator(local).run(instance.url + "/io", SHORT), SHORT)
+        instance, _ = rt.start(artifact, Limits(cpus=1, memory_mb=64), free_port())
+        check_report(Wrk(local).run(instance.url + "/io", SHORT), SHORT)
     finally:
         rt.cleanup()
 
@@ -59,21 +60,19 @@ def test_status_errors_are_counted(local, wrk_ready, no_leftovers):
     """A 404 on every request: wrk counts non-2xx/3xx as status errors, and the driver keeps them."""
     rt = NativeRuntime(local, "loadtest")
     try:
-        instance, _ = rt.start(rt.package(place_app(local, APPS["go-http"])), Limits(), 18962)
-        report = LoadGenerator(local).run(instance.url + "/nothing-here", SHORT)
+        instance, _ = rt.start(rt.package(place_app(local, APPS["go-http"])), Limits(), free_port())
+        report = Wrk(local).run(instance.url + "/nothing-here", SHORT)
         assert report.errors["status"] == report.requests > 0
     finally:
         rt.cleanup()
 
 
-def test_unreachable_server_is_an_error_not_a_crash(local, wrk_ready):
-    """Nothing listens: every connect fails; the driver still returns what wrk counted."""
-    try:
-        report = LoadGenerator(local).run("http://127.0.0.1:1/io", SHORT)
-    except EdgebenchError as e:  # some wrk builds exit non-zero here
-        assert "wrk" in str(e)
-    else:
-        assert report.requests == 0 and report.errors["connect"] > 0
+def test_unreachable_server_is_an_error_naming_wrks_reason(local, wrk_ready):
+    """Nothing listens: wrk gives up before its first request (exit 1, "unable to connect"), and
+    the driver raises that, with the host, rather than a report of zero requests."""
+    with pytest.raises(EdgebenchError) as e:
+        Wrk(local).run(f"http://127.0.0.1:{free_port()}/io", SHORT)
+    assert "wrk on local exited 1" in str(e.value) and "unable to connect" in str(e.value)
 
 
 def test_parse_report_and_commands():
@@ -93,3 +92,22 @@ def test_parse_report_and_commands():
                 LoadSettings(duration_s=0), LoadSettings(duration_s=1.5)):
         with pytest.raises(ConfigError):
             bad.check()
+
+
+def test_load_generators_are_chosen_by_name_through_one_interface(local):
+    from edgebench.load import LoadGenerator, load_generator
+    with pytest.raises(ConfigError, match="unknown load generator 'ab'; choose from wrk"):
+        load_generator(local, "ab")
+    assert issubclass(Wrk, LoadGenerator) and Wrk.name == "wrk"
+
+
+def test_readiness_is_what_the_app_declares():
+    from edgebench.apps import APPS, HTTP_APPS, Readiness
+    assert APPS["go-http"].readiness.probe_args(18080) == ["-url", "http://127.0.0.1:18080/io"]
+    redis = Readiness(None, r"PING\r\n", "+PONG")
+    assert redis.probe_args(6379) == ["-tcp", "127.0.0.1:6379", "-send", r"PING\r\n", "-expect", "+PONG"]
+    assert Readiness(None).probe_args(1) == ["-tcp", "127.0.0.1:1"]
+    with pytest.raises(ConfigError, match="no URL"):
+        redis.url(6379)
+    assert HTTP_APPS == ("go-http", "node-http")
+    assert not APPS["iomt"].is_service and APPS["iomt"].readiness is None

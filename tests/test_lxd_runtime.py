@@ -318,7 +318,7 @@ def batch_artifact(local, runtime, image, tmp_path_factory):
     (src / "main.go").write_text(BATCH_SOURCE)
     binary = go_build(src, "lxd-batch-test", local.facts()["arch"])
     remote = local.upload_if_changed(binary, f"{local.workspace}/apps/lxd-batch-test/lxd-batch-test", mode="755")
-    app = App("lxd-batch-test", "go", src, ".", http=False)
+    app = App("lxd-batch-test", "go", src, ".", kind="batch", readiness=None)
     built = BuiltApp(app, local.facts()["arch"], remote, binary.stat().st_size, [remote], local_path=binary)
     return runtime.package(built)
 
@@ -334,7 +334,7 @@ def test_run_batch_output_exit_code_and_limits(runtime, batch_artifact, lxd_clea
     applied = result.limits_applied
     assert applied.memory_mb == 64 and applied.cpuset == "1"
     assert abs(applied.cpus - 0.333) < 1e-9  # not whole ms per 100 ms: set through raw.lxc
-    assert result.details["oom_killed"] is False
+    assert result.oom_killed is False
     assert result.details["cgroup"].startswith("lxc.payload.eb-")
     assert "pgfault" in (result.details["cgroup_faults_before_exec"] or {})
     assert result.wall_s is None or 0 < result.wall_s < 30
@@ -391,11 +391,6 @@ def test_invalid_options_raise(local, runtime, artifacts, lxd_clean):
         runtime.package(artifacts["go-http"].built, "published")
     with pytest.raises(ConfigError, match="start_mode"):
         LxdRuntime(local, start_mode="boot")
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        s.listen()
-        with pytest.raises(ConfigError, match=f"port {s.getsockname()[1]} .* in use"):
-            runtime.launch_plan(artifacts["go-http"], Limits(), s.getsockname()[1])
 
 
 @integration

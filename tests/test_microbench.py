@@ -63,7 +63,7 @@ def test_same_sysbench_in_native_and_docker(local, docker_ready, cgroups_ready, 
     for rt in (NativeRuntime(local, f"t{uuid.uuid4().hex[:6]}"), DockerRuntime(local, f"t{uuid.uuid4().hex[:6]}")):
         try:
             artifact = rt.package(built, "offline" if rt.name == "docker" else "native")
-            result = rt.run_batch(artifact, ["-dir", microbench.scratch_dir(rt), *sb.fileio(2, 1, 1)],
+            result = rt.run_batch(artifact, ["-dir", rt.scratch_dir(), *sb.fileio(2, 1, 1)],
                                   Limits(cpus=1, memory_mb=256, cpuset="0", swap=False), timeout_s=120)
             assert result.ok, result.stderr
             steps = sb.steps_record(result.stdout)

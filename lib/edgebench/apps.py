@@ -30,31 +30,70 @@ GO_BUILD_TIMEOUT_S = 300
 
 
 @dataclass(frozen=True)
+class Readiness:
+    """How the probe on the target decides that a service answers, polled at the same cadence
+    (<= 1 ms) whatever the kind: HTTP 200 on a path, or a TCP connect plus, optionally, a
+    protocol exchange (Redis: send PING, expect a line starting +PONG)."""
+    path: str | None = "/io"   # HTTP: the path that must answer 200; None: TCP
+    send: str = ""             # TCP: written once connected (\r\n as escapes, as the probe reads them)
+    expect: str = ""           # TCP: the reply's first line starts with this; "": a connect is enough
+
+    @property
+    def http(self) -> bool:
+        return self.path is not None
+
+    def url(self, port: int, host: str = "127.0.0.1") -> str:
+        if not self.http:
+            raise ConfigError("a TCP service has no URL to poll; the published protocol polls HTTP with curl")
+        return f"http://{host}:{port}{self.path}"
+
+    def probe_args(self, port: int, host: str = "127.0.0.1") -> list[str]:
+        if self.http:
+            return ["-url", self.url(port, host)]
+        return ["-tcp", f"{host}:{port}", *(["-send", self.send] if self.send else []),
+                *(["-expect", self.expect] if self.expect else [])]
+
+
+HTTP_READY = Readiness("/io")
+APP_KINDS = ("http", "tcp", "batch", "tool")
+
+
+@dataclass(frozen=True)
 class App:
     name: str
     language: str          # "go", "node", or "tool" (a binary the target's packages provide)
     source_dir: Path
     entry: str             # go: package dir "."; node: the script file; tool: the binary's name
-    http: bool = True      # serves /io and /compute; False for batch workloads
+    kind: str = "http"     # http or tcp: a service with a port; batch: runs to completion; tool
+    readiness: Readiness | None = HTTP_READY   # services: when it answers
+    endpoints: tuple[str, ...] = ()            # HTTP paths the load experiments drive
     container_port: int = 8080
     package: str = ""      # tool: the Debian package that provides it (for the error message)
+
+    @property
+    def is_service(self) -> bool:
+        return self.kind in ("http", "tcp")
 
     @property
     def source_files(self) -> list[Path]:
         return sorted(p for p in self.source_dir.rglob("*") if p.is_file())
 
 
+PAPER_ENDPOINTS = ("/io", "/compute")  # paper 000's I/O-bound and CPU-bound requests
+
 APPS: dict[str, App] = {
-    "go-http": App("go-http", "go", APPS_DIR / "go-http", "."),
-    "node-http": App("node-http", "node", APPS_DIR / "node-http", "server.js"),
+    "go-http": App("go-http", "go", APPS_DIR / "go-http", ".", endpoints=PAPER_ENDPOINTS),
+    "node-http": App("node-http", "node", APPS_DIR / "node-http", "server.js", endpoints=PAPER_ENDPOINTS),
     # Batch workloads (LZW, AES, k-means) for the IoMT and page-fault experiments.
-    "iomt": App("iomt", "go", APPS_DIR / "iomt", ".", http=False),
+    "iomt": App("iomt", "go", APPS_DIR / "iomt", ".", kind="batch", readiness=None),
     # Microbenchmarks: the target's own sysbench and iperf3.
-    "sysbench": App("sysbench", "tool", TOOLS_DIR / "steps", "sysbench", http=False, package="sysbench"),
-    "iperf3": App("iperf3", "tool", TOOLS_DIR / "steps", "iperf3", http=False, container_port=5201,
-                  package="iperf3"),
+    "sysbench": App("sysbench", "tool", TOOLS_DIR / "steps", "sysbench", kind="tool", readiness=None,
+                    package="sysbench"),
+    "iperf3": App("iperf3", "tool", TOOLS_DIR / "steps", "iperf3", kind="tool", readiness=None,
+                  container_port=5201, package="iperf3"),
 }
-HTTP_APPS = tuple(name for name, app in APPS.items() if app.http)
+# The apps that serve paper 000's endpoints: what time to ready and the HTTP load experiments run.
+HTTP_APPS = tuple(name for name, app in APPS.items() if set(PAPER_ENDPOINTS) <= set(app.endpoints))
 
 
 def get_app(name: str) -> App:

@@ -1,14 +1,19 @@
-"""The HTTP load driver: wrk on a load-generator host, reported as JSON by a Lua done() hook.
+"""Load generators: one interface (`LoadGenerator`), one report (`LoadReport`) whatever the tool.
 
-Closed loop like the paper (`wrk -t4 -c100 -d30s`), but keeping every percentile wrk tracks,
-every error class, and the raw output. An optional warm-up run precedes each measurement and is
-kept apart (its raw output is stored, its numbers are not rows).
+wrk is the first: on a load-generator host, reported as JSON by a Lua done() hook. Closed loop
+like the paper (`wrk -t4 -c100 -d30s`), but keeping every percentile wrk tracks, every error
+class, and the raw output. An optional warm-up run precedes each measurement and is kept apart
+(its raw output is stored, its numbers are not rows). A generator for another protocol
+(redis-benchmark, ab) subclasses LoadGenerator, fills the same LoadReport, and is added to
+LOAD_GENERATORS.
 """
 
 from __future__ import annotations
 
 import json
+from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass
+from typing import ClassVar
 
 from edgebench.errors import ConfigError, EdgebenchError, MissingTool
 from edgebench.paths import TOOLS_DIR
@@ -49,7 +54,8 @@ LOAD_PROFILES = {
 
 
 @dataclass
-class WrkReport:
+class LoadReport:
+    """What every load generator reports; rows are made from this alone."""
     requests: int
     duration_us: int
     bytes: int
@@ -72,11 +78,11 @@ class WrkReport:
         return self.requests_per_second * self.latency_us["mean"] / 1e6 / connections
 
 
-def parse_report(stdout: str, command: str = "", stderr: str = "") -> WrkReport:
+def parse_report(stdout: str, command: str = "", stderr: str = "") -> LoadReport:
     for line in stdout.splitlines():
         if line.startswith(REPORT_MARKER):
             d = json.loads(line[len(REPORT_MARKER):])
-            return WrkReport(d["requests"], d["duration_us"], d["bytes"], d["requests_per_second"],
+            return LoadReport(d["requests"], d["duration_us"], d["bytes"], d["requests_per_second"],
                              d["latency_us"], d["errors"], command, stdout, stderr)
     raise EdgebenchError(f"wrk printed no report (is {REPORTER.name} in use?): "
                          f"{(stderr or stdout).strip()[-300:]}")
@@ -91,18 +97,38 @@ def wrk_command(url: str, settings: LoadSettings, reporter: str, duration_s: int
     return ["taskset", "-c", cpuset, *argv] if cpuset else argv
 
 
-class LoadGenerator:
-    """wrk on a host (the local machine by default): checks for wrk, uploads the reporter."""
+class LoadGenerator(ABC):
+    """A tool on a host (the local machine by default) that loads a service and reports it."""
+    name: ClassVar[str]
 
     def __init__(self, host: Target):
         self.host = host
+
+    @abstractmethod
+    def run(self, url: str, settings: LoadSettings, cpuset: str | None = None,
+            duration_s: int | None = None) -> LoadReport:
+        """One measured run against url (pinned to cpuset when given)."""
+
+    def warm_up(self, url: str, settings: LoadSettings, cpuset: str | None = None) -> LoadReport | None:
+        """A run before the measured one, settings.warmup_s long (none when 0)."""
+        if settings.warmup_s <= 0:
+            return None
+        return self.run(url, settings, cpuset, duration_s=settings.warmup_s)
+
+
+class Wrk(LoadGenerator):
+    """wrk, closed loop, with the Lua reporter uploaded to the host."""
+    name = "wrk"
+
+    def __init__(self, host: Target):
+        super().__init__(host)
         if not host.which("wrk"):
             raise MissingTool("wrk", f"{host.name} has no `wrk`; install it there (apt-get install wrk, "
                               "or `make provision`) or choose another load-generator host")
         self.reporter = host.upload_if_changed(REPORTER, f"{host.workspace}/bin/report.lua")
 
     def run(self, url: str, settings: LoadSettings, cpuset: str | None = None,
-            duration_s: int | None = None) -> WrkReport:
+            duration_s: int | None = None) -> LoadReport:
         settings.check()
         argv = wrk_command(url, settings, self.reporter, duration_s, cpuset)
         d = duration_s if duration_s is not None else settings.duration_s
@@ -112,7 +138,11 @@ class LoadGenerator:
                                  f"{(r.stderr or r.stdout).strip()[-300:]}")
         return parse_report(r.stdout, r.command, r.stderr)
 
-    def warm_up(self, url: str, settings: LoadSettings, cpuset: str | None = None) -> WrkReport | None:
-        if settings.warmup_s <= 0:
-            return None
-        return self.run(url, settings, cpuset, duration_s=settings.warmup_s)
+
+LOAD_GENERATORS: dict[str, type[LoadGenerator]] = {"wrk": Wrk}
+
+
+def load_generator(host: Target, name: str = "wrk") -> LoadGenerator:
+    if name not in LOAD_GENERATORS:
+        raise ConfigError(f"unknown load generator {name!r}; choose from {', '.join(LOAD_GENERATORS)}")
+    return LOAD_GENERATORS[name](host)

@@ -1,13 +1,19 @@
 // Command probe measures time-to-ready the same way for every deployment
 // mode (native process, docker run, unikernel launcher, lxc exec, ...): it
-// timestamps just before spawning the launch command, then polls an HTTP URL
-// over raw TCP until a 200 status line arrives. Polling happens in-process so
-// that no fork/exec per attempt skews the result.
+// timestamps just before spawning the launch command, then polls the service
+// until it answers: an HTTP URL over raw TCP until a 200 status line arrives,
+// or a TCP service until it answers a protocol exchange (Redis: PING, +PONG).
+// Polling happens in-process so that no fork/exec per attempt skews the result.
 //
 //	probe -url http://127.0.0.1:8080/io [-interval 1ms] [-timeout 60s]
 //	      [-connect-timeout 50ms] [-read-timeout 1s]
 //	      [-stdout FILE] [-stderr FILE] -- COMMAND ARGS...
+//	probe -tcp 127.0.0.1:6379 [-send 'PING\r\n' -expect +PONG] ... -- COMMAND ARGS...
 //	probe -batch [-timeout 60s] [-stdout FILE] [-stderr FILE] -- COMMAND ARGS...
+//
+// With -tcp and no -expect, an accepted connection is ready; with -expect, the
+// first line read back must start with it (-send is written first, with Go
+// escapes such as \r\n interpreted).
 //
 // With -batch it runs a program to completion instead (see batch.go).
 //
@@ -27,6 +33,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -65,6 +72,9 @@ func main() {
 func run() int {
 	fs := flag.NewFlagSet("probe", flag.ContinueOnError)
 	rawURL := fs.String("url", "", "URL to poll until it answers 200 (http only)")
+	tcpAddr := fs.String("tcp", "", "host:port of a TCP service to poll instead of -url")
+	send := fs.String("send", "", "with -tcp: what to write once connected (Go escapes: \\r\\n)")
+	expect := fs.String("expect", "", "with -tcp: the reply's first line must start with this")
 	interval := fs.Duration("interval", time.Millisecond, "time between attempt starts")
 	timeout := fs.Duration("timeout", 60*time.Second, "give up this long after spawning")
 	connectTimeout := fs.Duration("connect-timeout", 50*time.Millisecond, "TCP connect timeout per attempt")
@@ -95,7 +105,13 @@ func run() int {
 	if *batch {
 		return runBatch(argv, *stdoutPath, *stderrPath, *timeout)
 	}
-	target, err := parseTarget(*rawURL)
+	var target target
+	var err error
+	if *tcpAddr != "" {
+		target, err = parseTCPTarget(*tcpAddr, *send, *expect)
+	} else {
+		target, err = parseTarget(*rawURL)
+	}
 	if err != nil {
 		return usage(err.Error())
 	}
@@ -199,7 +215,33 @@ func run() int {
 
 type target struct {
 	addr    string // host:port to dial
-	request []byte
+	request []byte // written once connected (may be empty)
+	// accepts decides from the first line read back; nil: the connection alone is ready.
+	accepts func(line string) bool
+}
+
+// httpOK: "HTTP/1.1 200 OK", the code is the second field.
+func httpOK(line string) bool {
+	f := strings.Fields(line)
+	return len(f) >= 2 && strings.HasPrefix(f[0], "HTTP/") && f[1] == "200"
+}
+
+func parseTCPTarget(addr, send, expect string) (target, error) {
+	if _, _, err := net.SplitHostPort(addr); err != nil {
+		return target{}, fmt.Errorf("-tcp must be host:port, got %q", addr)
+	}
+	if send != "" {
+		unquoted, err := strconv.Unquote(`"` + strings.ReplaceAll(send, `"`, `\"`) + `"`)
+		if err != nil {
+			return target{}, fmt.Errorf("-send %q: %v", send, err)
+		}
+		send = unquoted
+	}
+	t := target{addr: addr, request: []byte(send)}
+	if expect != "" {
+		t.accepts = func(line string) bool { return strings.HasPrefix(line, expect) }
+	}
+	return t, nil
 }
 
 func parseTarget(raw string) (target, error) {
@@ -218,7 +260,7 @@ func parseTarget(raw string) (target, error) {
 		addr = net.JoinHostPort(u.Hostname(), "80")
 	}
 	req := fmt.Sprintf("GET %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n", u.RequestURI(), u.Host)
-	return target{addr: addr, request: []byte(req)}, nil
+	return target{addr: addr, request: []byte(req), accepts: httpOK}, nil
 }
 
 // printResult writes the one JSON line (with msg as its error, if any) and
@@ -239,11 +281,11 @@ func openOutput(path string) (*os.File, error) {
 	return os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644) // one launch per file: a stale line must not pass for this launch's
 }
 
-// attempt does one connect + request + status-line read. It returns when the
-// TCP connection was established (nil if not) and when a 200 status line was
-// read (nil if not). Connections that are accepted and then reset or answered
-// with another status (e.g. a port proxy in front of a not yet started
-// server) count as connected but not ready.
+// attempt does one connect + request + first-line read. It returns when the
+// TCP connection was established (nil if not) and when an accepted first line
+// was read (nil if not). Connections that are accepted and then reset or
+// answered otherwise (e.g. a port proxy in front of a not yet started server)
+// count as connected but not ready.
 func attempt(d *net.Dialer, t target, deadline time.Time, readTimeout time.Duration) (connected, ready *time.Time) {
 	conn, err := d.Dial("tcp", t.addr)
 	if err != nil {
@@ -257,17 +299,21 @@ func attempt(d *net.Dialer, t target, deadline time.Time, readTimeout time.Durat
 	if deadline.Before(ioDeadline) {
 		ioDeadline = deadline
 	}
+	if t.accepts == nil {
+		return connected, connected
+	}
 	conn.SetDeadline(ioDeadline)
-	if _, err := conn.Write(t.request); err != nil {
-		return connected, nil
+	if len(t.request) > 0 {
+		if _, err := conn.Write(t.request); err != nil {
+			return connected, nil
+		}
 	}
 	line, err := bufio.NewReader(conn).ReadString('\n')
 	if err != nil {
 		return connected, nil
 	}
 	at := time.Now()
-	// "HTTP/1.1 200 OK": the code is the second field.
-	if f := strings.Fields(line); len(f) >= 2 && strings.HasPrefix(f[0], "HTTP/") && f[1] == "200" {
+	if t.accepts(line) {
 		return connected, &at
 	}
 	return connected, nil

@@ -89,11 +89,12 @@ def select_runtimes(target: Target, requested, run_tag: str, apps: Iterable[str]
     chosen, skipped = [], {}
     for name in names:
         rt = RUNTIMES[name](target, run_tag, **(options or {}).get(name, {}))
-        why = rt.availability()
         unfit = [a for a in apps if APPS[a].language not in rt.languages]
-        if why and unfit and len(unfit) == len(list(apps)):
+        if unfit and len(unfit) == len(list(apps)):  # asked first: no need to probe the target
             why = Availability(False, f"{name} does not run {', '.join(unfit)} in edgebench "
                                       f"(it runs {', '.join(rt.languages)} apps)")
+        else:
+            why = rt.availability()
         if why:
             chosen.append(rt)
         elif auto:

@@ -18,7 +18,7 @@ from edgebench.apps import APPS, HTTP_APPS, place_app
 from edgebench.errors import ConfigError, EdgebenchError
 from edgebench.experiments.common import as_list, check_apps, check_profile, runtime_options, session
 from edgebench.results import Run, new_run_id
-from edgebench.runtimes.docker import BUILD_MODES
+from edgebench.runtimes import RUNTIMES
 
 EXPERIMENT = "static_footprint"
 EXTRA_COLUMNS = ["build", "artifact"]
@@ -31,9 +31,10 @@ def run_footprint(target="local", runtimes="auto", apps="all", docker_builds="of
     check_profile(profile)
     app_names = check_apps(apps, HTTP_APPS)
     builds = as_list(docker_builds, ["offline"])
+    modes = list(dict.fromkeys(m for cls in RUNTIMES.values() for m in cls.build_modes if m != "native"))
     for b in builds:
-        if b not in BUILD_MODES:
-            raise ConfigError(f"docker build {b!r} unknown; choose from {', '.join(BUILD_MODES)}")
+        if b not in modes:
+            raise ConfigError(f"build {b!r} unknown; choose from {', '.join(modes)}")
     run_id = run_id or new_run_id()
     params = dict(target=str(target), runtimes=runtimes, apps=app_names, docker_builds=builds,
                   profile=profile)
@@ -50,7 +51,7 @@ def run_footprint(target="local", runtimes="auto", apps="all", docker_builds="of
                                    runtime=rt.name, protocol="fair", **base)
                     continue
                 for rt in selection.runtimes:
-                    for build in (builds if rt.name == "docker" else ["native"]):
+                    for build in dict.fromkeys(rt.build_for(b) for b in builds):
                         row = dict(base, runtime=rt.name, build=build,
                                    protocol="published" if build == "published" else "fair")
                         try:
@@ -61,19 +62,13 @@ def run_footprint(target="local", runtimes="auto", apps="all", docker_builds="of
                         run.save_raw(f"package-{app_name}-{rt.name}-{build}",
                                      command=artifact.details.get("build_command", "(copied)"),
                                      stdout=str(artifact.details), artifact=artifact.ref)
-                        size = artifact.size_bytes
                         row["build"] = artifact.build
-                        if rt.name == "native" and "node_binary_bytes" in built.details:
-                            size += built.details["node_binary_bytes"]
                         run.add(metric="app_size", value=artifact.raw_size_bytes, unit="bytes",
                                 artifact=artifact.ref, **row)
-                        run.add(metric="image_size", value=size, unit="bytes", artifact=artifact.ref, **row)
-                        if rt.name == "nanos":
-                            d = artifact.details
-                            run.add(metric="image_size_apparent", value=d.get("image_apparent_bytes"),
-                                    unit="bytes", artifact=artifact.ref, **row)
-                            run.add(metric="kernel_size", value=d.get("kernel_bytes"), unit="bytes",
-                                    artifact=d.get("kernel"), **row)
+                        run.add(metric="image_size", value=artifact.size_bytes, unit="bytes",
+                                artifact=artifact.ref, **row)
+                        for metric, value, unit, what in artifact.extra_sizes:
+                            run.add(metric=metric, value=value, unit=unit, artifact=what, **row)
             return run.dir
 
 

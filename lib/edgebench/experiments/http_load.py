@@ -14,19 +14,19 @@ A runtime that fails at a memory level (OOM-killed, never ready, every request f
 
 from __future__ import annotations
 
+import itertools
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import Iterator
 
-from tqdm import tqdm
-
 from edgebench.apps import HTTP_APPS
-from edgebench.errors import ConfigError, EdgebenchError
+from edgebench.errors import ConfigError
 from edgebench.experiments.common import (runtime_options, as_list, check_apps, check_profile, check_protocols,
                                           check_repetitions, collect as _collect, resolve_limits, session)
 from edgebench.experiments.protocols import fair_limits, package_all, published_limits, with_instance
-from edgebench.load import LOAD_PROFILES, LoadGenerator, LoadSettings
+from edgebench.experiments.sweep import Point, artifact_for, sweep
+from edgebench.load import LOAD_PROFILES, LoadGenerator, LoadSettings, load_generator
 from edgebench.results import Run, new_run_id
 from edgebench.runtimes import Limits, StartFailed
 from edgebench.runtimes.base import is_alive
@@ -77,7 +77,7 @@ def load_generator_for(target, spec) -> Iterator[tuple[LoadGenerator, bool]]:
     shared = target.is_local and str(spec or "local").strip().lower() in LOCAL_NAMES
     host = target if shared else connect(spec)
     try:
-        yield LoadGenerator(host), shared
+        yield load_generator(host), shared
     finally:
         if host is not target:
             host.close()
@@ -132,31 +132,32 @@ def run_http_load(experiment: str = "io_bound", target="local", runtimes="auto",
             run.note("load_generator", {"host": lg_host.name, "shares_target": shared,
                                         "facts": lg_host.facts()})
             artifacts = package_all(run, tgt, selection.runtimes, app_names, docker_build)
-            steps = [(s, rep, app, i, proto) for s in plan for rep in range(1, reps + 1) for app in app_names
-                     for i in range(len(selection.runtimes)) for proto in protocol_names]
-            port_seq = 0
-            for (scenario, cpus, mem, clip), rep, app, i, proto in tqdm(steps, desc=experiment,
-                                                                        disable=not progress):
-                rt = selection.runtimes[(i + rep) % len(selection.runtimes)]
-                limits = fair_limits(cpus, mem, cores) if proto == "fair" else published_limits(cpus, mem)
-                artifact = artifacts.get((app, rt.name))
-                lg_cpuset, lg_note = (loadgen_cpuset(shared, limits.cpuset, cores) if proto == "fair"
+            ports = itertools.count(1)
+
+            def limits_at(p: Point) -> Limits:
+                _, cpus, mem, _ = p.outer
+                return fair_limits(cpus, mem, cores) if p.protocol == "fair" else published_limits(cpus, mem)
+
+            def row_for(p: Point) -> dict:
+                scenario, cpus, mem, clip = p.outer
+                artifact = artifacts.get((p.inner, p.runtime.name))
+                lg_cpuset, lg_note = (loadgen_cpuset(shared, limits_at(p).cpuset, cores) if p.protocol == "fair"
                                       else (None, ""))
-                row = dict(app=app, runtime=rt.name, protocol=proto, rep=rep, cpus=cpus, memory_mb=mem,
-                           scenario=scenario, endpoint=endpoint, iter=int(iterations) if endpoint == "/compute"
-                           else None, build=artifact.build if artifact else "", threads=settings.threads,
-                           connections=settings.connections, duration_s=settings.duration_s,
-                           loadgen_cpuset=lg_cpuset, limits_note="; ".join(x for x in (clip, lg_note) if x))
-                if artifact is None:
-                    run.failed(metric="requests_per_second", unit="req/s", error="packaging failed (see raw/)",
-                               **row)
-                    continue
-                port_seq += 1
-                try:
-                    measure_load(run, rt, artifact, limits, PORT_BASE + port_seq % 200, path, loadgen,
-                                 settings, lg_cpuset, row, host=tgt.address)
-                except EdgebenchError as e:
-                    run.failed(metric="requests_per_second", unit="req/s", error=str(e), **row)
+                return dict(app=p.inner, runtime=p.runtime.name, protocol=p.protocol, rep=p.rep, cpus=cpus,
+                            memory_mb=mem, scenario=scenario, endpoint=endpoint,
+                            iter=int(iterations) if endpoint == "/compute" else None,
+                            build=artifact.build if artifact else "", threads=settings.threads,
+                            connections=settings.connections, duration_s=settings.duration_s,
+                            loadgen_cpuset=lg_cpuset, limits_note="; ".join(x for x in (clip, lg_note) if x))
+
+            def measure(p: Point, row: dict) -> None:
+                artifact = artifact_for(artifacts, p.inner, p.runtime)
+                measure_load(run, p.runtime, artifact, limits_at(p), PORT_BASE + next(ports) % 200, path,
+                             loadgen, settings, row["loadgen_cpuset"], row, host=tgt.address)
+
+            sweep(run, selection.runtimes, reps=reps, outer=plan, inner=app_names, protocols=protocol_names,
+                  row_for=row_for, measure=measure, failed=("requests_per_second", "req/s"), desc=experiment,
+                  progress=progress)
             return run.dir
 
 

@@ -23,13 +23,12 @@ import json
 import re
 from pathlib import Path
 
-from tqdm import tqdm
-
 from edgebench.counters import COLUMNS as PERF_COLUMNS, EVENTS
 from edgebench.errors import ConfigError, EdgebenchError
 from edgebench.experiments.common import (runtime_options, as_list, check_profile, check_protocols, check_repetitions,
                                           collect as _collect, resolve_limits, session)
 from edgebench.experiments.protocols import fair_limits, package_all, published_limits, with_applied
+from edgebench.experiments.sweep import Point, artifact_for, sweep
 from edgebench.results import Run, new_run_id
 from edgebench.runtimes import Limits
 
@@ -143,29 +142,30 @@ def run_iomt(experiment: str = "iomt", target="local", runtimes="auto", workload
         with Run(experiment, params, tgt.facts(), extra_columns=EXTRA_COLUMNS, run_id=run_id) as run:
             run.note("skipped_runtimes", selection.skipped)
             artifacts = package_all(run, tgt, selection.runtimes, [APP], docker_build)
-            steps = [(w, label, rep, i, proto) for w in names for label in size_plan[w]
-                     for rep in range(1, reps + 1) for i in range(len(selection.runtimes))
-                     for proto in protocol_names]
-            for w, label, rep, i, proto in tqdm(steps, desc=experiment, disable=not progress):
-                rt = selection.runtimes[(i + rep) % len(selection.runtimes)]  # A B, then B A
-                limits = (fair_limits(cpus_v, mem_v, cores) if proto == "fair"
-                          else published_limits(cpus_v, mem_v))
-                artifact = artifacts.get((APP, rt.name))
+
+            def limits_for(protocol: str) -> Limits:
+                return fair_limits(cpus_v, mem_v, cores) if protocol == "fair" else published_limits(cpus_v, mem_v)
+
+            def row_for(p: Point) -> dict:
+                w, label = p.outer
+                artifact = artifacts.get((APP, p.runtime.name))
                 size = parse_size(label)
-                row = dict(app=APP, runtime=rt.name, protocol=proto, rep=rep, cpus=cpus_v, memory_mb=mem_v,
-                           workload=w, input_size=label, entropy=entropy, seed=int(seed),
-                           input_bytes=None if w == "kmeans" else size, points=size if w == "kmeans" else None,
-                           build=artifact.build if artifact else "", limits_note=clip)
-                if artifact is None:
-                    run.failed(metric="end_to_end_latency", unit="s", error="packaging failed (see raw/)", **row)
-                    continue
+                return dict(app=APP, runtime=p.runtime.name, protocol=p.protocol, rep=p.rep, cpus=cpus_v,
+                            memory_mb=mem_v, workload=w, input_size=label, entropy=entropy, seed=int(seed),
+                            input_bytes=None if w == "kmeans" else size, points=size if w == "kmeans" else None,
+                            build=artifact.build if artifact else "", limits_note=clip)
+
+            def measure(p: Point, row: dict) -> None:
+                w, label = p.outer
+                artifact = artifact_for(artifacts, APP, p.runtime)
                 args = workload_args(w, label, int(seed), entropy, int(k), int(dims), int(iterations))
-                try:
-                    result = rt.run_batch(artifact, args, limits, timeout_s=timeout_s, protocol=proto)
-                except EdgebenchError as e:
-                    run.failed(metric="end_to_end_latency", unit="s", error=str(e), **row)
-                    continue
-                record_batch(run, result, limits, row, f"{w}-{label}-{rt.name}-{proto}-rep{rep}")
+                limits = limits_for(p.protocol)
+                result = p.runtime.run_batch(artifact, args, limits, timeout_s=timeout_s, protocol=p.protocol)
+                record_batch(run, result, limits, row, f"{w}-{label}-{p.runtime.name}-{p.protocol}-rep{p.rep}")
+
+            sweep(run, selection.runtimes, reps=reps, outer=[(w, label) for w in names for label in size_plan[w]],
+                  protocols=protocol_names, row_for=row_for, measure=measure,
+                  failed=("end_to_end_latency", "s"), desc=experiment, progress=progress)
             return run.dir
 
 
@@ -174,11 +174,11 @@ def record_batch(run: Run, result, limits: Limits, row: dict, tag: str) -> None:
     run.save_raw(f"batch-{tag}", command=result.command, stdout=result.stdout, stderr=result.stderr,
                  exit_code=result.exit_code, probe=result.raw.get("probe"), perf=result.raw.get("perf"),
                  limits_applied=result.limits_applied, details=result.details)
-    row = with_applied(dict(row, perf_scope=result.perf_scope, accelerator=result.details.get("accelerator"),
+    row = with_applied(dict(row, perf_scope=result.perf_scope, accelerator=result.accelerator,
                             counting_cgroup=result.cgroup_faults.source if result.cgroup_faults else ""),
                        limits, result.limits_applied)
     if not result.ok:
-        why = ("OOM-killed" if result.details.get("oom_killed") else
+        why = ("OOM-killed" if result.oom_killed else
                "timed out" if result.timed_out else f"exit code {result.exit_code}")
         tail = " | ".join(result.stderr.strip().splitlines()[-2:])
         run.failed(metric="end_to_end_latency", unit="s", error=f"{why}: {tail}".strip(": "), **row)
@@ -205,7 +205,7 @@ def record_batch(run: Run, result, limits: Limits, row: dict, tag: str) -> None:
     else:
         add("throughput", rec.get("work_throughput_mb_s"), "MB/s")
     # A kernel whose getrusage leaves these at 0 (Nanos) has not counted them: missing, not zero.
-    no_counts = (result.details.get("rusage_counts_missing")
+    no_counts = (result.outcome.rusage_counts_missing
                  if not ru.get("minflt") and not ru.get("maxrss_kb") else None)
     if no_counts:
         ru = {k: v for k, v in ru.items() if k not in ("minflt", "majflt", "maxrss_kb")}
@@ -220,7 +220,7 @@ def record_batch(run: Run, result, limits: Limits, row: dict, tag: str) -> None:
     add("faults_program", _sum(ru.get("minflt"), ru.get("majflt"), *(-(start.get(k) or 0) for k in ("minflt", "majflt")))
         if start else None, "count", no_counts or "getrusage at exit minus at the start of main()")
     cg = result.cgroup_faults
-    scope = result.details.get("faults_scope")
+    scope = result.outcome.faults_scope
     add("faults_cgroup", cg.pgfault if cg else None, "count",
         "; ".join(x for x in (scope, cg.note if cg and cg.note else "memory.stat pgfault") if x))
     add("faults_cgroup_major", cg.pgmajfault if cg else None, "count", cg.note if cg else "")

@@ -18,13 +18,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
-from tqdm import tqdm
-
 from edgebench import sysbench as sb
 from edgebench.errors import ConfigError, EdgebenchError
 from edgebench.experiments.common import (as_list, check_profile, check_protocols, check_repetitions,
                                           collect as _collect, resolve_limits, session)
 from edgebench.experiments.protocols import fair_limits, package_all, published_limits, with_applied
+from edgebench.experiments.sweep import Point, artifact_for, sweep
 from edgebench.results import Run, new_run_id
 from edgebench.runtimes import Limits
 
@@ -50,17 +49,11 @@ def max_threads(target) -> int | None:
     return min(values) - 64 if values else None
 
 
-def scratch_dir(rt) -> str:
-    """Where fileio writes: inside the container's own filesystem for containers; the
-    workspace for native (/tmp may be tmpfs on the host)."""
-    return f"{rt.target.workspace}/scratch/{rt.run_tag}" if rt.name == "native" else "/tmp/edgebench"
-
-
 def _run_steps(run: Run, rt, artifact, words: list[str], limits: Limits, row: dict, tag: str,
                timeout_s: float) -> list[dict] | None:
     """One batch run; raw output kept; a failure becomes a failed row and None."""
     try:
-        result = rt.run_batch(artifact, ["-dir", scratch_dir(rt), *words], limits, timeout_s=timeout_s,
+        result = rt.run_batch(artifact, ["-dir", rt.scratch_dir(), *words], limits, timeout_s=timeout_s,
                               events=("page-faults",))
     except EdgebenchError as e:
         run.failed(metric="total_time", unit="s", error=str(e), **row)
@@ -107,24 +100,20 @@ class _Bench:
     clip: str
     max_threads: int | None
 
-    def steps(self, plan: list, reps: int, desc: str, progress: bool):
-        """(item, rep, runtime), runtimes alternating and their order turning with each rep."""
-        runtimes = self.selection.runtimes
-        todo = [(item, rep, i) for item in plan for rep in range(1, reps + 1) for i in range(len(runtimes))]
-        for item, rep, i in tqdm(todo, desc=desc, disable=not progress):
-            yield item, rep, runtimes[(i + rep) % len(runtimes)]
+    def sweep(self, plan: list, reps: int, row_for, measure, desc: str, progress: bool) -> None:
+        sweep(self.run, self.selection.runtimes, reps=reps, outer=plan, row_for=row_for, measure=measure,
+              failed=("total_time", "s"), desc=desc, progress=progress)
 
-    def runnable(self, rt, threads: int | None, row: dict):
-        """The runtime's artifact, or None after a failed row saying why it cannot run."""
+    def build_of(self, rt) -> str:
         artifact = self.artifacts.get((TOOL, rt.name))
-        if artifact is None:
-            self.run.failed(metric="total_time", unit="s", error="packaging failed (see raw/)", **row)
-        elif threads is not None and self.max_threads is not None and threads > self.max_threads:
-            self.run.failed(metric="total_time", unit="s", error=f"{threads} threads exceed what "
-                            f"{rt.target.name} can create ({self.max_threads})", **row)
-            artifact = None
-        else:
-            row["build"] = artifact.build
+        return artifact.build if artifact else ""
+
+    def runnable(self, rt, threads: int | None):
+        """The runtime's artifact; raises the reason it cannot run (its failed row says it)."""
+        artifact = artifact_for(self.artifacts, TOOL, rt)
+        if threads is not None and self.max_threads is not None and threads > self.max_threads:
+            raise EdgebenchError(f"{threads} threads exceed what {rt.target.name} can create "
+                                 f"({self.max_threads})")
         return artifact
 
 
@@ -164,18 +153,23 @@ def run_microbenchmarks(target="local", runtimes="auto", protocols="fair,publish
                                  sb.memory(threads, "100G", seconds=seconds, block="1M")))
                     plan.append((proto, "cpu", f"{threads}T, {seconds} s", threads, None,
                                  sb.cpu(threads, seconds=seconds)))
-        for (proto, bench, label, threads, total, words), rep, rt in b.steps(plan, reps, "microbenchmarks", progress):
+        def row_for(p: Point) -> dict:
+            proto, bench, label, threads, total, _ = p.outer
+            return dict(app=TOOL, runtime=p.runtime.name, protocol=proto, rep=p.rep, cpus=b.cpus,
+                        memory_mb=b.memory_mb, benchmark=bench, point=label, threads=threads, total=total,
+                        build=b.build_of(p.runtime), limits_note=b.clip)
+
+        def measure(p: Point, row: dict) -> None:
+            proto, bench, _, threads, _, words = p.outer
+            rt = p.runtime
             limits = (fair_limits(b.cpus, b.memory_mb, b.cores) if proto == "fair"
                       else published_limits(b.cpus, b.memory_mb))
-            row = dict(app=TOOL, runtime=rt.name, protocol=proto, rep=rep, cpus=b.cpus, memory_mb=b.memory_mb,
-                       benchmark=bench, point=label, threads=threads, total=total, build="", limits_note=b.clip)
-            artifact = b.runnable(rt, threads, row)
-            if artifact is None:
-                continue
-            result = _run_steps(b.run, rt, artifact, words, limits, row, f"{bench}-{rt.name}-{proto}-{rep}",
-                                timeout_s=600)
+            result = _run_steps(b.run, rt, b.runnable(rt, threads), words, limits, row,
+                                f"{bench}-{rt.name}-{proto}-{p.rep}", timeout_s=600)
             if result:
                 _add_parsed(b.run, sb.parse(result[0]["stdout"]), row, result[0]["elapsed_ns"] / 1e9)
+
+        b.sweep(plan, reps, row_for, measure, "microbenchmarks", progress)
         if network:
             from edgebench.experiments.network import measure_docker_networking
             measure_docker_networking(b.run, b.target, b.selection, reps, seconds, load_generator, progress)
@@ -202,18 +196,20 @@ def run_lxd_appendix(target="local", runtimes="auto", cpus=None, memory=None, re
         plan = [("fileio", n, None, sb.fileio(n, 1, seconds)) for n in files]
         plan += [("memory", None, t, sb.memory(t, "100G", seconds=seconds, block="1M")) for t in threads_list]
         plan += [("cpu", None, t, sb.cpu(t, events=cfg["cpu_events"])) for t in threads_list]
-        for (bench, n, t, words), rep, rt in b.steps(plan, reps, "lxd_appendix", progress):
-            limits = fair_limits(b.cpus, b.memory_mb, b.cores)
-            row = dict(app=TOOL, runtime=rt.name, protocol="fair", rep=rep, cpus=b.cpus, memory_mb=b.memory_mb,
-                       benchmark=bench, files=n, threads=t, point=f"{n} files" if n else f"{t} threads",
-                       build="", limits_note=b.clip)
-            artifact = b.runnable(rt, t, row)
-            if artifact is None:
-                continue
-            result = _run_steps(b.run, rt, artifact, words, limits, row, f"{bench}-{n or t}-{rt.name}-{rep}",
-                                timeout_s=900)
+        def row_for(p: Point) -> dict:
+            bench, n, t, _ = p.outer
+            return dict(app=TOOL, runtime=p.runtime.name, protocol="fair", rep=p.rep, cpus=b.cpus,
+                        memory_mb=b.memory_mb, benchmark=bench, files=n, threads=t,
+                        point=f"{n} files" if n else f"{t} threads", build=b.build_of(p.runtime),
+                        limits_note=b.clip)
+
+        def measure(p: Point, row: dict) -> None:
+            bench, n, t, words = p.outer
+            rt = p.runtime
+            result = _run_steps(b.run, rt, b.runnable(rt, t), words, fair_limits(b.cpus, b.memory_mb, b.cores),
+                                row, f"{bench}-{n or t}-{rt.name}-{p.rep}", timeout_s=900)
             if not result:
-                continue
+                return
             if bench == "fileio":
                 prepare, main = result[0], result[1]
                 b.run.add(metric="file_creation_time", value=prepare["elapsed_ns"] / 1e9, unit="s",
@@ -223,6 +219,8 @@ def run_lxd_appendix(target="local", runtimes="auto", cpus=None, memory=None, re
                 _add_parsed(b.run, sb.parse(main["stdout"]), row)
             else:
                 _add_parsed(b.run, sb.parse(result[0]["stdout"]), row, result[0]["elapsed_ns"] / 1e9)
+
+        b.sweep(plan, reps, row_for, measure, "lxd_appendix", progress)
         return b.run.dir
 
 

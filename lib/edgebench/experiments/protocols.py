@@ -52,12 +52,11 @@ def with_instance(row: dict, limits: Limits, instance: Instance) -> dict:
     """with_applied for a running app, plus its network path and, for a VM, the accelerator
     it ran with (kvm or tcg: software emulation is a different machine)."""
     row = dict(row, network=instance.network_path)
-    if "accelerator" in instance.details:
-        row["accelerator"] = instance.details["accelerator"]
-        pinned = instance.details.get("pinned_to")
-        if pinned:
-            note = f"QEMU (all its threads) pinned to cores {pinned}"
-            row["limits_note"] = "; ".join(x for x in (row.get("limits_note"), note) if x)
+    if instance.accelerator:
+        row["accelerator"] = instance.accelerator
+    if instance.pinned_to:
+        note = f"QEMU (all its threads) pinned to cores {instance.pinned_to}"
+        row["limits_note"] = "; ".join(x for x in (row.get("limits_note"), note) if x)
     return with_applied(row, limits, instance.limits_applied)
 
 
@@ -72,7 +71,7 @@ def package_all(run: Run, target: Target, runtimes, app_names, docker_build: str
             continue
         for rt in runtimes:
             try:
-                artifacts[(app, rt.name)] = rt.package(built, docker_build if rt.name == "docker" else "native")
+                artifacts[(app, rt.name)] = rt.package(built, rt.build_for(docker_build))
             except EdgebenchError as e:
                 run.save_raw(f"package-{app}-{rt.name}", command="package", stderr=str(e))
     return artifacts

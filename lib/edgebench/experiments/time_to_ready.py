@@ -12,16 +12,16 @@ Two protocols, recorded in the `protocol` column:
 
 from __future__ import annotations
 
+import itertools
 import shlex
 from pathlib import Path
 
-from tqdm import tqdm
-
 from edgebench.apps import HTTP_APPS, place_probe
-from edgebench.errors import ConfigError, EdgebenchError, MissingTool
+from edgebench.errors import MissingTool
 from edgebench.experiments.common import (runtime_options, check_apps, check_profile, check_protocols, check_repetitions,
                                           resolve_limits, session)
 from edgebench.experiments.protocols import fair_limits, package_all, published_limits, with_instance
+from edgebench.experiments.sweep import Point, artifact_for, sweep
 from edgebench.results import Run, new_run_id
 from edgebench.runtimes import Limits, Runtime, StartFailed
 from edgebench.runtimes.base import parse_listen_line
@@ -98,7 +98,8 @@ def published_command(plan) -> str:
 
 
 def measure_published(run: Run, rt: Runtime, artifact, limits: Limits, port: int, row: dict) -> None:
-    plan = rt.published_launch_plan(artifact, limits, port)
+    plan = rt.published_launch_plan(artifact, limits, rt.free_port(port))
+    plan.readiness = artifact.built.app.readiness or plan.readiness
     script = published_command(plan)
     pid = None
     try:
@@ -110,7 +111,7 @@ def measure_published(run: Run, rt: Runtime, artifact, limits: Limits, port: int
             start, end = int(fields[1]), int(fields[2])
             pid = int(fields[3]) if len(fields) > 4 and fields[3] else None
             instance = rt.attach(plan, pid)
-            pid = instance.pid if rt.name == "native" else pid
+            pid = instance.pid  # what the runtime resolved the launch to (the app, or its VMM)
             run.add(metric="time_to_ready", value=float(end - start), unit="ms",
                     **with_instance(row, limits, instance))
         else:
@@ -152,28 +153,23 @@ def run_time_to_ready(target="local", runtimes="auto", apps="all", repetitions: 
                 run.note("clipped", clip_note)
             place_probe(tgt)
             artifacts = package_all(run, tgt, selection.runtimes, app_names, docker_build)
-            steps = [(rep, app, i, proto) for rep in range(1, reps + 1) for app in app_names
-                     for i in range(len(selection.runtimes)) for proto in protocol_names]
-            port_seq = 0
-            for rep, app, i, proto in tqdm(steps, desc="time to ready", disable=not progress):
-                # Rotate the order each repetition (A B, B A, ...) so drift favours no runtime.
-                rts = selection.runtimes
-                rt = rts[(i + rep) % len(rts)]
-                artifact = artifacts.get((app, rt.name))
-                lim = limits[proto]
-                row = dict(app=app, runtime=rt.name, protocol=proto, rep=rep, cpus=lim.cpus,
-                           memory_mb=lim.memory_mb, limits_note=clip_note,
-                           build=artifact.build if artifact else "")
-                if artifact is None:
-                    run.failed(metric="time_to_ready", unit="ms", error="packaging failed (see raw/)", **row)
-                    continue
-                port_seq += 1
-                port = PORT_BASE + port_seq % PORT_SPAN
-                measure = measure_fair if proto == "fair" else measure_published
-                try:
-                    measure(run, rt, artifact, lim, port, row)
-                except EdgebenchError as e:
-                    run.failed(metric="time_to_ready", unit="ms", error=str(e), **row)
+            ports = itertools.count(1)
+
+            def row_for(p: Point) -> dict:
+                artifact = artifacts.get((p.inner, p.runtime.name))
+                return dict(app=p.inner, runtime=p.runtime.name, protocol=p.protocol, rep=p.rep,
+                            cpus=limits[p.protocol].cpus, memory_mb=limits[p.protocol].memory_mb,
+                            limits_note=clip_note, build=artifact.build if artifact else "")
+
+            def measure(p: Point, row: dict) -> None:
+                artifact = artifact_for(artifacts, p.inner, p.runtime)
+                port = PORT_BASE + next(ports) % PORT_SPAN
+                how = measure_fair if p.protocol == "fair" else measure_published
+                how(run, p.runtime, artifact, limits[p.protocol], port, row)
+
+            sweep(run, selection.runtimes, reps=reps, inner=app_names, protocols=protocol_names,
+                  row_for=row_for, measure=measure, failed=("time_to_ready", "ms"), desc="time to ready",
+                  progress=progress)
             return run.dir
 
 

@@ -21,7 +21,7 @@ from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass, field
 from typing import ClassVar
 
-from edgebench.apps import BuiltApp, place_probe
+from edgebench.apps import HTTP_READY, BuiltApp, Readiness, place_probe
 from edgebench.cgroups import (AppliedLimits, FaultCounters, NativeCgroup, create_counting_cgroup,
                                read_fault_counters)
 from edgebench.counters import EVENTS, Count, perf_stat_argv, perf_support, parse_perf_csv
@@ -32,6 +32,7 @@ from edgebench.targets import Target, sh
 PROBE_INTERVAL = "200us"
 DEFAULT_READY_TIMEOUT_S = 60
 WATCHDOG_S = 1.0  # how often a detached app's liveness is checked while the probe waits
+PORT_TRIES = 64   # ports tried after a busy one
 
 
 @dataclass(frozen=True)
@@ -72,6 +73,8 @@ class Artifact:
     built: BuiltApp
     build: str = "native"          # how it was made: native, offline, published, ...
     details: dict = field(default_factory=dict)
+    # Sizes beyond app and image that this kind of artifact has: (metric, value, unit, what).
+    extra_sizes: list[tuple[str, int | None, str, str | None]] = field(default_factory=list)
 
 
 @dataclass
@@ -81,7 +84,7 @@ class LaunchPlan:
     name: str                      # unique per start; container / cgroup / VM name
     argv: list[str]                # spawned by the probe (fair) or the artifact's script (published)
     port: int
-    ready_path: str = "/io"
+    readiness: Readiness = HTTP_READY   # what the probe polls for (set from the app by `start`)
     # The launcher exits once the app runs (docker run -d). The probe then polls only after it
     # returns: see tools/probe (early connects through docker-proxy stall on ARP for 1 s).
     detaches: bool = False
@@ -95,11 +98,14 @@ class LaunchPlan:
     # counters can be read after the program exits. None, with the reason, where impossible.
     counting_cgroup: str | None = None
     counting_note: str = ""
+    # A counting cgroup that already held processes before the launch (a system container's
+    # init): its counts then, subtracted so that only the program's remain.
+    faults_before_exec: FaultCounters | None = None
 
     @property
     def ready_url(self) -> str:
-        """As seen on the target itself, where the probe runs."""
-        return f"http://127.0.0.1:{self.port}{self.ready_path}"
+        """As seen on the target itself, where the probe runs (HTTP services)."""
+        return self.readiness.url(self.port)
 
 
 @dataclass
@@ -114,6 +120,19 @@ class Instance:
     limits_applied: AppliedLimits | None
     network_path: str
     plan: LaunchPlan
+    details: dict = field(default_factory=dict)  # everything else the runtime read, kept in raw/
+    accelerator: str | None = None  # VMs: kvm or tcg, read back from the VMM; None: not a VM
+    pinned_to: str | None = None    # VMs: the cores every VMM thread is pinned to (not only the vCPUs)
+
+
+@dataclass
+class BatchOutcome:
+    """What a runtime can tell about a batch run after the program exited, before it is stopped."""
+    limits_applied: AppliedLimits | None = None
+    oom_killed: bool | None = None
+    accelerator: str | None = None   # VMs: kvm or tcg
+    faults_scope: str = ""           # what the cgroup's fault counts cover, when not the program alone
+    rusage_counts_missing: str = ""  # why the program's own getrusage counts are not counts
     details: dict = field(default_factory=dict)
 
 
@@ -136,6 +155,15 @@ class BatchResult:
     perf: dict[str, Count] = field(default_factory=dict)  # event -> value or missing with reason
     perf_scope: str = ""                   # what perf counted: "cgroup ..." or "command ..."
     raw: dict = field(default_factory=dict)  # probe line, perf output, as captured
+    outcome: BatchOutcome = field(default_factory=BatchOutcome)
+
+    @property
+    def oom_killed(self) -> bool | None:
+        return self.outcome.oom_killed
+
+    @property
+    def accelerator(self) -> str | None:
+        return self.outcome.accelerator
 
     @property
     def ok(self) -> bool:
@@ -182,6 +210,12 @@ class Runtime(ABC):
     languages: ClassVar[tuple[str, ...]] = ("go", "node", "tool")
     # Why the app's own clock readings cannot be compared with the target's; None: they can.
     foreign_clock: ClassVar[str | None] = None
+    # How it can package an app (`package(build=...)`); the first is what every experiment uses
+    # unless the user asks for another one this runtime has (docker_build="published").
+    build_modes: ClassVar[tuple[str, ...]] = ("native",)
+    # A batch program writes its scratch files inside the runtime's own filesystem, unless the
+    # runtime shares the host's (then: a folder in the target's workspace, /tmp may be tmpfs).
+    shares_host_filesystem: ClassVar[bool] = False
 
     def __init__(self, target: Target, run_tag: str | None = None):
         self.target = target
@@ -224,9 +258,10 @@ class Runtime(ABC):
         """Untimed preparation of a batch run; argv runs the program to completion in the
         foreground. Sets counting_cgroup (created by `prepare_counting`) where it can."""
 
-    def batch_outcome(self, plan: LaunchPlan) -> tuple[AppliedLimits | None, dict]:
-        """After the program exited, before stop_plan: limits it ran under, and runtime details."""
-        return None, {}
+    def batch_outcome(self, plan: LaunchPlan) -> BatchOutcome:
+        """After the program exited, before stop_plan: limits it ran under, and what else the
+        runtime can tell (OOM kill, accelerator, what its counts cover)."""
+        return BatchOutcome()
 
     def failure_reason(self, plan: LaunchPlan) -> str | None:
         """Why a launch died (OOM kill, exit status), if the runtime can tell."""
@@ -314,14 +349,15 @@ class Runtime(ABC):
                     perf[event] = Count(None, why)
             faults = (read_fault_counters(self.target, plan.counting_cgroup) if plan.counting_cgroup
                       else FaultCounters(None, None, "", plan.counting_note or "no counting cgroup"))
-            faults = minus_before_launch(faults, plan.state.get("faults_before_exec"))
-            applied, details = self.batch_outcome(plan)
+            faults = minus_before_launch(faults, plan.faults_before_exec)
+            outcome = self.batch_outcome(plan)
         finally:
             self.stop_plan(plan)
             self._live.pop(plan.name, None)
         elapsed = line.get("elapsed_ns")
         return BatchResult(line.get("exit_code"), stdout, stderr, elapsed / 1e9 if elapsed else None,
-                           sh(argv), applied, details, protocol=protocol,
+                           sh(argv), outcome.limits_applied, outcome.details, protocol=protocol,
+                           outcome=outcome,
                            start_unix_ns=line.get("start_unix_ns"), timed_out=bool(line.get("timed_out")),
                            launcher_rusage=line.get("children_rusage"), cgroup_faults=faults, perf=perf,
                            perf_scope=perf_scope, raw={"probe": r.stdout, "probe_stderr": r.stderr,
@@ -337,6 +373,16 @@ class Runtime(ABC):
             raise ConfigError(f"cpus={limits.cpus:g} is more than {self.target.name} has ({cores}); "
                               f"ask for at most {cores}")
 
+    def build_for(self, requested: str | None) -> str:
+        """The build mode to package with: the requested one where this runtime has it."""
+        return requested if requested in self.build_modes else self.build_modes[0]
+
+    def scratch_dir(self) -> str:
+        """Where a batch program writes its files, as the program sees the path."""
+        if self.shares_host_filesystem:
+            return f"{self.target.workspace}/scratch/{self.run_tag}"
+        return "/tmp/edgebench"
+
     def new_name(self, app: str) -> str:
         self._seq += 1
         return f"eb-{self.run_tag}-{self.name}-{app}-{self._seq}"
@@ -344,13 +390,36 @@ class Runtime(ABC):
     def logs_dir(self) -> str:
         return f"{self.target.workspace}/logs/{self.run_tag}"
 
+    def free_port(self, port: int) -> int:
+        """`port`, or the next one nothing listens on: another program or another run may hold
+        it (Docker would fail with "address already in use", ops refuse it)."""
+        r = self.target.run(["ss", "-Htln"], check=False)
+        if not r.ok:  # no ss: the launch itself will say what holds the port
+            return port
+        busy = set()
+        for line in r.stdout.splitlines():
+            fields = line.split()
+            if len(fields) >= 4 and fields[3].rsplit(":", 1)[-1].isdigit():
+                busy.add(int(fields[3].rsplit(":", 1)[-1]))
+        for candidate in range(port, port + PORT_TRIES):
+            if candidate not in busy:
+                return candidate
+        raise ConfigError(f"ports {port}-{port + PORT_TRIES - 1} on {self.target.name} are all in use; "
+                          "stop what listens there")
+
     def start(self, artifact: Artifact, limits: Limits, port: int,
               timeout_s: float = DEFAULT_READY_TIMEOUT_S) -> tuple[Instance, ProbeResult]:
-        """Launch through the probe (the same path for every runtime) and wait until ready."""
+        """Launch through the probe (the same path for every runtime) and wait until ready, on
+        `port` or, when something else holds it, the next free one (Instance.port says which)."""
         probe = place_probe(self.target)
-        plan = self.launch_plan(artifact, limits, port)
+        readiness = artifact.built.app.readiness
+        if readiness is None:
+            raise ConfigError(f"{artifact.app} is a {artifact.built.app.kind} program, not a service: run it with "
+                              "run_batch")
+        plan = self.launch_plan(artifact, limits, self.free_port(port))
+        plan.readiness = readiness
         self._live[plan.name] = plan
-        cmd = [probe, "-url", plan.ready_url, "-interval", PROBE_INTERVAL, "-timeout", f"{timeout_s:g}s",
+        cmd = [probe, *readiness.probe_args(plan.port), "-interval", PROBE_INTERVAL, "-timeout", f"{timeout_s:g}s",
                "-stdout", plan.stdout_path, "-stderr", plan.stderr_path,
                *(["-after-launcher"] if plan.detaches else []), "--", *plan.argv]
         try:
@@ -421,14 +490,23 @@ class Runtime(ABC):
         return parse_listen_line(self.app_output(instance))
 
 
-def minus_before_launch(faults: FaultCounters, before: dict | None) -> FaultCounters:
+def app_env(built: BuiltApp, limits: Limits, port: int | None = None) -> list[str]:
+    """The environment every runtime gives an app, as NAME=value: its port (services), and
+    GOMAXPROCS for Go when the protocol sets it (the fair protocol: the granted CPUs)."""
+    env = [f"PORT={port}"] if port is not None else []
+    if limits.gomaxprocs and built.app.language == "go":
+        env.append(f"GOMAXPROCS={limits.gomaxprocs}")
+    return env
+
+
+def minus_before_launch(faults: FaultCounters, before: FaultCounters | None) -> FaultCounters:
     """A cgroup that already held processes before the launch (a system container's init):
     only what happened after it is the program's."""
-    if not before or faults.pgfault is None:
+    if before is None or faults.pgfault is None:
         return faults
-    major = faults.pgmajfault - before.get("pgmajfault", 0) if faults.pgmajfault is not None else None
-    return FaultCounters(faults.pgfault - before.get("pgfault", 0), major, faults.source,
-                         f"minus the {before.get('pgfault', 0)} faults counted in the cgroup before the launch")
+    minor, major = before.pgfault or 0, before.pgmajfault or 0
+    return FaultCounters(faults.pgfault - minor, faults.pgmajfault - major if faults.pgmajfault is not None else None,
+                         faults.source, f"minus the {minor} faults counted in the cgroup before the launch")
 
 
 def parse_listen_line(output: str) -> int | None:

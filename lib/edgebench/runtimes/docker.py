@@ -15,8 +15,8 @@ from edgebench.apps import BuiltApp
 from edgebench.cgroups import AppliedLimits, read_limits, remove_cgroup_everywhere
 from edgebench.errors import ConfigError, EdgebenchError
 from edgebench.paths import DOCKERFILES_DIR
-from edgebench.runtimes.base import Artifact, Availability, Instance, LaunchPlan, Limits, Runtime
-from edgebench.runtimes.native import app_env
+from edgebench.runtimes.base import (Artifact, Availability, BatchOutcome, Instance, LaunchPlan, Limits, Runtime,
+                                     app_env)
 from edgebench.targets import sh
 
 BUILD_MODES = ("offline", "published")
@@ -41,6 +41,7 @@ while [ $# -ge 2 ]; do mkdir -p "$ctx/rootfs$(dirname "$2")"; cp -L "$1" "$ctx/r
 class DockerRuntime(Runtime):
     name = "docker"
     colour = "#1f77b4"
+    build_modes = BUILD_MODES
     min_memory_mb = 6  # dockerd refuses --memory below 6 MiB
 
     def availability(self) -> Availability:
@@ -111,7 +112,6 @@ class DockerRuntime(Runtime):
 
     def launch_plan(self, artifact: Artifact, limits: Limits, port: int) -> LaunchPlan:
         self.check_limits(artifact.app, limits)
-        self._check_port_free(port)
         name = self.new_name(artifact.app)
         cport = artifact.built.app.container_port
         env = [x for e in app_env(artifact.built, limits, cport) for x in ("-e", e)]
@@ -122,12 +122,6 @@ class DockerRuntime(Runtime):
                           stdout_path=f"{self.logs_dir()}/{name}.out",
                           stderr_path=f"{self.logs_dir()}/{name}.err",
                           network_path="docker-proxy+bridge", state={"container": name})
-
-    def _check_port_free(self, port: int) -> None:
-        r = self.target.run(["docker", "ps", "-q", "--filter", f"publish={port}"], check=False)
-        if r.stdout.strip():
-            raise ConfigError(f"port {port} on {self.target.name} is already published by container "
-                              f"{r.stdout.split()[0]}; stop it or choose another port")
 
     def inspect(self, name: str, fmt: str) -> str | None:
         r = self.target.run(["docker", "inspect", "-f", fmt, name], check=False)
@@ -159,7 +153,7 @@ class DockerRuntime(Runtime):
             if status in ("exited", "dead"):
                 logs = self.target.run(["docker", "logs", "--tail", "3", name], check=False)
                 return f"container {status} with exit code {code} {error} {logs.stderr.strip()[-300:]}".strip()
-        return err.splitlines()[-1] if err else None
+        return daemon_error(err)
 
     def died(self, plan: LaunchPlan) -> str | None:
         status = self.inspect(plan.state["container"], "{{.State.Status}}")
@@ -206,19 +200,26 @@ class DockerRuntime(Runtime):
             plan.counting_cgroup = self.prepare_counting(self.counting_cgroup_name(name))
             plan.state["counting_cgroup"] = plan.counting_cgroup
             parent = [f"--cgroup-parent=/{plan.counting_cgroup}"]
-        env = ["-e", f"GOMAXPROCS={limits.gomaxprocs}"] if (
-            limits.gomaxprocs and artifact.built.app.language == "go") else []
+        env = [x for e in app_env(artifact.built, limits) for x in ("-e", e)]
         plan.argv = ["docker", "run", "--name", name, "--label", f"{LABEL}={self.run_tag}", *parent,
                      *self.run_args(limits), *env, artifact.ref, *args]
         return plan
 
-    def batch_outcome(self, plan: LaunchPlan):
+    def batch_outcome(self, plan: LaunchPlan) -> BatchOutcome:
         name = plan.state["container"]
         applied = limits_from_host_config(self.inspect(name, "{{.HostConfig.NanoCpus}} {{.HostConfig.Memory}} "
                                                        "{{.HostConfig.MemorySwap}} {{.HostConfig.CpusetCpus}}"))
         state = self.inspect(name, "{{.State.OOMKilled}}|{{.State.ExitCode}}") or "|"
         oom, _, code = state.partition("|")
-        return applied, {"oom_killed": oom == "true", "container_exit_code": code or None}
+        return BatchOutcome(applied, oom_killed=oom == "true", details={"container_exit_code": code or None})
+
+
+def daemon_error(stderr: str) -> str | None:
+    """The line that says why `docker run` failed: the daemon's, not the CLI's closing
+    "Run 'docker run --help' for more information"."""
+    lines = [line.strip() for line in stderr.strip().splitlines() if line.strip()]
+    said = [line for line in lines if "Error response from daemon" in line or line.startswith("docker: ")]
+    return (said or lines or [None])[-1]
 
 
 def limits_from_host_config(text: str | None) -> AppliedLimits | None:

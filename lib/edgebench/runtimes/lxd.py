@@ -59,12 +59,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from edgebench.apps import BuiltApp
-from edgebench.cgroups import CFS_PERIOD_US, AppliedLimits, read_fault_counters, read_limits
+from edgebench.cgroups import CFS_PERIOD_US, read_fault_counters, read_limits
 from edgebench.errors import ConfigError, EdgebenchError
 from edgebench.lxd_image import BaseImage, ensure_image, lxc_query
-from edgebench.runtimes.base import (Artifact, Availability, Instance, LaunchPlan, Limits, Runtime,
-                                     StartFailed, is_alive, kill_pid)
-from edgebench.runtimes.native import app_env
+from edgebench.runtimes.base import (Artifact, Availability, BatchOutcome, Instance, LaunchPlan, Limits, Runtime,
+                                     StartFailed, app_env, is_alive, kill_pid)
 from edgebench.targets import sh
 
 # "native" is what the experiments pass to every runtime but Docker; both mean the same here.
@@ -121,13 +120,6 @@ cg=$(awk -F: '$2 ~ /(^|,)memory(,|$)/ {print $3}' /proc/"$pid"/cgroup 2>/dev/nul
 if [ -n "$cg" ]; then f=/sys/fs/cgroup/memory$cg/memory.oom_control
 else f=/sys/fs/cgroup$(awk -F: '$1 == "0" {print $3}' /proc/"$pid"/cgroup 2>/dev/null)/memory.events; fi
 awk '$1 == "oom_kill" {print $2}' "$f" 2>/dev/null
-"""
-
-# Is something listening on the target's TCP port $1 (any address)?
-_PORT_USED = r"""
-p=$(printf ':%04X' "$1")
-awk -v p="$p" '$4 == "0A" && substr($2, length($2) - 4) == p {found = 1} END {exit !found}' \
-  /proc/net/tcp /proc/net/tcp6 2>/dev/null
 """
 
 # The memory+swap accounting the kernel offers, for swap=False.
@@ -451,11 +443,6 @@ class LxdRuntime(Runtime):
                 return path
         return f"lxc.payload.{name}"
 
-    def _check_port_free(self, port: int) -> None:
-        if self.target.run(["sh", "-c", _PORT_USED, "port-used", str(port)], check=False).ok:
-            raise ConfigError(f"port {port} on {self.target.name} is already in use; stop what listens "
-                              "there or choose another port")
-
     def _push_app(self, name: str, artifact: Artifact) -> float:
         started = time.monotonic()
         for src, dest in artifact.details["pushes"]:
@@ -489,7 +476,6 @@ class LxdRuntime(Runtime):
     # -- services --------------------------------------------------------------------
     def launch_plan(self, artifact: Artifact, limits: Limits, port: int) -> LaunchPlan:
         self.check_limits(artifact.app, limits)
-        self._check_port_free(port)
         name = self.new_name(artifact.app)
         logs = self.logs_dir()
         self.target.run(["mkdir", "-p", logs])
@@ -640,25 +626,26 @@ class LxdRuntime(Runtime):
             cgroup = self.container_cgroup(name)
             plan.counting_cgroup = cgroup
             plan.state["cgroup"] = cgroup
-            before = read_fault_counters(self.target, cgroup, settle=False)
-            plan.state["faults_before_exec"] = {"pgfault": before.pgfault or 0, "pgmajfault": before.pgmajfault or 0}
+            plan.faults_before_exec = read_fault_counters(self.target, cgroup, settle=False)
         except BaseException:
             self._delete_if_ours(name)
             raise
-        env = [f"GOMAXPROCS={limits.gomaxprocs}"] if limits.gomaxprocs and artifact.built.app.language == "go" else []
+        env = app_env(artifact.built, limits)
         plan.argv = self.exec_argv(name, [*artifact.details["inner_argv"], *args], env)
         return plan
 
-    def batch_outcome(self, plan: LaunchPlan) -> tuple[AppliedLimits | None, dict]:
+    def batch_outcome(self, plan: LaunchPlan) -> BatchOutcome:
         name = plan.state["container"]
         st = self.state(name) or {}
         pid = st.get("pid")
         applied = read_limits(self.target, pid) if pid else None
-        oom = applied.oom_kills if applied else None
-        return applied, {"oom_killed": bool(oom), "container": name, "cgroup": plan.state.get("cgroup"),
-                         "cgroup_faults_before_exec": plan.state.get("faults_before_exec"),
-                         "init_s": plan.state.get("init_s"), "push_s": plan.state.get("push_s"),
-                         "start_s": plan.state.get("start_s")}
+        before = plan.faults_before_exec
+        return BatchOutcome(applied, oom_killed=bool(applied.oom_kills) if applied else None, details={
+            "container": name, "cgroup": plan.state.get("cgroup"),
+            "cgroup_faults_before_exec": ({"pgfault": before.pgfault, "pgmajfault": before.pgmajfault}
+                                          if before else None),
+            "init_s": plan.state.get("init_s"), "push_s": plan.state.get("push_s"),
+            "start_s": plan.state.get("start_s")})
 
 
 def service_definition(env: Sequence[str], argv: Sequence[str]) -> str:

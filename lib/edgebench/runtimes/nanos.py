@@ -28,13 +28,13 @@ import math
 import re
 import shlex
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from edgebench.apps import BuiltApp
 from edgebench.cgroups import AppliedLimits
 from edgebench.errors import ConfigError, EdgebenchError
 from edgebench.paths import NANOS_CONFIGS_DIR
-from edgebench.runtimes.base import (Artifact, Availability, Instance, LaunchPlan, Limits, Runtime, StartFailed,
+from edgebench.runtimes.base import (Artifact, Availability, BatchOutcome, Instance, LaunchPlan, Limits, Runtime, StartFailed,
                                      is_alive, kill_pid)
 from edgebench.targets import sh
 
@@ -380,7 +380,7 @@ class NanosRuntime(Runtime):
         workdir = self._workdir(built.app.name)
         self.target.run(["mkdir", "-p", workdir])
         program, base_args, files, how = self._program(built, workdir)
-        guest_port = built.app.container_port if built.app.http else None
+        guest_port = built.app.container_port if built.app.is_service else None
         config = image_config(load_base_config(built.app.name), guest_port,
                               args=[*base_args, *(args or [])], files=files)
         config_path = f"{workdir}/{image_name}.json"
@@ -415,7 +415,9 @@ class NanosRuntime(Runtime):
         # `build` names how the program got into the image, so every row says it.
         build = "ops" if built.app.language == "go" else f"ops+{built.app.language}-binary"
         return Artifact(self.name, built.app.name, self.image_path(image_name), allocated, built.size_bytes,
-                        built, build=build, details=details)
+                        built, build=build, details=details,
+                        extra_sizes=[("image_size_apparent", apparent, "bytes", self.image_path(image_name)),
+                                     ("kernel_size", info.get("kernel_bytes"), "bytes", info.get("kernel"))])
 
     # -- starting and stopping -------------------------------------------------------
     def _pinning(self, limits: Limits) -> list[str]:
@@ -447,24 +449,15 @@ class NanosRuntime(Runtime):
                                                        "program_mode": artifact.details.get("program_mode")})
 
     def launch_plan(self, artifact: Artifact, limits: Limits, port: int) -> LaunchPlan:
-        self._check_port_free(port)
         return self._plan(artifact, limits, port)
 
     def published_launch_plan(self, artifact: Artifact, limits: Limits, port: int) -> LaunchPlan:
         """The artifact's `ops run` with its image build inside the timed span, into an image of
         its own so that the prepared one stays as it was."""
-        self._check_port_free(port)
         plan = self._plan(artifact, limits, port, skip_build=False,
                           image_name=f"{artifact.details['image_name']}-published")
         self._images.add(f"{artifact.details['image_name']}-published")
         return plan
-
-    def _check_port_free(self, port: int) -> None:
-        # ops refuses a port in use; say so before anything starts, naming what holds it.
-        r = self.target.run(["sh", "-c", f"ss -Htln 'sport = :{int(port)}' 2>/dev/null | head -n1"], check=False)
-        if r.stdout.strip():
-            raise ConfigError(f"port {port} on {self.target.name} is already in use ({r.stdout.strip()}); "
-                              "stop what listens there or choose another port")
 
     def tagged(self, tag: str, prefix: bool = False) -> list[tuple[int, str]]:
         """[(pid, comm)] of live processes carrying this launch's tag (ops and its QEMU), or with
@@ -525,7 +518,7 @@ class NanosRuntime(Runtime):
         plan.state["qemu_pid"] = pid
         return Instance(self.name, plan.app, plan.name, plan.port, f"http://127.0.0.1:{plan.port}", pid,
                         plan.limits, self.applied(facts), facts["network"] if plan.port else "none", plan,
-                        details=facts)
+                        details=facts, accelerator=facts["accelerator"], pinned_to=plan.limits.cpuset)
 
     def versions_brief(self) -> dict:
         v = self.versions()
@@ -599,16 +592,16 @@ class NanosRuntime(Runtime):
         self.count_in_cgroup(plan)
         return plan
 
-    def batch_outcome(self, plan: LaunchPlan):
+    def batch_outcome(self, plan: LaunchPlan) -> BatchOutcome:
+        scope = BatchOutcome(
+            faults_scope="host side: ops and QEMU running the VM (the guest's own faults are not the host's)",
+            rusage_counts_missing="Nanos' getrusage reported 0 page faults and 0 max RSS: it does not count them")
         text = self.target.read_text(plan.state["qemu_state_file"], missing_ok=True)
         if not text:
-            return None, {"accelerator": None,
-                          "accelerator_evidence": "QEMU's state was not captured while it ran"}
+            return replace(scope, details={"accelerator_evidence": "QEMU's state was not captured while it ran"})
         cmdline, fds, affinity = parse_qemu_state(text)
         facts = self._facts(cmdline, fds, affinity, pid=None)
         self._check_accelerator(facts)
-        keep = ("accelerator", "accelerator_evidence", "accel_requested", "vcpus", "memory_mb", "qemu_cpuset",
-                "qemu_argv")
-        return self.applied(facts), {k: facts[k] for k in keep} | self.versions_brief() | {
-            "faults_scope": "host side: ops and QEMU running the VM (the guest's own faults are not the host's)",
-            "rusage_counts_missing": "Nanos' getrusage reported 0 page faults and 0 max RSS: it does not count them"}
+        keep = ("accelerator_evidence", "accel_requested", "vcpus", "memory_mb", "qemu_cpuset", "qemu_argv")
+        return replace(scope, limits_applied=self.applied(facts), accelerator=facts["accelerator"],
+                       details={k: facts[k] for k in keep} | self.versions_brief())

@@ -7,30 +7,26 @@ import shlex
 
 from edgebench.apps import BuiltApp
 from edgebench.cgroups import NativeCgroup, read_limits
-from edgebench.runtimes.base import (Artifact, Availability, Instance, LaunchPlan, Limits, Runtime, is_alive,
-                                     kill_pid)
+from edgebench.runtimes.base import (Artifact, Availability, BatchOutcome, Instance, LaunchPlan, Limits, Runtime,
+                                     app_env, is_alive, kill_pid)
 from edgebench.targets import sh
-
-
-def app_env(built: BuiltApp, limits: Limits, port: int) -> list[str]:
-    """Environment every runtime gives the app: its port, and GOMAXPROCS when asked for."""
-    env = [f"PORT={port}"]
-    if limits.gomaxprocs and built.app.language == "go":
-        env.append(f"GOMAXPROCS={limits.gomaxprocs}")
-    return env
 
 
 class NativeRuntime(Runtime):
     name = "native"
     colour = "#2ca02c"
     min_memory_mb = 4
+    shares_host_filesystem = True
 
     def availability(self) -> Availability:
         return Availability(True)
 
     def package(self, built: BuiltApp, build: str = "native") -> Artifact:
-        # Nothing to wrap: the artifact is the binary (Go) or the script bundle (Node).
-        return Artifact(self.name, built.app.name, built.remote_path, built.size_bytes, built.size_bytes,
+        # Nothing to wrap: the artifact is the binary (Go) or the script bundle (Node). What it
+        # needs on the device is that plus, for Node, the node binary (what the paper's
+        # pkg-built binary bundles).
+        stored = built.size_bytes + built.details.get("node_binary_bytes", 0)
+        return Artifact(self.name, built.app.name, built.remote_path, stored, built.size_bytes,
                         built, build="native", details=dict(built.details))
 
     def _cgroup(self, name: str, limits: Limits) -> NativeCgroup | None:
@@ -86,7 +82,7 @@ class NativeRuntime(Runtime):
 
     def batch_plan(self, artifact: Artifact, args: list[str], limits: Limits) -> LaunchPlan:
         name = self.new_name(artifact.app)
-        env = [f"GOMAXPROCS={limits.gomaxprocs}"] if limits.gomaxprocs and artifact.built.app.language == "go" else []
+        env = app_env(artifact.built, limits)
         argv = [*(["env", *env] if env else []), *artifact.built.argv, *args]
         plan = LaunchPlan(self.name, artifact.app, name, argv, 0, limits=limits,
                           stdout_path=f"{self.logs_dir()}/{name}.out",
@@ -95,12 +91,12 @@ class NativeRuntime(Runtime):
         self.count_in_cgroup(plan, self._cgroup(name, limits))
         return plan
 
-    def batch_outcome(self, plan: LaunchPlan):
+    def batch_outcome(self, plan: LaunchPlan) -> BatchOutcome:
         cgroup = plan.state.get("cgroup")
         if cgroup is None or not plan.limits.any:
-            return None, {}
+            return BatchOutcome()
         applied = read_cgroup_dir_limits(self.target, cgroup)
-        return applied, {"oom_killed": bool(applied and applied.oom_kills)}
+        return BatchOutcome(applied, oom_killed=bool(applied and applied.oom_kills))
 
 
 def read_cgroup_dir_limits(target, cgroup: NativeCgroup):

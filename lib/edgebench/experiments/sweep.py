@@ -1,0 +1,63 @@
+"""The one loop every measuring experiment runs: cells x repetitions x runtimes x protocols.
+
+It owns what the experiments used to copy: the order (runtimes alternate, and their order turns
+with each repetition, A B then B A, so drift favours none), the progress bar, and turning an
+error a measurement raises into a `failed` row with the reason, after which the sweep goes on.
+Experiments supply two functions: `row_for(point)` (the row's columns) and `measure(point, row)`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+from tqdm import tqdm
+
+from edgebench.errors import EdgebenchError
+from edgebench.results import Run
+from edgebench.runtimes import Artifact, Runtime
+
+
+@dataclass(frozen=True)
+class Point:
+    """One measurement: which runtime, which repetition, and the experiment's own coordinates:
+    `outer` (all its repetitions before the next one: a scenario, a workload and size) and
+    `inner` (within one repetition: an app), `protocol` innermost, after the runtime."""
+    runtime: Runtime
+    rep: int
+    protocol: str | None
+    outer: Any
+    inner: Any
+
+
+def points(runtimes: Sequence[Runtime], reps: int, outer: Sequence = (None,), inner: Sequence = (None,),
+           protocols: Sequence = (None,)) -> list[Point]:
+    out = []
+    for o in outer:
+        for rep in range(1, reps + 1):
+            for c in inner:
+                for i in range(len(runtimes)):
+                    rt = runtimes[(i + rep) % len(runtimes)]
+                    out.extend(Point(rt, rep, p, o, c) for p in protocols)
+    return out
+
+
+def sweep(run: Run, runtimes: Sequence[Runtime], *, reps: int, row_for: Callable[[Point], dict],
+          measure: Callable[[Point, dict], None], failed: tuple[str, str], desc: str, progress: bool = True,
+          outer: Sequence = (None,), inner: Sequence = (None,), protocols: Sequence = (None,)) -> None:
+    """Measure every point; `failed` = (metric, unit) of the row an error becomes."""
+    metric, unit = failed
+    for point in tqdm(points(runtimes, reps, outer, inner, protocols), desc=desc, disable=not progress):
+        row = row_for(point)
+        try:
+            measure(point, row)
+        except EdgebenchError as e:
+            run.failed(metric=metric, unit=unit, error=str(e), **row)
+
+
+def artifact_for(artifacts: dict, app: str, rt: Runtime) -> Artifact:
+    """The artifact packaged before the sweep, or the error its row records."""
+    artifact = artifacts.get((app, rt.name))
+    if artifact is None:
+        raise EdgebenchError("packaging failed (see raw/)")
+    return artifact

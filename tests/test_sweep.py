@@ -1,0 +1,70 @@
+"""The sweep every measuring experiment runs: its order, and errors becoming failed rows."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from edgebench.errors import EdgebenchError
+from edgebench.experiments.sweep import artifact_for, points, sweep
+from edgebench.results import Run, load_meta, load_results
+
+A, B, C = (SimpleNamespace(name=n) for n in "abc")
+
+
+def order(pts):
+    return [(p.outer, p.rep, p.inner, p.runtime.name, p.protocol) for p in pts]
+
+
+def test_runtimes_turn_with_each_repetition_and_protocols_are_innermost():
+    got = order(points([A, B], reps=2, inner=["go"], protocols=["fair", "published"]))
+    assert got == [(None, 1, "go", "b", "fair"), (None, 1, "go", "b", "published"),
+                   (None, 1, "go", "a", "fair"), (None, 1, "go", "a", "published"),
+                   (None, 2, "go", "a", "fair"), (None, 2, "go", "a", "published"),
+                   (None, 2, "go", "b", "fair"), (None, 2, "go", "b", "published")]
+
+
+def test_outer_cells_finish_their_repetitions_first():
+    got = [(p.outer, p.rep) for p in points([A, B, C], reps=2, outer=["rich", "64m"])]
+    assert got == [("rich", 1)] * 3 + [("rich", 2)] * 3 + [("64m", 1)] * 3 + [("64m", 2)] * 3
+    # Every runtime once per repetition, each first in turn.
+    firsts = [p.runtime.name for p in points([A, B, C], reps=3)][::3]
+    assert sorted(firsts) == ["a", "b", "c"]
+
+
+def test_an_error_becomes_a_failed_row_and_the_sweep_goes_on(tmp_path):
+    measured = []
+
+    def measure(p, row):
+        if p.runtime is B and p.rep == 1:
+            raise EdgebenchError("b/go did not become ready: OOM-killed")
+        measured.append((p.runtime.name, p.rep))
+        run.add(metric="m", value=1.0, unit="ms", **row)
+
+    with Run("sweep_test", {}, {"target": "local"}, data_dir=tmp_path, run_id="r1") as run:
+        sweep(run, [A, B], reps=2, row_for=lambda p: dict(runtime=p.runtime.name, rep=p.rep),
+              measure=measure, failed=("m", "ms"), desc="test", progress=False)
+    df = load_results(run.dir)
+    assert len(measured) == 3 and len(df) == 4
+    bad = df[df.status == "failed"]
+    assert list(bad.runtime) == ["b"] and list(bad.rep) == [1] and bad.value.isna().all()
+    assert "OOM-killed" in bad.error.iloc[0]
+    assert load_meta(run.dir)["status"] == "completed"
+
+
+def test_an_interrupt_is_not_swallowed(tmp_path):
+    def measure(p, row):
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        with Run("sweep_test", {}, {"target": "local"}, data_dir=tmp_path, run_id="r2") as run:
+            sweep(run, [A], reps=3, row_for=lambda p: {}, measure=measure, failed=("m", "ms"), desc="t",
+                  progress=False)
+    assert load_meta(run.dir)["status"] == "interrupted"
+
+
+def test_a_missing_artifact_names_the_packaging():
+    with pytest.raises(EdgebenchError, match="packaging failed"):
+        artifact_for({}, "go-http", A)
+    assert artifact_for({("go-http", "a"): "art"}, "go-http", A) == "art"
