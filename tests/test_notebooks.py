@@ -11,7 +11,7 @@ from edgebench.paths import PROJECT_ROOT
 
 NOTEBOOKS_DIR = PROJECT_ROOT / "notebooks"
 NOTEBOOKS = sorted(NOTEBOOKS_DIR.glob("*.ipynb"))
-REQUIRED_PARAMETERS = {"target", "runtimes", "apps", "profile", "run_id"}
+REQUIRED_PARAMETERS = {"target", "runtimes", "profile", "run_id"}  # apps only where the experiment runs apps
 
 each_notebook = pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
 

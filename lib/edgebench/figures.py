@@ -22,11 +22,13 @@ import sys
 import time
 from pathlib import Path
 
+from edgebench.errors import ConfigError
+from edgebench.experiments import NOTEBOOKS_DIR, for_notebook
 from edgebench.paths import FIGURES_DIR, PROJECT_ROOT
 from edgebench.results import close_unfinished, find_run, load_meta, load_results, utc_now
 from edgebench.signals import Stopper
 
-NOTEBOOKS_DIR = PROJECT_ROOT / "notebooks"
+# What `make figures` can set; each notebook gets only those its parameters cell declares.
 PASSED_THROUGH = ("target", "runtimes", "apps", "profile", "repetitions")
 
 
@@ -42,11 +44,39 @@ def experiment_of(notebook: Path) -> str:
     return re.sub(r"^\d+_", "", notebook.stem)
 
 
+def declared_parameters(nb: Path) -> set[str]:
+    """The names in the notebook's `parameters` cell."""
+    import papermill as pm
+    return set(pm.inspect_notebook(str(nb)))
+
+
+def parameters_for(nb: Path, params: dict) -> dict:
+    """Only what the notebook declares (papermill would inject the rest as stray variables), after
+    checking, before anything runs, that its experiment can take them."""
+    record = for_notebook(nb)
+    record.check_apps(params.get("apps"))
+    declared = declared_parameters(nb)
+    return {k: v for k, v in params.items() if k in declared}
+
+
 def notebooks(only: str | None = None) -> list[Path]:
     """Every experiment notebook, or those whose name contains one of `only`'s comma-separated parts."""
     found = sorted(NOTEBOOKS_DIR.glob("[0-9]*.ipynb"))
     parts = [p.strip() for p in (only or "").split(",") if p.strip()]
     return [nb for nb in found if not parts or any(p in nb.stem for p in parts)]
+
+
+def ipc_kernel_manager():
+    """A kernel manager whose kernel talks over Unix sockets in Jupyter's private runtime folder,
+    not over TCP on loopback: nothing else on the machine can reach it, and the kernel has no
+    reason to print "Kernel is running over TCP without encryption" into every notebook."""
+    from jupyter_client.manager import AsyncKernelManager
+    from traitlets import CaselessStrEnum
+
+    class IpcKernelManager(AsyncKernelManager):
+        transport = CaselessStrEnum(["tcp", "ipc"], default_value="ipc", config=True)
+
+    return IpcKernelManager
 
 
 def run_notebook(nb: Path, parameters: dict, log_output: bool = True, stopper: Stopper | None = None) -> Path:
@@ -59,7 +89,8 @@ def run_notebook(nb: Path, parameters: dict, log_output: bool = True, stopper: S
     try:
         hooks = {"on_cell_start": stopper.before_cell} if stopper else {}
         pm.execute_notebook(str(nb), str(partial), parameters=parameters, kernel_name="python3",
-                            cwd=str(NOTEBOOKS_DIR), log_output=log_output, progress_bar=False, **hooks)
+                            cwd=str(NOTEBOOKS_DIR), log_output=log_output, progress_bar=False,
+                            kernel_manager_class=ipc_kernel_manager(), **hooks)
     except BaseException:
         if partial.exists():
             partial.replace(failed)
@@ -111,6 +142,11 @@ def main(argv=None) -> int:
     if not todo:
         print(f"no notebooks match {args.only!r} in {NOTEBOOKS_DIR}", file=sys.stderr)
         return 2
+    try:
+        per_notebook = {nb: parameters_for(nb, params) for nb in todo}
+    except ConfigError as e:
+        print(f"make figures: {e}", file=sys.stderr)
+        return 2
     stopper = Stopper().install()
     failures, ran, since = [], [], {}
     for nb in todo:
@@ -119,9 +155,9 @@ def main(argv=None) -> int:
         start, started_at = time.monotonic(), utc_now()
         ran.append(nb)
         since[experiment_of(nb)] = started_at
-        print(f"== {nb.name} {params}", file=sys.stderr, flush=True)
+        print(f"== {nb.name} {per_notebook[nb]}", file=sys.stderr, flush=True)
         try:
-            out = run_notebook(nb, params, log_output=not args.quiet, stopper=stopper)
+            out = run_notebook(nb, per_notebook[nb], log_output=not args.quiet, stopper=stopper)
             print(f"== {nb.name} done in {time.monotonic() - start:.0f} s -> {_short(out)}",
                   file=sys.stderr)
         except BaseException as e:  # papermill's PapermillExecutionError carries the cell's traceback

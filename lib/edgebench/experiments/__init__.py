@@ -1,0 +1,86 @@
+"""The experiments, as records: what each is called, its notebook, the function that measures it,
+the apps it can run and the papers' numbers it is compared with.
+
+Adding an experiment: its module here (a measuring function that calls `sweep`), its plotting
+module in edgebench.plotting, its notebook, its reference CSV in data/reference/, and one record
+below. `make figures` reads these records; tests check each against its notebook.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from edgebench.apps import HTTP_APPS
+from edgebench.errors import ConfigError
+from edgebench.paths import PROJECT_ROOT, REFERENCE_DIR
+
+NOTEBOOKS_DIR = PROJECT_ROOT / "notebooks"
+
+
+@dataclass(frozen=True)
+class Experiment:
+    name: str                          # data/<name>/ and figures/<name>/
+    notebook: str                      # under notebooks/
+    measure: str                       # "module:function", imported when asked for
+    references: tuple[str, ...] = ()   # data/reference/ files with its published numbers
+    apps: tuple[str, ...] = ()         # the apps it can run; () = its own program
+    fixed: dict = field(default_factory=dict)  # what the notebook passes the function as a constant
+
+    @property
+    def notebook_path(self) -> Path:
+        return NOTEBOOKS_DIR / self.notebook
+
+    def function(self) -> Callable:
+        module, _, attr = self.measure.partition(":")
+        return getattr(importlib.import_module(module), attr)
+
+    def parameters(self) -> set[str]:
+        """What the measuring function takes, beyond what the notebook fixes."""
+        return set(inspect.signature(self.function()).parameters) - set(self.fixed)
+
+    def check_apps(self, apps: str | None) -> None:
+        """Refuse, before anything runs, apps this experiment cannot run."""
+        if not apps or apps in ("all", "auto") or not self.apps:
+            return
+        wrong = [a.strip() for a in apps.split(",") if a.strip() and a.strip() not in self.apps]
+        if wrong:
+            raise ConfigError(f"{self.name} runs {', '.join(self.apps)}, not {', '.join(wrong)}; "
+                              "change APPS (or leave it at all)")
+
+
+_EXPERIMENTS = [
+    Experiment("static_footprint", "01_static_footprint.ipynb", "edgebench.experiments.footprint:run_footprint",
+               ("paper000_image_size.csv",), HTTP_APPS),
+    Experiment("time_to_ready", "02_time_to_ready.ipynb", "edgebench.experiments.time_to_ready:run_time_to_ready",
+               ("paper000_time_to_ready.csv",), HTTP_APPS),
+    Experiment("io_bound", "03_io_bound.ipynb", "edgebench.experiments.http_load:run_http_load",
+               ("paper000_http_load.csv",), HTTP_APPS, {"experiment": "io_bound"}),
+    Experiment("cpu_bound", "04_cpu_bound.ipynb", "edgebench.experiments.http_load:run_http_load",
+               ("paper000_http_load.csv",), HTTP_APPS, {"experiment": "cpu_bound"}),
+    Experiment("iomt", "05_iomt.ipynb", "edgebench.experiments.iomt:run_iomt",
+               ("paper001_table4_iomt_latency.csv",), (), {"experiment": "iomt"}),
+    Experiment("page_faults", "06_page_faults.ipynb", "edgebench.experiments.iomt:run_iomt",
+               ("paper001_table5_page_faults.csv",), (), {"experiment": "page_faults"}),
+    Experiment("lxd_appendix", "07_lxd_appendix.ipynb", "edgebench.experiments.microbench:run_lxd_appendix",
+               ("paper001_lxd_appendix.csv",)),
+    Experiment("microbenchmarks", "08_microbenchmarks.ipynb",
+               "edgebench.experiments.microbench:run_microbenchmarks",
+               ("paper001_table2_sysbench.csv", "paper001_network.csv")),
+]
+EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in _EXPERIMENTS}
+
+
+def for_notebook(path: Path | str) -> Experiment:
+    name = Path(path).name
+    for e in EXPERIMENTS.values():
+        if e.notebook == name:
+            return e
+    raise ConfigError(f"no experiment record for notebook {name}; add one in edgebench/experiments/__init__.py")
+
+
+def reference_path(name: str) -> Path:
+    return REFERENCE_DIR / name
