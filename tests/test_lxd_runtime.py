@@ -21,7 +21,8 @@ from conftest import need, need_tool
 from edgebench.apps import APPS, App, BuiltApp, go_build, place_app
 from edgebench.errors import ConfigError
 from edgebench.lxd_image import choose_mirror, ensure_image, parse_apt_sources
-from edgebench.runtimes.base import Limits, StartFailed, is_alive
+from edgebench.runtimes.base import is_alive
+from edgebench.runtimes.contract import Limits, StartFailed
 from edgebench.runtimes.lxd import RUN_KEY, LxdRuntime, cpu_allowance, lxd_cpuset, service_definition
 
 MiB = 2**20

@@ -20,7 +20,7 @@ from conftest import need, vm_tagged_processes
 from edgebench.apps import APPS, place_app
 from edgebench.errors import ConfigError
 from edgebench.experiments.iomt import parse_record, workload_args
-from edgebench.runtimes.base import Limits, StartFailed
+from edgebench.runtimes.contract import Limits, StartFailed
 from edgebench.runtimes.nanos import VM_TAG, NanosRuntime
 
 pytestmark = pytest.mark.integration

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from edgebench.errors import ConfigError
-from edgebench.runtimes.base import (Artifact, Availability, BatchResult, Instance, LaunchPlan, Limits,
-                                     ProbeResult, Runtime, StartFailed)
+from edgebench.runtimes.base import Runtime
+from edgebench.runtimes.contract import (Artifact, Availability, BatchResult, Instance, LaunchPlan, Limits,
+                                         ProbeResult, StartFailed)
 from edgebench.runtimes.docker import DockerRuntime
 from edgebench.runtimes.lxd import LxdRuntime
 from edgebench.runtimes.nanos import NanosRuntime

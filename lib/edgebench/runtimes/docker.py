@@ -15,8 +15,8 @@ from edgebench.apps import BuiltApp
 from edgebench.cgroups import AppliedLimits, read_limits, remove_cgroup_everywhere
 from edgebench.errors import ConfigError, EdgebenchError
 from edgebench.paths import DOCKERFILES_DIR
-from edgebench.runtimes.base import (Artifact, Availability, BatchOutcome, Instance, LaunchPlan, Limits, Runtime,
-                                     app_env)
+from edgebench.runtimes.base import Runtime, app_env
+from edgebench.runtimes.contract import Artifact, Availability, BatchOutcome, Instance, LaunchPlan, Limits
 from edgebench.targets import sh
 
 BUILD_MODES = ("offline", "published")

@@ -7,8 +7,8 @@ import shlex
 
 from edgebench.apps import BuiltApp
 from edgebench.cgroups import NativeCgroup, read_limits
-from edgebench.runtimes.base import (Artifact, Availability, BatchOutcome, Instance, LaunchPlan, Limits, Runtime,
-                                     app_env, is_alive, kill_pid)
+from edgebench.runtimes.base import Runtime, app_env, is_alive, kill_pid
+from edgebench.runtimes.contract import Artifact, Availability, BatchOutcome, Instance, LaunchPlan, Limits
 from edgebench.targets import sh
 
 
