@@ -7,9 +7,9 @@ import numpy as np
 import pandas as pd
 
 from edgebench.experiments.iomt import LABELS, parse_size
-from edgebench.plots import NoData, PROTOCOL_STYLE, base_runtime, mark_emulated, ok_rows, plt, reference_for, runtime_order
+from edgebench.plots import (NoData, PROTOCOL_STYLE, mark_emulated, ok_rows, plt, reference_for, runtime_colour,
+                             runtime_order)
 
-RUNTIME_COLOR = {"native": "#2ca02c", "docker": "#1f77b4", "nanos": "#9467bd", "lxd": "#8c564b"}
 PROTOCOL_LINE = {"fair": "-", "published": "--"}
 KEYS = ["workload", "input_size", "runtime", "protocol"]
 
@@ -59,12 +59,12 @@ def latency_figure(table: pd.DataFrame):
         top, bottom = axes[0][j], axes[1][j]
         for (rt, proto), g in sub.groupby(["runtime", "protocol"]):
             g = g.sort_values("size_n")
-            style = dict(color=RUNTIME_COLOR.get(base_runtime(rt), "grey"), linestyle=PROTOCOL_LINE.get(proto, ":"), marker="o")
+            style = dict(color=runtime_colour(rt), linestyle=PROTOCOL_LINE.get(proto, ":"), marker="o")
             top.plot(g["size_n"], g["end_to_end_latency"], label=f"{rt} ({proto})", **style)
             bottom.plot(g["size_n"], g["startup_overhead"] * 1000, label=f"{rt} ({proto})", **style)
         ref = sub.dropna(subset=["published_s"]).drop_duplicates(["input_size", "runtime"])
         for rt, g in ref.groupby("runtime"):
-            top.scatter(g["size_n"], g["published_s"], marker="x", s=60, color=RUNTIME_COLOR.get(base_runtime(rt), "grey"),
+            top.scatter(g["size_n"], g["published_s"], marker="x", s=60, color=runtime_colour(rt),
                         label=f"{rt} (paper 001, Table 4)")
         unit = "points" if w == "kmeans" else "bytes"
         for ax in (top, bottom):
@@ -171,11 +171,11 @@ def faults_figure(table: pd.DataFrame):
             g = g.sort_values("size_n").dropna(subset=[metric])
             if g.empty:
                 continue
-            ax.plot(g["size_n"], g[metric], marker="o", color=RUNTIME_COLOR.get(base_runtime(rt), "grey"),
+            ax.plot(g["size_n"], g[metric], marker="o", color=runtime_colour(rt),
                     linestyle=PROTOCOL_LINE.get(proto, ":"), label=f"{rt} ({proto})")
         ref = sub.dropna(subset=["published_faults"]).drop_duplicates(["input_size", "runtime"])
         for rt, g in ref.groupby("runtime"):
-            ax.scatter(g["size_n"], g["published_faults"], marker="x", s=60, color=RUNTIME_COLOR.get(base_runtime(rt), "grey"),
+            ax.scatter(g["size_n"], g["published_faults"], marker="x", s=60, color=runtime_colour(rt),
                        label=f"{rt} (paper 001, Table 5)")
         ax.set_xscale("log")
         ax.set_yscale("log")
@@ -199,7 +199,7 @@ def cache_miss_figure(table: pd.DataFrame):
         sub = table[table["workload"] == w].assign(size_n=lambda t: t["input_size"].map(parse_size))
         for (rt, proto), g in sub.groupby(["runtime", "protocol"]):
             g = g.sort_values("size_n").dropna(subset=["perf_cache_misses"])
-            ax.plot(g["size_n"], g["perf_cache_misses"], marker="o", color=RUNTIME_COLOR.get(base_runtime(rt), "grey"),
+            ax.plot(g["size_n"], g["perf_cache_misses"], marker="o", color=runtime_colour(rt),
                     linestyle=PROTOCOL_LINE.get(proto, ":"), label=f"{rt} ({proto})")
         ax.set_xscale("log")
         ax.set_yscale("log")

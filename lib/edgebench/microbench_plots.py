@@ -6,9 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from edgebench.plots import NoData, ok_rows, plt, runtime_order
+from edgebench.plots import NoData, ok_rows, plt, runtime_colour, runtime_order
 
-RUNTIME_COLOR = {"native": "#2ca02c", "docker": "#1f77b4", "lxd": "#8c564b", "nanos": "#9467bd"}
 
 
 def _median(df: pd.DataFrame, metric: str, keys: list[str]) -> pd.Series:
@@ -58,7 +57,7 @@ def table2_figure(table: pd.DataFrame):
             for k, rt in enumerate(runtimes):
                 g = sub[sub["runtime"] == rt].set_index("point").reindex(points)
                 x = np.arange(len(points)) - 0.4 + width * (k + 0.5)
-                ax.bar(x, g[value], width * 0.9, color=RUNTIME_COLOR.get(rt, "grey"), label=rt)
+                ax.bar(x, g[value], width * 0.9, color=runtime_colour(rt), label=rt)
                 if proto == "published" and g["published_s"].notna().any():
                     ax.scatter(x, g["published_s"], marker="x", color="red", zorder=3,
                                label="paper 001, Table 2" if k == 0 else None)
@@ -126,7 +125,8 @@ def network_figure(table: pd.DataFrame):
     panels = [("throughput_Gbps", "published_Gbps", "iperf3 throughput (Gbps)", "paper 001 (Pi)"),
               ("rtt_ms", "published_iperf_latency_ms", "mean TCP RTT of the stream (ms)", "paper 001 (iperf)")]
     for ax, (measured, published, ylabel, label) in zip(axes, panels):
-        ax.bar(x, table[measured], color=["#2ca02c", "#1f77b4", "#17becf"][:len(table)])
+        # native, then Docker's two network modes: Docker's colour, and a lighter one for the bridge.
+        ax.bar(x, table[measured], color=[runtime_colour("native"), runtime_colour("docker"), "#17becf"][:len(table)])
         if published in table:
             ax.scatter(x, table[published], marker="x", color="red", zorder=3, label=label)
             ax.legend(fontsize=7)
@@ -190,7 +190,7 @@ def appendix_figure(table: pd.DataFrame, failed: pd.DataFrame | None = None):
         for rt in runtime_order(sub["runtime"]):
             g = sub[sub["runtime"] == rt].sort_values("x")
             ax.errorbar(g["x"], g["median"], yerr=[g["median"] - g["q1"], g["q3"] - g["median"]], marker="o",
-                        capsize=3, color=RUNTIME_COLOR.get(rt, "grey"), label=rt)
+                        capsize=3, color=runtime_colour(rt), label=rt)
         ax.set_xscale("log")
         ax.set_xlabel("files of 1 MiB" if x == "files" else "threads")
         ax.set_ylabel(unit)

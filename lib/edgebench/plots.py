@@ -17,8 +17,12 @@ import pandas as pd  # noqa: E402
 
 from edgebench.errors import EdgebenchError  # noqa: E402
 from edgebench.paths import FIGURES_DIR  # noqa: E402
+from edgebench.runtimes import runtime_colours, runtime_order as registry_order  # noqa: E402
 
-RUNTIME_ORDER = ["native", "docker", "nanos", "lxd"]
+# One order and one colour per runtime in every figure: the runtime registry's.
+RUNTIME_ORDER = registry_order()
+RUNTIME_COLOR = runtime_colours()
+
 PROTOCOL_STYLE = {"fair": dict(color="#1f77b4"), "published": dict(color="#ff7f0e")}
 
 
@@ -51,6 +55,11 @@ EMULATED = " (TCG)"
 
 def base_runtime(label: str) -> str:
     return label.removesuffix(EMULATED)
+
+
+def runtime_colour(label: str) -> str:
+    """'nanos (TCG)' has nanos' colour: the label, not the colour, says it was emulated."""
+    return RUNTIME_COLOR.get(base_runtime(label), "grey")
 
 
 def runtime_order(values) -> list[str]:
@@ -307,13 +316,12 @@ def http_figure(table: pd.DataFrame, title: str):
     apps = list(dict.fromkeys(table["app"]))
     levels = list(dict.fromkeys(table.sort_values(["scenario", "memory_mb"], ascending=[False, False])["level"]))
     fig, axes = plt.subplots(len(apps), 3, figsize=(15, 3.6 * len(apps)), squeeze=False)
-    colors = {"native": "#2ca02c", "docker": "#1f77b4", "nanos": "#d62728", "lxd": "#9467bd"}
     for r, app in enumerate(apps):
         t = table[table["app"] == app]
         for (rt, proto), g in t.groupby(["runtime", "protocol"]):
             g = g.set_index("level").reindex(levels)
             x = np.arange(len(levels))
-            style = dict(color=colors.get(base_runtime(rt), "grey"), ls="-" if proto == "fair" else "--", marker="o")
+            style = dict(color=runtime_colour(rt), ls="-" if proto == "fair" else "--", marker="o")
             axes[r][0].errorbar(x, g["rps_median"], yerr=g["rps_iqr"] / 2, label=f"{rt} {proto}", **style)
             axes[r][1].errorbar(x, g["latency_mean_ms"], yerr=g["latency_stdev_ms"], capsize=2, **style)
             axes[r][2].plot(x, g["latency_p99_ms"], **style)
@@ -322,7 +330,7 @@ def http_figure(table: pd.DataFrame, title: str):
             axes[r][0].scatter(x[dead.values], np.zeros(dead.sum()), marker="v", color=style["color"], s=40)
             pub = g["published_rps"]
             if proto == "published" and pub.notna().any():
-                axes[r][0].scatter(x, pub, marker="x", color=colors.get(rt, "grey"), s=50,
+                axes[r][0].scatter(x, pub, marker="x", color=runtime_colour(rt), s=50,
                                    label=f"{rt} (paper 000)")
         axes[r][2].set_yscale("log")
         for ax, ylabel in zip(axes[r], ("requests/s (median, IQR)", "mean latency (ms, ±stdev)",
