@@ -309,13 +309,14 @@ def http_table(df: pd.DataFrame, reference: pd.DataFrame) -> pd.DataFrame:
 
 
 def http_figure(table: pd.DataFrame, title: str):
-    """Throughput and mean latency per memory level (rich first), one row per app, published
-    values as crosses; failed levels marked at the bottom."""
+    """Throughput, mean latency, its "jitter" (paper 000's standard deviation, a metric of its
+    own: mean +- stdev would reach below zero) and p50/p99 per memory level (rich first), one
+    row per app, published values as crosses; failed levels marked at the bottom."""
     if table.empty:
         raise NoData("HTTP load table is empty")
     apps = list(dict.fromkeys(table["app"]))
     levels = list(dict.fromkeys(table.sort_values(["scenario", "memory_mb"], ascending=[False, False])["level"]))
-    fig, axes = plt.subplots(len(apps), 3, figsize=(15, 3.6 * len(apps)), squeeze=False)
+    fig, axes = plt.subplots(len(apps), 4, figsize=(19, 3.6 * len(apps)), squeeze=False)
     for r, app in enumerate(apps):
         t = table[table["app"] == app]
         for (rt, proto), g in t.groupby(["runtime", "protocol"]):
@@ -323,23 +324,25 @@ def http_figure(table: pd.DataFrame, title: str):
             x = np.arange(len(levels))
             style = dict(color=runtime_colour(rt), ls="-" if proto == "fair" else "--", marker="o")
             axes[r][0].errorbar(x, g["rps_median"], yerr=g["rps_iqr"] / 2, label=f"{rt} {proto}", **style)
-            axes[r][1].errorbar(x, g["latency_mean_ms"], yerr=g["latency_stdev_ms"], capsize=2, **style)
-            axes[r][2].plot(x, g["latency_p99_ms"], **style)
-            axes[r][2].plot(x, g["latency_p50_ms"], **dict(style, marker=".", alpha=0.5))
+            axes[r][1].plot(x, g["latency_mean_ms"], **style)
+            axes[r][2].plot(x, g["latency_stdev_ms"], **style)
+            axes[r][3].plot(x, g["latency_p99_ms"], **style)
+            axes[r][3].plot(x, g["latency_p50_ms"], **dict(style, marker=".", alpha=0.5))
             dead = g["rps_median"].isna() & (g["failed"] > 0)
             axes[r][0].scatter(x[dead.values], np.zeros(dead.sum()), marker="v", color=style["color"], s=40)
             pub = g["published_rps"]
             if proto == "published" and pub.notna().any():
                 axes[r][0].scatter(x, pub, marker="x", color=runtime_colour(rt), s=50,
                                    label=f"{rt} (paper 000)")
-        axes[r][2].set_yscale("log")
-        for ax, ylabel in zip(axes[r], ("requests/s (median, IQR)", "mean latency (ms, ±stdev)",
-                                        "p99 (o) and p50 (.) latency (ms, log)")):
+        axes[r][3].set_yscale("log")
+        for ax, ylabel in zip(axes[r], ("requests/s (median, IQR)", "mean latency (ms)",
+                                        "jitter: stdev of latency (ms)", "p99 (o) and p50 (.) latency (ms, log)")):
             ax.set_xticks(range(len(levels)), levels)
             ax.set_ylabel(ylabel)
             ax.set_title(app)
             ax.grid(alpha=0.3)
-        axes[r][0].set_ylim(bottom=0)
+        for ax in axes[r][:3]:
+            ax.set_ylim(bottom=0)
         axes[r][0].legend(fontsize=7)
     fig.suptitle(f"{title}: ▼ = failed at that level; x = paper 000")
     fig.tight_layout()
