@@ -23,7 +23,8 @@ from edgebench.errors import ConfigError
 from edgebench.lxd_image import choose_mirror, ensure_image, parse_apt_sources
 from edgebench.runtimes.base import is_alive
 from edgebench.runtimes.contract import Limits, StartFailed
-from edgebench.runtimes.lxd import RUN_KEY, LxdRuntime, cpu_allowance, lxd_cpuset, service_definition
+from edgebench.runtimes.lxc import RUN_KEY, cpu_allowance, lxd_cpuset, service_definition
+from edgebench.runtimes.lxd import LxdRuntime
 
 MiB = 2**20
 integration = pytest.mark.integration

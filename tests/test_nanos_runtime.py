@@ -21,7 +21,8 @@ from edgebench.apps import APPS, place_app
 from edgebench.errors import ConfigError
 from edgebench.experiments.iomt import parse_record, workload_args
 from edgebench.runtimes.contract import Limits, StartFailed
-from edgebench.runtimes.nanos import VM_TAG, NanosRuntime
+from edgebench.runtimes.nanos import NanosRuntime
+from edgebench.runtimes.qemu import VM_TAG
 
 pytestmark = pytest.mark.integration
 

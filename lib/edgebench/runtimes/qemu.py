@@ -1,0 +1,279 @@
+"""What any runtime whose app runs in a VM needs from QEMU on the target; nothing here knows
+which launcher (ops for Nanos, a plain Linux VM, Unikraft) started QEMU.
+
+- which QEMU system binary runs a guest of the target's own architecture, and the Debian
+  package that has it (`qemu_system`);
+- what a QEMU command line asks for (`parse_qemu_argv`): vCPUs, memory, accelerators in QEMU's
+  order of preference, network and disk image;
+- which accelerator a running QEMU got (`accelerator`): asked for `accel=kvm:tcg`, QEMU falls
+  back to TCG without saying so, but a KVM VM holds an `anon_inode:kvm-vm` among its files;
+- a launch's processes, found by a tag in their environment (`tagged`, `find_qemu`): a launcher
+  may start QEMU in a process group of its own, which a SIGKILL to the launcher leaves running,
+  and QEMU inherits the launcher's environment;
+- QEMU's facts read from /proc (`read_facts`), or from its state captured beside a batch run by
+  `watched` (a batch VM may exit before anyone could ask), and the limits they amount to
+  (`applied_limits`);
+- pinning QEMU's threads (vCPUs, I/O, user-mode network: all outside the VM's limits) to the
+  granted cores (`pinned`, `pin_threads`), and whether the target can give QEMU KVM
+  (`kvm_unusable`).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+
+from edgebench.cgroups import AppliedLimits
+from edgebench.targets import Target
+
+VM_TAG = "EDGEBENCH_VM"          # environment variable that marks a launch's processes (launcher, QEMU)
+KVM_FD = "anon_inode:kvm-vm"
+
+# The QEMU system emulator for a guest of the machine's own architecture: (binary, Debian package).
+QEMU_SYSTEM: dict[str, tuple[str, str]] = {
+    "x86_64": ("qemu-system-x86_64", "qemu-system-x86"),
+    "aarch64": ("qemu-system-aarch64", "qemu-system-arm"),
+    "armv7l": ("qemu-system-arm", "qemu-system-arm"),
+    "armv6l": ("qemu-system-arm", "qemu-system-arm"),
+}
+_ARCH_ALIASES = {"amd64": "x86_64", "arm64": "aarch64"}   # Debian's names for the kernel's
+QEMU_BINARIES = frozenset(binary for binary, _ in QEMU_SYSTEM.values())
+
+
+def qemu_system(arch: str) -> tuple[str, str] | None:
+    """(binary, Debian package) of QEMU for a guest of this architecture (`uname -m` or Debian's
+    name), or None when edgebench knows no package for it."""
+    return QEMU_SYSTEM.get(_ARCH_ALIASES.get(arch, arch))
+
+
+def qemu_binary(arch: str) -> str:
+    """The QEMU system binary for this architecture; for an unknown one, QEMU's own naming."""
+    known = qemu_system(arch)
+    return known[0] if known else f"qemu-system-{arch}"
+
+
+def vcpus_for(cpus: float | None) -> int:
+    """Whole vCPUs: a VM cannot have half a CPU. Go's default GOMAXPROCS is then this number,
+    which is what the fair protocol asks for."""
+    return max(1, math.ceil(cpus)) if cpus else 1
+
+
+# -- what a command line asks for ---------------------------------------------------------
+@dataclass
+class QemuLaunch:
+    """What a QEMU command line asks for."""
+    vcpus: int
+    memory_mb: float | None
+    accel_requested: tuple[str, ...]     # in QEMU's order of preference; () = QEMU's default (tcg)
+    network: str
+    image: str | None
+
+
+def option_values(argv: list[str], *names: str) -> list[str]:
+    """Every value given to these options, as `-opt VALUE` or `-opt=VALUE`, in order."""
+    out = []
+    for i, a in enumerate(argv):
+        for n in names:
+            if a == n and i + 1 < len(argv):
+                out.append(argv[i + 1])
+            elif a.startswith(n + "="):
+                out.append(a[len(n) + 1:])
+    return out
+
+
+def qemu_size_mb(text: str) -> float | None:
+    """MiB from QEMU's `-m` value (`128M`, `2G`, `size=2G,slots=2`; a bare number is MiB)."""
+    text = text.split(",")[0].removeprefix("size=").strip()
+    units = {"": 1, "M": 1, "G": 1024, "T": 1024 * 1024, "K": 1 / 1024}
+    num = text.rstrip("KMGTkmgtBb")
+    suffix = text[len(num):].upper().rstrip("B")
+    try:
+        return float(num) * units[suffix]
+    except (ValueError, KeyError):
+        return None
+
+
+def parse_qemu_argv(argv: list[str]) -> QemuLaunch:
+    smp = option_values(argv, "-smp")
+    vcpus = 1
+    if smp:
+        first = smp[-1].split(",")[0]
+        fields = dict(f.split("=", 1) for f in smp[-1].split(",") if "=" in f)
+        vcpus = int(fields.get("cpus") or (first if "=" not in first else 1))
+    mem = option_values(argv, "-m")
+    accel: list[str] = []
+    if "-enable-kvm" in argv or "--enable-kvm" in argv:
+        accel = ["kvm"]
+    for value in option_values(argv, "-machine", "-M"):
+        for f in value.split(","):
+            if f.startswith("accel="):
+                accel = f[len("accel="):].split(":")
+    for value in option_values(argv, "-accel", "--accel"):
+        accel = [value.split(",")[0]]
+    netdevs = option_values(argv, "-netdev")
+    network = "none"
+    if netdevs:
+        kind, *opts = netdevs[0].split(",")
+        if kind == "user":
+            fwd = [o.removeprefix("hostfwd=") for o in opts if o.startswith("hostfwd=")]
+            network = "qemu user-mode (slirp)" + (f", hostfwd {' '.join(fwd)}" if fwd else "")
+        elif kind == "tap":
+            ifname = next((o.split("=", 1)[1] for o in opts if o.startswith("ifname=")), "?")
+            network = f"tap {ifname}"
+        else:
+            network = kind
+    drive = next((f.split("=", 1)[1] for d in option_values(argv, "-drive") for f in d.split(",")
+                  if f.startswith("file=")), None)
+    return QemuLaunch(vcpus, qemu_size_mb(mem[-1]) if mem else 128.0, tuple(accel), network, drive)
+
+
+def accelerator(requested: tuple[str, ...], fd_links: list[str] | None) -> tuple[str, str]:
+    """(accelerator, evidence). The open files decide when they can be read; the command line
+    only when it leaves no choice."""
+    if fd_links is not None:
+        if any(KVM_FD in link for link in fd_links):
+            return "kvm", f"QEMU holds {KVM_FD}"
+        if "kvm" in requested and "tcg" not in requested:
+            return "unknown", "asked for KVM only, but QEMU holds no KVM VM"
+        return "tcg", ("QEMU holds no KVM VM (fell back from " + ":".join(requested) + ")"
+                       if "kvm" in requested else "no accelerator asked for: QEMU's default, TCG")
+    if not requested or requested == ("tcg",):
+        return "tcg", "command line: " + (":".join(requested) or "no accelerator (TCG)")
+    if requested == ("kvm",):
+        return "kvm", "command line: kvm only"
+    return "unknown", "command line allows " + ":".join(requested) + "; QEMU's files unreadable"
+
+
+# -- a running QEMU ------------------------------------------------------------------------
+# Finds the processes a launch started by its tag: the launcher, and QEMU in its own process
+# group. $2 = prefix: every tag that starts with $1 (a whole run's launches).
+_FIND_TAGGED = r"""
+tag=$1; match=-qxF; [ "$2" = prefix ] && { match=-q; tag="^$tag"; }
+for e in /proc/[0-9]*/environ; do
+  p=${e#/proc/}; p=${p%/environ}
+  tr '\0' '\n' <"$e" 2>/dev/null | grep $match -- "$tag" || continue
+  s=$(awk '/^State:/{print $2}' /proc/$p/status 2>/dev/null); [ -n "$s" ] && [ "$s" != Z ] || continue
+  echo "$p $(cat /proc/$p/comm 2>/dev/null)"
+done
+"""
+
+# QEMU's command line (NUL-separated, printed one per line), open files and thread affinity.
+_QEMU_STATE = r"""
+p=$1
+echo "== cmdline"; tr '\0' '\n' </proc/$p/cmdline
+echo "== fds"; for f in /proc/$p/fd/*; do readlink "$f"; done 2>/dev/null
+echo "== affinity"; for t in /proc/$p/task/*; do awk '/^Cpus_allowed_list/{print $2}' $t/status; done 2>/dev/null | sort -u
+"""
+
+# Runs a batch launch ("$@") and, beside it, saves QEMU's state once QEMU appears: a batch VM
+# may exit before anyone could ask. The watcher does not carry the tag, so it never finds itself.
+_WATCH_QEMU = r"""
+tag=$1; out=$2; shift 2
+(
+  while :; do
+    for e in /proc/[0-9]*/environ; do
+      p=${e#/proc/}; p=${p%/environ}
+      case "$(cat /proc/$p/comm 2>/dev/null)" in qemu*) ;; *) continue ;; esac
+      tr '\0' '\n' <"$e" 2>/dev/null | grep -qx "$tag" || continue
+      sh -c "$QEMU_STATE" qemu-state "$p" >"$out.tmp" 2>/dev/null && mv "$out.tmp" "$out"; exit 0
+    done
+    kill -0 $$ 2>/dev/null || exit 0
+    sleep 0.02
+  done
+) </dev/null >/dev/null 2>&1 &
+exec "$@"
+"""
+
+
+def parse_qemu_state(text: str) -> tuple[list[str], list[str] | None, list[str]]:
+    """(command line, open files or None when unreadable, CPU affinities) from `_QEMU_STATE`."""
+    sections: dict[str, list[str]] = {}
+    current = None
+    for line in text.splitlines():
+        if line.startswith("== "):
+            current = line[3:].strip()
+            sections[current] = []
+        elif current:
+            sections[current].append(line)
+    fds = sections.get("fds")
+    return sections.get("cmdline", []), (fds if fds else None), sections.get("affinity", [])
+
+
+def launch_facts(cmdline: list[str], fds: list[str] | None, affinity: list[str], pid: int | None) -> dict:
+    """What QEMU was started with and what it runs on, as a row's details."""
+    launch = parse_qemu_argv(cmdline)
+    accel, evidence = accelerator(launch.accel_requested, fds)
+    return {"qemu_pid": pid, "qemu_argv": cmdline, "vcpus": launch.vcpus, "memory_mb": launch.memory_mb,
+            "accel_requested": ":".join(launch.accel_requested) or "(default)", "accelerator": accel,
+            "accelerator_evidence": evidence, "network": launch.network, "image": launch.image,
+            "qemu_cpuset": ",".join(affinity) if affinity else None}
+
+
+def state_facts(text: str | None) -> dict | None:
+    """`launch_facts` from state `watched` captured; None when nothing was captured."""
+    return launch_facts(*parse_qemu_state(text), pid=None) if text else None
+
+
+def read_facts(target: Target, pid: int) -> dict:
+    """`launch_facts` of a running QEMU, read from /proc on the target."""
+    text = target.run(["sh", "-c", _QEMU_STATE, "qemu-state", str(pid)], check=False).stdout
+    return launch_facts(*parse_qemu_state(text), pid=pid)
+
+
+def applied_limits(facts: dict) -> AppliedLimits:
+    """A VM's limits are what QEMU was started with (no cgroup holds the guest's memory)."""
+    return AppliedLimits(cpus=float(facts["vcpus"]), memory_mb=facts["memory_mb"], swap_mb=None,
+                         cpuset=facts["qemu_cpuset"], cgroup_version=None,
+                         cgroup_path="QEMU command line", oom_kills=None)
+
+
+def tagged(target: Target, tag: str, prefix: bool = False) -> list[tuple[int, str]]:
+    """[(pid, comm)] of live processes carrying `tag` (NAME=VALUE) in their environment, or with
+    prefix=True any that starts with `tag`."""
+    r = target.run(["sh", "-c", _FIND_TAGGED, "find-tagged", tag, "prefix" if prefix else "exact"], check=False)
+    out = []
+    for line in r.stdout.splitlines():
+        pid, _, comm = line.partition(" ")
+        if pid.isdigit():
+            out.append((int(pid), comm.strip()))
+    return out
+
+
+def find_qemu(target: Target, tag: str) -> int | None:
+    return next((pid for pid, comm in tagged(target, tag) if comm.startswith("qemu")), None)
+
+
+def wait_for_qemu(target: Target, tag: str, timeout_s: float = 10) -> int | None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        pid = find_qemu(target, tag)
+        if pid:
+            return pid
+        time.sleep(0.05)
+    return None
+
+
+def watched(tag: str, state_file: str, argv: list[str]) -> list[str]:
+    """argv, run with a watcher beside it that writes the state of the QEMU carrying `tag` to
+    state_file as soon as it appears (read back with `state_facts`)."""
+    return ["env", f"QEMU_STATE={_QEMU_STATE}", "sh", "-c", _WATCH_QEMU, "watch-qemu", tag, state_file, *argv]
+
+
+def pinned(cpuset: str | None) -> list[str]:
+    """The prefix that pins a launcher to the granted cores: every thread of the QEMU it starts
+    inherits the affinity."""
+    return ["taskset", "-c", cpuset] if cpuset else []
+
+
+def pin_threads(target: Target, pid: int, cpuset: str) -> bool:
+    """Pin every thread of a running QEMU to the granted cores (when it was not started pinned)."""
+    return target.run(["taskset", "-a", "-p", "-c", cpuset, str(pid)], check=False).ok
+
+
+def kvm_unusable(target: Target) -> str | None:
+    """Why QEMU cannot have KVM on the target, or None: /dev/kvm missing or not accessible."""
+    kvm = target.facts().get("kvm")
+    if kvm != "yes":
+        return f"/dev/kvm on {target.name} is {'absent' if kvm == 'no' else kvm}"
+    return None
