@@ -13,6 +13,7 @@ import pytest
 
 from conftest import need
 from edgebench import provision as pv
+from edgebench.runtimes import RUNTIMES
 from edgebench.targets import CommandResult, Target
 
 DEBIAN = {"os_id": "debian", "os_like": "", "os_name": "Debian GNU/Linux 12 (bookworm)"}
@@ -432,7 +433,7 @@ def test_lxd_setup_script_is_uploaded_and_run(monkeypatch):
 def test_table_has_a_row_for_every_runtime_and_tool():
     report = pv.provision(scripted(), check=True, **QUIET)
     rows = {(r.kind, r.name) for r in report.rows}
-    for name in pv.RUNTIME_NAMES:
+    for name in RUNTIMES:
         assert ("runtime", name) in rows
     for tool in pv.tools_for("x86_64"):
         assert ("tool", tool.name) in rows
@@ -453,7 +454,7 @@ def test_check_prints_a_row_for_every_runtime_and_tool(local):
                        capture_output=True, text=True, timeout=300)
     assert r.returncode in (0, 1), r.stderr
     rows = {m.group(2): m.group(3) for m in map(ROW.match, r.stdout.splitlines()) if m}
-    expected = list(pv.RUNTIME_NAMES) + [t.name for t in pv.tools_for(local.facts()["arch"])]
+    expected = list(RUNTIMES) + [t.name for t in pv.tools_for(local.facts()["arch"])]
     assert [n for n in expected if n not in rows] == [], r.stdout
     assert rows["native"] == "ok"
     assert re.search(r"^packages: \d+ already installed, \d+ to install", r.stdout, re.M), r.stdout
@@ -491,4 +492,4 @@ def test_check_over_ssh_sees_what_local_sees(local, ssh_host):
     def tools(rep):
         return {(r.name, r.ok) for r in rep.rows if r.kind == "tool" and r.name != "ops"}
     assert tools(remote) == tools(here)
-    assert {r.name for r in remote.rows if r.kind == "runtime"} == set(pv.RUNTIME_NAMES)
+    assert {r.name for r in remote.rows if r.kind == "runtime"} == set(RUNTIMES)

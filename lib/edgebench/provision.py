@@ -34,6 +34,7 @@ from typing import Callable
 
 from edgebench.errors import EdgebenchError
 from edgebench.paths import TOOLS_DIR
+from edgebench.runtimes.qemu import QEMU_BINARIES, qemu_binary, qemu_system
 from edgebench.targets import Target, connect, sh
 
 # -- what the experiments need --------------------------------------------------------------
@@ -92,12 +93,8 @@ APT_PACKAGES: dict[str, Need] = {
     "sshd": Need("openssh-server", (("sshd",),)),
 }
 
-# QEMU for the machine's own architecture (Nanos runs as a KVM guest of the same kind).
-QEMU_PACKAGE = {"x86_64": "qemu-system-x86", "amd64": "qemu-system-x86", "aarch64": "qemu-system-arm",
-                "arm64": "qemu-system-arm", "armv7l": "qemu-system-arm", "armv6l": "qemu-system-arm"}
-QEMU_BINARY = {"x86_64": "qemu-system-x86_64", "amd64": "qemu-system-x86_64",
-               "aarch64": "qemu-system-aarch64", "arm64": "qemu-system-aarch64",
-               "armv7l": "qemu-system-arm", "armv6l": "qemu-system-arm"}
+# QEMU for the machine's own architecture (Nanos runs as a KVM guest of the same kind):
+# qemu_system(arch) in runtimes/qemu.py, the one map of binary and package.
 
 FAMILIES = ("debian", "ubuntu", "raspbian")  # apt-based; raspbian = 32-bit Raspberry Pi OS
 
@@ -121,7 +118,7 @@ class Tool:
 
 
 def tools_for(arch: str) -> list[Tool]:
-    qemu = QEMU_BINARY.get(arch, f"qemu-system-{arch}")
+    qemu = qemu_binary(arch)
     return [Tool("wrk", ("wrk", "--version"), any_exit=True), Tool("sysbench", ("sysbench", "--version")),
             Tool("iperf3", ("iperf3", "--version")), Tool("perf", ("perf", "--version")),
             Tool("compress", ("compress", "-V")), Tool("openssl", ("openssl", "version")),
@@ -134,11 +131,10 @@ def tools_for(arch: str) -> list[Tool]:
             Tool("lxd", ("lxd", "--version")), Tool("dnsmasq", ("dnsmasq", "--version"))]
 
 
-RUNTIME_NAMES = ("native", "docker", "nanos", "lxd")
 # Commands whose presence the survey reports (`command -v`, with sbin, /snap/bin and ~/.ops/bin).
 SURVEY_COMMANDS = sorted({c for need in APT_PACKAGES.values() for group in need.runs_with for c in group}
                          | {need.client for need in APT_PACKAGES.values() if need.client}
-                         | set(QEMU_BINARY.values()) | {"perf", "ops"})
+                         | set(QEMU_BINARIES) | {"perf", "ops"})
 
 
 # -- the plan -----------------------------------------------------------------------------
@@ -190,11 +186,12 @@ def packages_for(family: str, arch: str, kernel: str = "", for_tests: bool = Fal
     for purpose, names in purposes.items():
         for logical in names:
             if logical == "qemu":
-                pkg = QEMU_PACKAGE.get(arch)
-                if pkg is None:
+                system = qemu_system(arch)
+                if system is None:
                     unresolved[logical] = f"no QEMU package known for architecture {arch}"
                 else:
-                    packages.append(Package(pkg, purpose, ((QEMU_BINARY[arch],),)))
+                    binary, pkg = system
+                    packages.append(Package(pkg, purpose, ((binary,),)))
             elif logical == "perf":
                 if family == "ubuntu":
                     # perf on Ubuntu is a wrapper that needs the tools built for the running kernel.
@@ -520,7 +517,6 @@ class Provisioner:
         self.survey: dict[str, str] = {}
         self.commands: dict[str, str] = {}
         self.report = Report(target.name, check=check)
-        self.lxd_image: str | None = None
         self.ops_note = ""
         self.ops_short = ""   # the same, for the nanos row
 
@@ -736,7 +732,6 @@ class Provisioner:
         except EdgebenchError as e:
             self.report.failed["lxd image"] = str(e).strip().splitlines()[0][:300]
             return
-        self.lxd_image = image.alias
         if image.built or image.imported:
             self.report.actions.append(f"LXD image {image.alias} {'built' if image.built else ''}"
                                        f"{' and ' if image.built and image.imported else ''}"
@@ -778,7 +773,8 @@ class Provisioner:
         facts = self.target.facts(refresh=not self.check)
         tools = tools_for(facts["arch"])
         states = self.tool_states(tools)
-        rows = [self.runtime_row(name, facts, states) for name in RUNTIME_NAMES]
+        from edgebench.runtimes import RUNTIMES
+        rows = [self.runtime_row(name, facts, states) for name in RUNTIMES]
         for t in tools:
             s = states[t.name]
             if s.ok:
@@ -821,31 +817,11 @@ class Provisioner:
             if name == "nanos":
                 return Row("runtime", name, False, f"{availability.reason}; {self.nanos_parts(facts, tools)}")
             return Row("runtime", name, False, availability.reason)
-        return Row("runtime", name, True, self.runtime_detail(name, facts))
-
-    def runtime_detail(self, name: str, facts: dict) -> str:
-        if name == "native":
-            cg = facts.get("cgroup_version")
-            who = "root" if facts.get("uid") == 0 else "not root: limits need a delegated cgroup"
-            return f"kernel {facts.get('kernel')}, cgroup v{cg}, {who}"
-        if name == "docker":
-            r = self.target.run(["docker", "version", "--format", "{{.Server.Version}}"], timeout=20, check=False)
-            return f"Docker {r.stdout.strip()}"
-        if name == "lxd":
-            r = self.target.run(f"{_PATH}; lxd --version", timeout=20, check=False)
-            image = f", image {self.lxd_image}" if self.lxd_image else ""
-            return f"LXD {r.stdout.strip()}{image}"
-        if name == "nanos":
-            from edgebench.runtimes.nanos import NanosRuntime
-            rt = NanosRuntime(self.target)
-            v, no_kvm = rt.versions(), rt.kvm_unusable()
-            return (f"ops {v.get('ops')}, Nanos {v.get('nanos') or v.get('local_release')}; "
-                    f"{'VMs run under TCG: ' + no_kvm if no_kvm else 'kvm: yes'}")
-        return ""
+        return Row("runtime", name, True, cls(self.target).describe())
 
     def nanos_parts(self, facts: dict, tools: dict[str, ToolState]) -> str:
         """What the nanos runtime needs, each with its state, for the table."""
-        qemu = QEMU_BINARY.get(facts["arch"], f"qemu-system-{facts['arch']}")
+        qemu = qemu_binary(facts["arch"])
         q, o = tools.get(qemu), tools.get("ops")
         ops = (f"ops {o.version}" if o and o.ok else
                f"ops missing ({self.ops_short or self.ops_note or (o.detail if o else '')})")

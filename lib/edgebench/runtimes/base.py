@@ -63,6 +63,10 @@ class Runtime(ABC):
     def availability(self) -> Availability:
         """Can this runtime run on the target? If not, the reason names what to install or start."""
 
+    def describe(self) -> str:
+        """One line for the provisioning table once it is available: versions, mode."""
+        return ""
+
     @abstractmethod
     def package(self, built: BuiltApp, build: str = "offline") -> Artifact:
         """Make the artifact once (untimed) and measure its size."""

@@ -60,6 +60,10 @@ class DockerRuntime(Runtime):
                                 f"({tail}); start it (`systemctl start docker` or `dockerd &`)")
         return Availability(True)
 
+    def describe(self) -> str:
+        r = self.target.run(["docker", "version", "--format", "{{.Server.Version}}"], timeout=20, check=False)
+        return f"Docker {r.stdout.strip()}"
+
     # -- images ------------------------------------------------------------------
     def package(self, built: BuiltApp, build: str = "offline") -> Artifact:
         if build not in BUILD_MODES:

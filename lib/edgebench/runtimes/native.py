@@ -21,6 +21,11 @@ class NativeRuntime(Runtime):
     def availability(self) -> Availability:
         return Availability(True)
 
+    def describe(self) -> str:
+        facts = self.target.facts()
+        who = "root" if facts.get("uid") == 0 else "not root: limits need a delegated cgroup"
+        return f"kernel {facts.get('kernel')}, cgroup v{facts.get('cgroup_version')}, {who}"
+
     def package(self, built: BuiltApp, build: str = "native") -> Artifact:
         # Nothing to wrap: the artifact is the binary (Go) or the script bundle (Node). What it
         # needs on the device is that plus, for Node, the node binary (what the paper's
