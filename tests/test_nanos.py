@@ -138,25 +138,26 @@ def test_published_configs_are_valid_json():
 
 def test_tcg_rows_get_their_own_label_and_still_see_the_papers_value():
     import pandas as pd
-    from edgebench import plots
+    from edgebench.plotting.style import in_runtime_order
+    from edgebench.plotting.tables import mark_emulated, reference_for
     df = pd.DataFrame({"runtime": ["native", "nanos", "nanos"], "accelerator": [None, "tcg", "kvm"],
                        "value": [1.0, 2.0, 3.0]})
-    marked = plots.mark_emulated(df)
+    marked = mark_emulated(df)
     assert list(marked["runtime"]) == ["native", "nanos (TCG)", "nanos"]
     assert list(df["runtime"]) == ["native", "nanos", "nanos"], "the caller's frame is not changed"
-    assert plots.runtime_order(["nanos (TCG)", "docker", "native"]) == ["native", "docker", "nanos (TCG)"]
+    assert in_runtime_order(["nanos (TCG)", "docker", "native"]) == ["native", "docker", "nanos (TCG)"]
     ref = pd.DataFrame({"runtime": ["nanos", "docker"], "metric": ["m", "m"], "value": [12.0, 158.0]})
-    both = plots.reference_for(ref, marked["runtime"])
+    both = reference_for(ref, marked["runtime"])
     assert set(both[both["value"] == 12.0]["runtime"]) == {"nanos", "nanos (TCG)"}
-    assert len(plots.reference_for(ref, ["native"])) == 2
+    assert len(reference_for(ref, ["native"])) == 2
 
 
 def test_run_notes_name_absent_runtimes_and_emulated_ones(tmp_path):
     import pandas as pd
-    from edgebench import plots
+    from edgebench.plotting import run_notes
     (tmp_path / "meta.json").write_text(json.dumps({"notes": {"skipped_runtimes": {"nanos": "no ops on local"}}}))
-    text = plots.run_notes(tmp_path, pd.DataFrame({"runtime": ["docker"], "accelerator": [None]}))
+    text = run_notes(tmp_path, pd.DataFrame({"runtime": ["docker"], "accelerator": [None]}))
     assert "**nanos** not measured: no ops on local" in text
     (tmp_path / "meta.json").write_text(json.dumps({"notes": {}}))
-    text = plots.run_notes(tmp_path, pd.DataFrame({"runtime": ["nanos"], "accelerator": ["tcg"]}))
+    text = run_notes(tmp_path, pd.DataFrame({"runtime": ["nanos"], "accelerator": ["tcg"]}))
     assert "accelerator: tcg" in text and "software emulation" in text

@@ -1,0 +1,146 @@
+"""IoMT workloads (paper 001/004, Table 4): end-to-end latency over input size, beside the paper's."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from edgebench.experiments.iomt import LABELS, parse_size
+from edgebench.plotting.style import (PROTOCOL_TITLE, figure_legend, in_runtime_order, mark_paper_values,
+                                      protocol_grid, protocol_line, protocols_in)
+from edgebench.plotting.tables import NoData, beside_published, mark_emulated, ok_rows, sort_by_runtime
+
+KEYS = ["workload", "input_size", "runtime", "protocol"]
+PAPER_TABLE_4 = "paper 001, Table 4"
+
+
+def workload_medians(df: pd.DataFrame, metrics: list[str]) -> pd.DataFrame:
+    """Median per (workload, size, runtime, protocol) of each metric, with n and failed runs of
+    the first; `size_n` is the size as a number, to sort and plot by."""
+    df = mark_emulated(df)
+    base = ok_rows(df, metrics[0])
+    table = base.groupby(KEYS)["value"].agg(["median", "count"]).rename(columns={"median": metrics[0], "count": "n"})
+    for m in metrics[1:]:
+        sel = df[(df["metric"] == m) & (df["status"] == "ok")]
+        table = table.join(sel.groupby(KEYS)["value"].median().rename(m), how="left")
+    failed = df[(df["metric"] == metrics[0]) & (df["status"] == "failed")].groupby(KEYS).size()
+    table = table.join(failed.rename("failed"), how="left").fillna({"failed": 0}).reset_index()
+    table["size_n"] = table["input_size"].map(parse_size)
+    return sort_by_runtime(table, ["workload", "size_n", "runtime", "protocol"])
+
+
+def beside_paper(table: pd.DataFrame, reference: pd.DataFrame, metric: str, column: str) -> pd.DataFrame:
+    """The paper's value per workload (its `app` column), size and runtime."""
+    on = {"app": "workload", "input_size": "input_size", "runtime": "runtime"}
+    return beside_published(table, reference, metric, on, column)
+
+
+def workload_grid(table: pd.DataFrame, rows_per_workload: int):
+    """One column per protocol; `rows_per_workload` rows for each workload."""
+    # The paper's order (LZW, AES, k-means), not the alphabet's.
+    workloads = sorted(dict.fromkeys(table["workload"]), key=lambda w: (list(LABELS).index(w) if w in LABELS
+                                                                        else len(LABELS), w))
+    protocols = protocols_in(table["protocol"])
+    fig, axes = protocol_grid(len(workloads) * rows_per_workload, protocols, panel_size=(5.0, 3.2))
+    return fig, axes, workloads, protocols
+
+
+def size_axis(ax, workload: str) -> None:
+    ax.set_xscale("log")
+    ax.set_xlabel(f"input size ({'points' if workload == 'kmeans' else 'bytes'}, log)")
+    ax.grid(alpha=0.3)
+
+
+def lines_over_size(ax, sub: pd.DataFrame, column: str, protocol: str, scale: float = 1.0) -> None:
+    """One line per runtime of `column` over input size."""
+    if column not in sub:  # a counter this machine never recorded
+        return
+    for rt in in_runtime_order(sub["runtime"]):
+        g = sub[sub["runtime"] == rt].sort_values("size_n").dropna(subset=[column])
+        if not g.empty:
+            ax.plot(g["size_n"], g[column] * scale, label=rt, **protocol_line(rt, protocol))
+
+
+# -- Table 4: end-to-end latency ------------------------------------------------------
+
+def latency_table(df: pd.DataFrame, reference: pd.DataFrame) -> pd.DataFrame:
+    """Medians in seconds: end-to-end, the program's own time, its work phase and the start-up
+    overhead (end-to-end minus the program's time), with Table 4's value beside."""
+    table = workload_medians(df, ["end_to_end_latency", "program_time", "work_time", "startup_overhead",
+                                  "throughput"])
+    return beside_paper(table, reference, "end_to_end_latency", "published_s").drop(columns="size_n")
+
+
+def latency_figure(table: pd.DataFrame):
+    """Per workload two rows, one column per protocol: end-to-end latency over input size
+    (log-log, Table 4 as crosses), and the part that is not the program's own time."""
+    if table.empty:
+        raise NoData("IoMT latency table is empty")
+    table = table.assign(size_n=table["input_size"].map(parse_size))
+    fig, axes, workloads, protocols = workload_grid(table, 2)
+    for i, w in enumerate(workloads):
+        for j, proto in enumerate(protocols):
+            top, bottom = axes[2 * i][j], axes[2 * i + 1][j]
+            sub = table[(table["workload"] == w) & (table["protocol"] == proto)]
+            lines_over_size(top, sub, "end_to_end_latency", proto)
+            lines_over_size(bottom, sub, "startup_overhead", proto, scale=1000)
+            paper = table[table["workload"] == w].dropna(subset=["published_s"])
+            paper = paper.drop_duplicates(["input_size", "runtime"])
+            for rt in in_runtime_order(paper["runtime"]):
+                g = paper[paper["runtime"] == rt]
+                mark_paper_values(top, g["size_n"], g["published_s"], rt, PAPER_TABLE_4)
+            for ax in (top, bottom):
+                size_axis(ax, w)
+                ax.set_title(f"{LABELS.get(w, w)}, {PROTOCOL_TITLE.get(proto, proto)}", fontsize=9)
+            top.set_yscale("log")
+        axes[2 * i][0].set_ylabel("end-to-end latency (s, log)")
+        axes[2 * i + 1][0].set_ylabel("start-up + teardown (ms)")
+    fig.suptitle("IoMT workloads: launch to exit, and the part that is not the program's own time")
+    figure_legend(fig)
+    return fig
+
+
+def latency_findings(table: pd.DataFrame) -> str:
+    """Docker/native ratios per workload at the smallest and largest size, next to the paper's."""
+    lines = []
+    for proto in ("fair", "published"):
+        t = table[table["protocol"] == proto]
+        piv = t.pivot_table(index=["workload", "input_size"], columns="runtime",
+                            values=["end_to_end_latency", "published_s", "startup_overhead"], aggfunc="first")
+        if ("end_to_end_latency", "docker") not in piv.columns or ("end_to_end_latency", "native") not in piv.columns:
+            continue
+        for w in dict.fromkeys(t["workload"]):
+            rows = piv.loc[w] if w in piv.index.get_level_values(0) else None
+            if rows is None:
+                continue
+            rows = rows.iloc[np.argsort([parse_size(s) for s in rows.index])]
+            parts = []
+            for size in (rows.index[0], rows.index[-1]):
+                r = rows.loc[size]
+                d, n = r[("end_to_end_latency", "docker")], r[("end_to_end_latency", "native")]
+                if pd.isna(d) or pd.isna(n):
+                    continue
+                part = f"{size}: docker {d:.3g} s vs native {n:.3g} s (x{d / n:.2g})"
+                pd_, pn = r.get(("published_s", "docker")), r.get(("published_s", "native"))
+                if pd_ is not None and pn is not None and not pd.isna(pd_) and not pd.isna(pn):
+                    part += f"; paper x{pd_ / pn:.2g} ({pd_:g} s vs {pn:g} s)"
+                parts.append(part)
+            if parts:
+                overhead = rows[("startup_overhead", "docker")].median() - rows[("startup_overhead", "native")].median()
+                lines.append(f"- **{LABELS.get(w, w)}** ({proto}): " + "; ".join(parts)
+                             + f". Docker's extra start-up + teardown: {overhead * 1000:.0f} ms at every size.")
+    return "\n".join(lines)
+
+
+def checksum_findings(df: pd.DataFrame) -> str:
+    """Every runtime must produce the same output for the same input: a run that cannot show it
+    is not a faster run, it is a broken one."""
+    runs = df[(df["metric"] == "end_to_end_latency") & (df["status"] == "ok")]
+    if runs.empty:
+        raise NoData("no successful runs to compare outputs of")
+    groups = runs.groupby(["workload", "input_size", "entropy", "seed"])["checksum"]
+    split = {k: sorted(set(v.dropna())) for k, v in groups if len(set(v.dropna())) != 1}
+    if not split:
+        return (f"- Outputs agree: every one of the {len(runs)} runs of the same workload, size and seed "
+                "produced the same checksum, whatever the runtime or protocol.")
+    return "\n".join(f"- **Outputs differ** for {k[0]} {k[1]} (seed {k[3]}): {v}" for k, v in split.items())

@@ -1,0 +1,83 @@
+"""The LXD appendix (paper 001/004, Fig. 2): host vs system container (and Docker), sysbench 1.0.
+The paper's figure carries no numbers, only statements: the findings list them beside ours."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from edgebench.plotting.style import figure_legend, in_runtime_order, plt, runtime_artist
+from edgebench.plotting.tables import NoData
+
+# (benchmark, x column, metric, unit, title) per panel of the paper's Fig. 2.
+PANELS = [("fileio", "files", "file_creation_latency", "ms per 1 MiB file", "(a) file creation"),
+          ("fileio", "files", "io_throughput", "MiB/s (read + write)", "(b) file I/O, random r/w"),
+          ("memory", "threads", "latency_avg", "avg latency per 1 MiB block (ms)", "(c) memory"),
+          ("cpu", "threads", "total_time", "time for a fixed amount of work (s)", "(d) CPU")]
+PAPER_STATEMENTS = {"(a) file creation": "LXD 7x slower (350 s vs 50 s)",
+                    "(b) file I/O, random r/w": "LXD plateaus at 100 MB/s, host up to 10,000 MB/s",
+                    "(c) memory": "LXD 10-20% slower",
+                    "(d) CPU": "LXD 3x slower at 10,000 threads (30 s vs 10 s)"}
+
+
+def appendix_table(df: pd.DataFrame) -> pd.DataFrame:
+    """Median and quartiles per panel, runtime and x, and the ratio to native's median."""
+    ok = df[(df["status"] == "ok") & df["value"].notna()].copy()
+    io = ok[ok["metric"].isin(["read_throughput", "write_throughput"])]
+    io_sum = io.groupby(["runtime", "files", "rep"])["value"].sum().reset_index().assign(
+        metric="io_throughput", benchmark="fileio")
+    ok = pd.concat([ok, io_sum], ignore_index=True, sort=False)
+    rows = []
+    for bench, x, metric, unit, title in PANELS:
+        sel = ok[(ok["benchmark"] == bench) & (ok["metric"] == metric)]
+        for (rt, xv), g in sel.groupby(["runtime", x]):
+            rows.append(dict(panel=title, runtime=rt, x=int(xv), x_name=x, metric=metric, unit=unit,
+                             median=g["value"].median(), q1=g["value"].quantile(0.25),
+                             q3=g["value"].quantile(0.75), n=len(g)))
+    if not rows:
+        raise NoData("no successful appendix measurements")
+    table = pd.DataFrame(rows)
+    native = table[table["runtime"] == "native"].set_index(["panel", "x"])["median"]
+    table["vs_native"] = [r["median"] / native.get((r["panel"], r["x"]), np.nan) for _, r in table.iterrows()]
+    return table
+
+
+def appendix_figure(table: pd.DataFrame):
+    """The four panels of Fig. 2: one line per runtime, the median with its quartiles."""
+    if table.empty:
+        raise NoData("LXD appendix table is empty")
+    fig, axes = plt.subplots(2, 2, figsize=(11, 7.5))
+    for ax, (_, x, _, unit, title) in zip(axes.flat, PANELS):
+        sub = table[table["panel"] == title]
+        for rt in in_runtime_order(sub["runtime"]):
+            g = sub[sub["runtime"] == rt].sort_values("x")
+            # Quartiles, not mean +- stdev: they stay within the measured values.
+            ax.errorbar(g["x"], g["median"], yerr=[g["median"] - g["q1"], g["q3"] - g["median"]], marker="o",
+                        capsize=3, label=rt, **runtime_artist(rt))
+        ax.set_xscale("log")
+        ax.set_xlabel("files of 1 MiB" if x == "files" else "threads")
+        ax.set_ylabel(unit)
+        ax.set_title(title)
+        ax.set_ylim(bottom=0)
+        ax.grid(alpha=0.3)
+    fig.suptitle("LXD appendix: host vs system container (and Docker), sysbench 1.0")
+    figure_legend(fig)
+    return fig
+
+
+def appendix_findings(table: pd.DataFrame, reference: pd.DataFrame, df: pd.DataFrame) -> str:
+    """Each panel's range of ratios to native, beside what the paper states."""
+    lines = []
+    for title in dict.fromkeys(table["panel"]):
+        sub = table[(table["panel"] == title) & (table["runtime"] != "native")].dropna(subset=["vs_native"])
+        if sub.empty:
+            continue
+        parts = []
+        for rt, g in sub.groupby("runtime"):
+            parts.append(f"{rt} {g['vs_native'].min():.2f}x-{g['vs_native'].max():.2f}x of native "
+                         f"(over {g['x_name'].iloc[0]} {g['x'].min()}-{g['x'].max()})")
+        lines.append(f"- **{title}**: " + "; ".join(parts) + f". Paper: {PAPER_STATEMENTS.get(title, '-')}.")
+    failed = df[df["status"] == "failed"]
+    for _, r in failed.drop_duplicates(["runtime", "point"]).iterrows():
+        lines.append(f"- {r['runtime']} {r['point']}: failed ({str(r['error'])[:160]})")
+    return "\n".join(lines)

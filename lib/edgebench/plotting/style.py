@@ -1,0 +1,139 @@
+"""The one look every figure shares: each runtime's place and colour (the runtime registry's),
+how the two protocols and the papers' own numbers are drawn, and how a figure is saved."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")  # headless under papermill; JupyterLab's inline backend still displays
+import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from edgebench.paths import FIGURES_DIR  # noqa: E402
+from edgebench.runtimes import runtime_colours, runtime_order as registry_order  # noqa: E402
+
+# -- runtimes ---------------------------------------------------------------------------
+
+# A VM that ran under software emulation is labelled "nanos (TCG)": its own row in every table,
+# but the colour and place of its runtime, so the reader sees which runtime it is.
+EMULATED = " (TCG)"
+UNKNOWN_RUNTIME_COLOUR = "grey"
+
+
+def base_runtime(label: str) -> str:
+    """'nanos (TCG)' -> 'nanos'."""
+    return label.removesuffix(EMULATED)
+
+
+def runtime_colour(label: str) -> str:
+    return runtime_colours().get(base_runtime(label), UNKNOWN_RUNTIME_COLOUR)
+
+
+def runtime_rank(label: str) -> int:
+    """Place in the registry's order; runtimes it does not know go last."""
+    order = registry_order()
+    base = base_runtime(label)
+    return order.index(base) if base in order else len(order)
+
+
+def in_runtime_order(labels) -> list[str]:
+    """The distinct labels, in the registry's order (an emulated label right after its runtime)."""
+    return sorted(dict.fromkeys(labels), key=lambda r: (runtime_rank(r), r))
+
+
+def runtime_artist(label: str) -> dict:
+    """Keyword arguments for anything drawn for one runtime. The gid names the runtime on the
+    artist itself, so a test (or an SVG reader) can tell which runtime an artist shows."""
+    return dict(color=runtime_colour(label), gid=label)
+
+
+# -- protocols --------------------------------------------------------------------------
+
+# Figures facet by protocol (one column each, this order): a panel then holds one line per
+# runtime, and fair and published sit side by side on the same y axis.
+PROTOCOLS = ("fair", "published")
+PROTOCOL_TITLE = {"fair": "fair protocol", "published": "published protocol (the paper's method)"}
+# Each protocol's lines keep their own style too (solid, dashed), so a panel read alone, or
+# copied out of its grid, still says which protocol it shows; the colour is the runtime's.
+PROTOCOL_STYLE = {"fair": dict(linestyle="-", marker="o"), "published": dict(linestyle="--", marker="s")}
+
+
+def protocols_in(values) -> list[str]:
+    present = set(values)
+    return [p for p in PROTOCOLS if p in present] + sorted(present - set(PROTOCOLS))
+
+
+def protocol_line(label: str, protocol: str) -> dict:
+    return dict(runtime_artist(label), **PROTOCOL_STYLE.get(protocol, dict(linestyle=":", marker="^")))
+
+
+# -- the papers' numbers ----------------------------------------------------------------
+
+# The papers' own values (data/reference) are crosses in the runtime's colour, in every figure;
+# not to be confused with the published *protocol*, which is our measurement by the paper's method.
+# Filled, with a black edge: a cross in the runtime's colour would vanish on that runtime's bar.
+PAPER_VALUE_STYLE = dict(marker="X", s=80, edgecolors="black", linewidths=0.8, zorder=5)
+# A level where the runtime failed (OOM, never ready) is a triangle on the axis, not a gap.
+FAILED_STYLE = dict(marker="v", s=45, zorder=5, clip_on=False)
+
+
+def mark_paper_values(ax, x, y, label: str, source: str) -> None:
+    """The paper's values for one runtime, where it printed one (NaN elsewhere)."""
+    x, y = pd.Series(list(x), dtype=float), pd.Series(list(y), dtype=float)
+    keep = y.notna()
+    if keep.any():
+        ax.scatter(x[keep], y[keep], label=f"{label} ({source})", **runtime_artist(label), **PAPER_VALUE_STYLE)
+
+
+# -- layout and saving ------------------------------------------------------------------
+
+def protocol_grid(n_rows: int, protocols: list[str], panel_size=(5.0, 3.4), sharey: str | bool = "row"):
+    """Rows chosen by the caller, one column per protocol; y shared along a row unless the
+    protocols' panels show different quantities."""
+    w, h = panel_size
+    fig, axes = plt.subplots(n_rows, len(protocols), figsize=(w * len(protocols), h * n_rows),
+                             squeeze=False, sharey=sharey)
+    return fig, axes
+
+
+def figure_legend(fig, extra=(), ncol: int = 6) -> None:
+    """One legend under the figure, runtimes in the registry's order (one per panel would
+    repeat itself in every panel of a grid); `extra` handles (a key to marker shapes) last."""
+    entries = {}
+    for ax in fig.axes:
+        for handle, label in zip(*ax.get_legend_handles_labels()):
+            entries.setdefault(label, handle)
+    # Room for the suptitle above the panels and for the legend below them.
+    top = 1 - 0.45 / fig.get_figheight() if fig.get_suptitle() else 1
+    if not entries and not extra:
+        fig.tight_layout(rect=(0, 0, 1, top))
+        return
+    labels = sorted(entries, key=lambda lab: (runtime_rank(lab.split(" (")[0]), lab))
+    handles = [entries[lab] for lab in labels] + list(extra)
+    labels += [h.get_label() for h in extra]
+    fig.legend(handles, labels, loc="lower center", ncol=min(ncol, len(labels)), fontsize=8,
+               bbox_to_anchor=(0.5, 0), frameon=False)
+    rows = -(-len(labels) // ncol)
+    fig.tight_layout(rect=(0, min(0.3, (0.25 * rows + 0.15) / fig.get_figheight()), 1, top))
+
+
+# PNG for notebooks and the README, PDF (vector) for papers.
+FIGURE_FORMATS = ("png", "pdf")
+
+
+def save_figure(fig, experiment: str, name: str, run_dir: Path | None = None) -> list[Path]:
+    """figures/<experiment>/<name>.png and .pdf, and both again next to the data they came from
+    (<run_dir>/figures/)."""
+    folders = [FIGURES_DIR / experiment]
+    if run_dir is not None:
+        folders.append(Path(run_dir) / "figures")
+    paths = []
+    for folder in folders:
+        folder.mkdir(parents=True, exist_ok=True)
+        for fmt in FIGURE_FORMATS:
+            path = folder / f"{name}.{fmt}"
+            fig.savefig(path, dpi=130, bbox_inches="tight")
+            paths.append(path)
+    return paths
