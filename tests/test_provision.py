@@ -4,7 +4,9 @@ target; the last tests run against this machine."""
 
 from __future__ import annotations
 
+import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -13,6 +15,9 @@ import pytest
 
 from conftest import need
 from edgebench import provision as pv
+from edgebench.apt import Package
+from edgebench.needs import parse_versions
+from edgebench.runtimes import docker_daemon
 from edgebench.runtimes import RUNTIMES
 from edgebench.targets import CommandResult, Target
 
@@ -157,7 +162,9 @@ def test_lxd_without_a_firewall_tool_plans_iptables_and_nft_satisfies_it():
     packages, _ = pv.packages_for("debian", "x86_64")
     (iptables,) = [p for p in packages if p.name == "iptables"]
     assert "lxd runtime" in iptables.purpose and "docker runtime" in iptables.purpose
-    lxd_only = pv.Package("iptables", "lxd runtime", pv.APT_PACKAGES["firewall"].runs_with)
+    from edgebench.lxd_image import NEEDS as LXD_NEEDS
+    (firewall,) = [n for n in LXD_NEEDS.packages if n.package == "iptables"]
+    lxd_only = Package(firewall, "lxd runtime")
     plan = pv.make_plan("debian", "x86_64", [lxd_only], {}, {"nft": "/usr/sbin/nft"}, {"iptables": "1.8"})
     assert plan.to_install == [] and plan.states[0].on_path == "/usr/sbin/nft"
 
@@ -189,13 +196,13 @@ lxd:
 
 
 def test_versions_table_parsing():
-    tools = pv.tools_for("x86_64")
+    tools = pv.table_versions("x86_64")
     text = ("wrk\t1\t/usr/bin/wrk\twrk debian/4.1.0-3+b2 [epoll] Copyright (C) 2012 Will Glozer\n"
             "perf\t2\t/usr/bin/perf\tWARNING: perf not found for kernel 5.15.0-91\n"
             "openssl\t0\t/usr/bin/openssl\tOpenSSL 3.0.19 27 Jan 2026 (Library: OpenSSL 3.0.19)\n"
             "node\t0\t/usr/bin/node\tv20.20.2\n"
             "ops\tabsent\t\t\n")
-    s = pv.parse_versions(text, tools)
+    s = parse_versions(text, tools)
     assert (s["wrk"].ok, s["wrk"].version) == (True, "4.1.0-3+b2")
     assert not s["perf"].ok and "perf not found for kernel" in s["perf"].detail
     assert s["openssl"].version == "3.0.19" and s["node"].version == "20.20.2"
@@ -407,11 +414,11 @@ def test_docker_is_started_by_hand_without_systemd():
 def test_docker_uses_systemctl_under_systemd():
     t = scripted(docker_up=False, pid1="systemd")
     t.answers.insert(0, ("systemctl start docker", ("", 0)))
-    pv.DOCKER_WAIT_S, saved = 0, pv.DOCKER_WAIT_S
+    docker_daemon.WAIT_S, saved = 0, docker_daemon.WAIT_S
     try:
         report = pv.provision(t, **QUIET)
     finally:
-        pv.DOCKER_WAIT_S = saved
+        docker_daemon.WAIT_S = saved
     assert t.ran("systemctl start docker") and not t.ran("dockerd")
     assert "docker daemon" in report.failed  # it never answered
 
@@ -435,7 +442,7 @@ def test_table_has_a_row_for_every_runtime_and_tool():
     rows = {(r.kind, r.name) for r in report.rows}
     for name in RUNTIMES:
         assert ("runtime", name) in rows
-    for tool in pv.tools_for("x86_64"):
+    for tool in pv.table_versions("x86_64"):
         assert ("tool", tool.name) in rows
     nanos = next(r for r in report.rows if r.name == "nanos")
     if not nanos.ok:  # the scripted machine has no ops: the row names every part and its state
@@ -454,7 +461,7 @@ def test_check_prints_a_row_for_every_runtime_and_tool(local):
                        capture_output=True, text=True, timeout=300)
     assert r.returncode in (0, 1), r.stderr
     rows = {m.group(2): m.group(3) for m in map(ROW.match, r.stdout.splitlines()) if m}
-    expected = list(RUNTIMES) + [t.name for t in pv.tools_for(local.facts()["arch"])]
+    expected = list(RUNTIMES) + [t.name for t in pv.table_versions(local.facts()["arch"])]
     assert [n for n in expected if n not in rows] == [], r.stdout
     assert rows["native"] == "ok"
     assert re.search(r"^packages: \d+ already installed, \d+ to install", r.stdout, re.M), r.stdout
@@ -493,3 +500,17 @@ def test_check_over_ssh_sees_what_local_sees(local, ssh_host):
         return {(r.name, r.ok) for r in rep.rows if r.kind == "tool" and r.name != "ops"}
     assert tools(remote) == tools(here)
     assert {r.name for r in remote.rows if r.kind == "runtime"} == set(RUNTIMES)
+
+
+@pytest.mark.integration
+def test_meta_json_records_every_declared_program(local, wrk_ready):
+    """tool_versions come from the registry's declarations: one key per program, the version
+    where it runs and None where it does not."""
+    from edgebench.needs import tool_versions, versions_for
+    versions = tool_versions(local)
+    assert set(versions) == {v.name for v in versions_for(local.facts()["arch"])}
+    assert {"docker", "docker_server", "lxd", "ops", "wrk", "go"} <= set(versions)
+    wrk = subprocess.run(["wrk", "--version"], capture_output=True, text=True).stdout
+    assert versions["wrk"] and versions["wrk"] in wrk
+    if not shutil.which("ops") and not os.path.exists(os.path.expanduser("~/.ops/bin/ops")):
+        assert versions["ops"] is None

@@ -13,12 +13,14 @@ import pytest
 from edgebench.errors import ConfigError
 from edgebench.results import CORE_COLUMNS, Run, find_run, load_meta, load_results
 
-FACTS = {"target": "pi4", "arch": "aarch64", "cores": 4, "memory_mb": 3794, "docker": "24.0.5"}
+FACTS = {"target": "pi4", "arch": "aarch64", "cores": 4, "memory_mb": 3794}
+VERSIONS = {"docker": "24.0.5", "ops": None}
 PARAMS = {"apps": ["go-http"], "memory": "64m", "repetitions": 3}
 
 
 def new_run(tmp_path, run_id="r1", **kw):
-    return Run("exp", PARAMS, FACTS, extra_columns=["build"], run_id=run_id, data_dir=tmp_path, **kw)
+    return Run("exp", PARAMS, FACTS, extra_columns=["build"], run_id=run_id, data_dir=tmp_path,
+               tool_versions=VERSIONS, **kw)
 
 
 def disk_rows(run):
@@ -37,7 +39,7 @@ def test_layout_and_meta_while_running(tmp_path):
     assert meta["parameters"] == PARAMS
     assert set(meta["project"]) == {"commit", "dirty"}
     assert meta["target"] == FACTS
-    assert meta["tool_versions"]["docker"] == "24.0.5"
+    assert meta["tool_versions"] == VERSIONS
     run.finish()
 
 

@@ -101,8 +101,8 @@ def test_facts(local):
     assert isinstance(f["swap_mb"], int)
     assert f["cgroup_version"] in (1, 2, None)
     assert f["kvm"] in ("yes", "no", "no-permission")
-    for tool in ("docker", "go", "node", "wrk", "qemu", "ops", "lxd"):
-        assert tool in f
+    # Tool versions are not host facts: meta.json gets them from the registry (edgebench.needs).
+    assert not {"docker", "wrk", "qemu", "ops", "lxd"} & set(f)
     assert f["uid"] == os.getuid()
 
 

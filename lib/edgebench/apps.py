@@ -172,8 +172,9 @@ def place_app(target: Target, app: App) -> BuiltApp:
             size += f.stat().st_size
         script = f"{base}/{app.entry}"
         node_size = int(target.run(["sh", "-c", 'stat -L -c %s "$(command -v node)"']).stdout.strip())
+        version = target.run([node, "--version"], check=False).stdout.strip()
         return BuiltApp(app, arch, script, size, [node, script],
-                        details={"node": facts.get("node"), "node_binary_bytes": node_size})
+                        details={"node": version or None, "node_binary_bytes": node_size})
     if app.language == "tool":
         path = target.which(app.entry)
         if not path:

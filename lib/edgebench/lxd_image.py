@@ -25,6 +25,7 @@ import urllib.parse
 from dataclasses import dataclass, field
 
 from edgebench.errors import ConfigError, EdgebenchError
+from edgebench.needs import Need, Preparation, TargetNeeds, Version, tail
 from edgebench.paths import TOOLS_DIR
 from edgebench.targets import Target
 
@@ -237,3 +238,46 @@ def main() -> None:  # python -m edgebench.lxd_image [TARGET]: build/import ahea
 
 if __name__ == "__main__":
     main()
+
+
+# -- what `make provision` prepares for the LXD runtime ---------------------------------------
+
+NEEDS = TargetNeeds(
+    "lxd runtime",
+    (Need("lxd", (("lxd", "lxc"),), client="lxc"),
+     Need("iptables", (("iptables",), ("nft",))),  # LXD's bridge takes iptables or nft
+     Need("dnsmasq-base", (("dnsmasq",),)),        # DHCP on LXD's bridge (a Recommends of lxd)
+     Need("debootstrap", (("debootstrap",),))),    # the base image, without an image server
+    (Version("lxd", ("lxd", "--version")), Version("dnsmasq", ("dnsmasq", "--version")),
+     Version("debootstrap", ("debootstrap", "--version"))),
+    ("LXD (lxd, lxc) with dnsmasq", "debootstrap"))
+SETUP_SCRIPT = TOOLS_DIR / "lxd" / "setup.sh"
+
+
+def prepare_target(prep: Preparation) -> None:
+    """tools/lxd/setup.sh (the daemon, a dir pool and a bridge; idempotent), then the base image."""
+    if "lxd" not in prep.commands:
+        prep.log("no lxd: LXD is not set up")
+        return
+    if prep.check:
+        prep.did("tools/lxd/setup.sh (daemon, pool, bridge; idempotent) and the LXD base image "
+                 "(debootstrap, cached)")
+        return
+    target = prep.target
+    remote = target.upload_if_changed(SETUP_SCRIPT, f"{target.workspace}/bin/lxd-setup.sh", mode="755")
+    prep.log("tools/lxd/setup.sh")
+    r = target.run([*prep.sudo, "sh", remote], timeout=900, check=False)
+    for line in r.stdout.strip().splitlines():
+        prep.log(f"  {line}")
+    if not r.ok:
+        prep.fail("lxd setup", f"tools/lxd/setup.sh exited {r.exit_code}: {tail(r.stderr + r.stdout)}")
+        return
+    prep.log("LXD base image (debootstrap once, cached on the target)")
+    try:
+        image = ensure_image(target)
+    except EdgebenchError as e:
+        prep.fail("lxd image", str(e).strip().splitlines()[0][:300])
+        return
+    if image.built or image.imported:
+        done = " and ".join(w for w, flag in (("built", image.built), ("imported", image.imported)) if flag)
+        prep.did(f"LXD image {image.alias} {done}")

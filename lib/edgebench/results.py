@@ -61,7 +61,8 @@ class Run:
     it ended (completed, failed, interrupted) even when the body raises."""
 
     def __init__(self, experiment: str, params: dict, target_facts: dict, *,
-                 extra_columns: list[str] = (), run_id: str | None = None, data_dir: Path = DATA_DIR):
+                 extra_columns: list[str] = (), run_id: str | None = None, data_dir: Path = DATA_DIR,
+                 tool_versions: dict | None = None):
         if run_id is not None and not _RUN_ID_RE.match(run_id):
             raise ConfigError(f"run_id={run_id!r} may only hold letters, digits, '.', '_' and '-'")
         self.experiment = experiment
@@ -81,9 +82,8 @@ class Run:
             "experiment": experiment, "run_id": self.run_id, "status": "running",
             "started_at": utc_now(), "ended_at": None, "parameters": params,
             "project": git_state(), "target": target_facts,
-            "tool_versions": {k: target_facts.get(k) for k in
-                              ("docker", "docker_server", "go", "node", "wrk", "qemu", "ops", "lxd", "curl",
-                               "perf")},
+            # Every declared program's version on the target (edgebench.needs), None where missing.
+            "tool_versions": dict(tool_versions or {}),
             "columns": self.columns,
         }
         self._write_meta()

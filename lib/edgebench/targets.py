@@ -57,7 +57,6 @@ class CommandResult:
 # One script collects every fact in one round trip. Each line is key=value; a tool that is
 # absent prints nothing, which becomes a missing value rather than an error.
 _FACTS_SCRIPT = r"""
-v() { command -v "$1" >/dev/null 2>&1 && "$@" 2>&1 | head -n 1; }
 echo "arch=$(uname -m)"
 echo "kernel=$(uname -r)"
 echo "os=$(. /etc/os-release 2>/dev/null && echo "$PRETTY_NAME")"
@@ -79,16 +78,6 @@ if [ -r /dev/kvm ] && [ -w /dev/kvm ]; then echo "kvm=yes"; elif [ -e /dev/kvm ]
 echo "uid=$(id -u)"
 echo "user=$(id -un)"
 echo "home=$HOME"
-echo "docker=$(command -v docker >/dev/null 2>&1 && docker version --format '{{.Client.Version}}' 2>/dev/null | head -n1)"
-echo "docker_server=$(command -v docker >/dev/null 2>&1 && timeout 10 docker version --format '{{.Server.Version}}' 2>/dev/null | head -n1)"
-echo "go=$(v go version)"
-echo "node=$(v node --version)"
-echo "wrk=$(command -v wrk >/dev/null 2>&1 && (wrk --version 2>&1 | head -n1))"
-echo "qemu=$(v qemu-system-x86_64 --version)$(v qemu-system-aarch64 --version)"
-echo "ops=$(v ops version)"
-echo "lxd=$(v lxd --version)"
-echo "curl=$(v curl --version)"
-echo "perf=$(v perf --version)"
 """
 
 _INT_FACTS = ("cores", "cores_online", "memory_kb", "swap_kb", "uid", "cgroup_version", "perf_event_paranoid")

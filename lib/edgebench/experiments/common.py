@@ -11,6 +11,8 @@ from typing import Iterable, Iterator
 
 from edgebench.apps import APPS, HTTP_APPS, get_app
 from edgebench.errors import ConfigError
+from edgebench.needs import tool_versions
+from edgebench.results import Run
 from edgebench.runtimes import RUNTIMES, Availability, Runtime, check_runtime_names
 from edgebench.signals import deferred_signals
 from edgebench.targets import Target, connect
@@ -76,6 +78,11 @@ def check_protocols(value) -> list[str]:
 class Selection:
     runtimes: list[Runtime]
     skipped: dict[str, str] = field(default_factory=dict)  # runtime -> why it is absent
+
+
+def open_run(experiment: str, params: dict, target: Target, **options) -> Run:
+    """A Run that records the target's facts and the versions of what the runtimes and tools run."""
+    return Run(experiment, params, target.facts(), tool_versions=tool_versions(target), **options)
 
 
 def select_runtimes(target: Target, requested, run_tag: str, apps: Iterable[str] = (),

@@ -16,8 +16,8 @@ from pathlib import Path
 
 from edgebench.apps import APPS, HTTP_APPS, place_app
 from edgebench.errors import ConfigError, EdgebenchError
-from edgebench.experiments.common import as_list, check_apps, check_profile, runtime_options, session
-from edgebench.results import Run, new_run_id
+from edgebench.experiments.common import as_list, check_apps, check_profile, open_run, runtime_options, session
+from edgebench.results import new_run_id
 from edgebench.runtimes import RUNTIMES
 
 EXPERIMENT = "static_footprint"
@@ -39,7 +39,7 @@ def run_footprint(target="local", runtimes="auto", apps="all", docker_builds="of
     params = dict(target=str(target), runtimes=runtimes, apps=app_names, docker_builds=builds,
                   profile=profile)
     with session(target, runtimes, run_id, app_names, runtime_options(require_kvm, nanos_accel)) as (tgt, selection):
-        with Run(EXPERIMENT, params, tgt.facts(), extra_columns=EXTRA_COLUMNS, run_id=run_id) as run:
+        with open_run(EXPERIMENT, params, tgt, extra_columns=EXTRA_COLUMNS, run_id=run_id) as run:
             run.note("skipped_runtimes", selection.skipped)
             for app_name in app_names:
                 base = dict(app=app_name, rep=1, cpus=None, memory_mb=None)

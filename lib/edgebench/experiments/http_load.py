@@ -22,7 +22,7 @@ from typing import Iterator
 
 from edgebench.apps import HTTP_APPS
 from edgebench.errors import ConfigError
-from edgebench.experiments.common import (runtime_options, as_list, check_apps, check_profile, check_protocols,
+from edgebench.experiments.common import (open_run, runtime_options, as_list, check_apps, check_profile, check_protocols,
                                           check_repetitions, collect as _collect, resolve_limits, session)
 from edgebench.experiments.protocols import fair_limits, package_all, published_limits, with_instance
 from edgebench.experiments.sweep import Point, artifact_for, sweep
@@ -127,7 +127,7 @@ def run_http_load(experiment: str = "io_bound", target="local", runtimes="auto",
             for rt in selection.runtimes:
                 for app in app_names:
                     rt.check_limits(app, Limits(cpus=cpus, memory_mb=mem))
-        with Run(experiment, params, tgt.facts(), extra_columns=EXTRA_COLUMNS, run_id=run_id) as run:
+        with open_run(experiment, params, tgt, extra_columns=EXTRA_COLUMNS, run_id=run_id) as run:
             run.note("skipped_runtimes", selection.skipped)
             run.note("load_generator", {"host": lg_host.name, "shares_target": shared,
                                         "facts": lg_host.facts()})

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from edgebench.counters import COLUMNS as PERF_COLUMNS, EVENTS
 from edgebench.errors import ConfigError, EdgebenchError
-from edgebench.experiments.common import (runtime_options, as_list, check_profile, check_protocols, check_repetitions,
+from edgebench.experiments.common import (open_run, runtime_options, as_list, check_profile, check_protocols, check_repetitions,
                                           collect as _collect, resolve_limits, session)
 from edgebench.experiments.protocols import fair_limits, package_all, published_limits, with_applied
 from edgebench.experiments.sweep import Point, artifact_for, sweep
@@ -139,7 +139,7 @@ def run_iomt(experiment: str = "iomt", target="local", runtimes="auto", workload
         cores = tgt.facts()["cores"]
         for rt in selection.runtimes:
             rt.check_limits(APP, Limits(cpus=cpus_v, memory_mb=mem_v))
-        with Run(experiment, params, tgt.facts(), extra_columns=EXTRA_COLUMNS, run_id=run_id) as run:
+        with open_run(experiment, params, tgt, extra_columns=EXTRA_COLUMNS, run_id=run_id) as run:
             run.note("skipped_runtimes", selection.skipped)
             artifacts = package_all(run, tgt, selection.runtimes, [APP], docker_build)
 

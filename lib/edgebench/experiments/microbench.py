@@ -20,7 +20,7 @@ from typing import Iterator
 
 from edgebench import sysbench as sb
 from edgebench.errors import ConfigError, EdgebenchError
-from edgebench.experiments.common import (as_list, check_profile, check_protocols, check_repetitions,
+from edgebench.experiments.common import (open_run, as_list, check_profile, check_protocols, check_repetitions,
                                           collect as _collect, resolve_limits, session)
 from edgebench.experiments.protocols import fair_limits, package_all, published_limits, with_applied
 from edgebench.experiments.sweep import Point, artifact_for, sweep
@@ -122,7 +122,7 @@ def _bench(experiment: str, params: dict, target, runtimes, cpus, memory, run_id
     with session(target, runtimes, run_id, [TOOL]) as (tgt, selection):
         cpus_v, mem_v, clip = resolve_limits(tgt, cpus, memory)
         limit = max_threads(tgt)
-        with Run(experiment, params, tgt.facts(), extra_columns=EXTRA_COLUMNS, run_id=run_id) as run:
+        with open_run(experiment, params, tgt, extra_columns=EXTRA_COLUMNS, run_id=run_id) as run:
             run.note("skipped_runtimes", selection.skipped)
             run.note("max_threads", limit)
             artifacts = package_all(run, tgt, selection.runtimes, [TOOL], "offline")

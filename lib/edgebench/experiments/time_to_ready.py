@@ -18,7 +18,7 @@ from pathlib import Path
 
 from edgebench.apps import HTTP_APPS, place_probe
 from edgebench.errors import MissingTool
-from edgebench.experiments.common import (runtime_options, check_apps, check_profile, check_protocols, check_repetitions,
+from edgebench.experiments.common import (open_run, runtime_options, check_apps, check_profile, check_protocols, check_repetitions,
                                           resolve_limits, session)
 from edgebench.experiments.protocols import fair_limits, package_all, published_limits, with_instance
 from edgebench.experiments.sweep import Point, artifact_for, sweep
@@ -146,7 +146,7 @@ def run_time_to_ready(target="local", runtimes="auto", apps="all", repetitions: 
         for rt in selection.runtimes:
             for app in app_names:
                 rt.check_limits(app, limits["fair"])
-        with Run(EXPERIMENT, params, tgt.facts(), extra_columns=EXTRA_COLUMNS, run_id=run_id) as run:
+        with open_run(EXPERIMENT, params, tgt, extra_columns=EXTRA_COLUMNS, run_id=run_id) as run:
             run.note("skipped_runtimes", selection.skipped)
             run.note("limits", {k: v.as_dict() for k, v in limits.items()})
             if clip_note:

@@ -24,6 +24,7 @@ from edgebench.apps import BuiltApp, place_probe
 from edgebench.cgroups import FaultCounters, NativeCgroup, create_counting_cgroup, read_fault_counters
 from edgebench.counters import EVENTS, Count, perf_stat_argv, perf_support, parse_perf_csv
 from edgebench.errors import ConfigError, EdgebenchError
+from edgebench.needs import Preparation, TargetNeeds
 from edgebench.runtimes.contract import (Artifact, Availability, BatchOutcome, BatchResult, Instance,
                                          LaunchPlan, Limits, ProbeResult, StartFailed)
 from edgebench.targets import Target, sh
@@ -51,6 +52,9 @@ class Runtime(ABC):
     # A batch program writes its scratch files inside the runtime's own filesystem, unless the
     # runtime shares the host's (then: a folder in the target's workspace, /tmp may be tmpfs).
     shares_host_filesystem: ClassVar[bool] = False
+    # What it needs on a target (packages and what runs them, versions to record): provisioning,
+    # its table and meta.json iterate the registry's declarations (edgebench.needs).
+    needs: ClassVar[TargetNeeds | None] = None
 
     def __init__(self, target: Target, run_tag: str | None = None):
         self.target = target
@@ -59,6 +63,15 @@ class Runtime(ABC):
         self._seq = 0
 
     # -- what each runtime provides ------------------------------------------------
+    @classmethod
+    def target_needs(cls, arch: str) -> TargetNeeds:
+        """What it needs on a target of this architecture."""
+        return cls.needs or TargetNeeds(f"{cls.name} runtime")
+
+    @classmethod
+    def prepare_target(cls, prep: Preparation) -> None:
+        """Start what must run once the packages are there (`make provision`); nothing by default."""
+
     @abstractmethod
     def availability(self) -> Availability:
         """Can this runtime run on the target? If not, the reason names what to install or start."""

@@ -15,6 +15,7 @@ from edgebench.apps import BuiltApp
 from edgebench.cgroups import AppliedLimits, read_limits, remove_cgroup_everywhere
 from edgebench.errors import ConfigError, EdgebenchError
 from edgebench.paths import DOCKERFILES_DIR
+from edgebench.runtimes import docker_daemon
 from edgebench.runtimes.base import Runtime, app_env
 from edgebench.runtimes.contract import Artifact, Availability, BatchOutcome, Instance, LaunchPlan, Limits
 from edgebench.targets import sh
@@ -43,6 +44,8 @@ class DockerRuntime(Runtime):
     colour = "#1f77b4"
     build_modes = BUILD_MODES
     min_memory_mb = 6  # dockerd refuses --memory below 6 MiB
+    needs = docker_daemon.NEEDS
+    prepare_target = staticmethod(docker_daemon.prepare)
 
     def availability(self) -> Availability:
         if not self.target.which("docker"):

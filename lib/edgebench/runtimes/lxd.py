@@ -56,6 +56,7 @@ from pathlib import Path
 from edgebench.apps import BuiltApp
 from edgebench.cgroups import read_fault_counters, read_limits
 from edgebench.errors import ConfigError, EdgebenchError
+from edgebench import lxd_image
 from edgebench.lxd_image import BaseImage, ensure_image
 from edgebench.runtimes import lxc
 from edgebench.runtimes.base import Runtime, app_env, is_alive, kill_pid
@@ -75,6 +76,8 @@ NETWORK_PATH = "lxd-proxy(forkproxy)+container-loopback"
 class LxdRuntime(Runtime):
     name = "lxd"
     colour = "#8c564b"
+    needs = lxd_image.NEEDS
+    prepare_target = staticmethod(lxd_image.prepare_target)
     # Measured on Debian 12 / LXD 5.0.2 / kernel 6.18 with this image: at 1 MiB the container
     # does not come up, at 2 MiB it boots but go-http is OOM-killed, at 4 MiB go-http serves
     # (node-http needs 16 MiB: OOM-killed at 8). Below 4 nothing can start.

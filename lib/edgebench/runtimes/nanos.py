@@ -32,13 +32,15 @@ from dataclasses import replace
 
 from edgebench.apps import BuiltApp
 from edgebench.errors import ConfigError, EdgebenchError
+from edgebench.needs import TargetNeeds
 from edgebench.runtimes import qemu
 from edgebench.runtimes.base import Runtime, is_alive, kill_pid
 from edgebench.runtimes.contract import (Artifact, Availability, BatchOutcome, Instance, LaunchPlan, Limits,
                                          StartFailed)
+from edgebench.runtimes.ops import INSTALL_BY_HAND as OPS_BY_HAND, VERSION as OPS_VERSION, install as ops_install
 from edgebench.runtimes.ops import (ACCEL_MODES, BUILD_TIMEOUT_S, FIND_OPS, OPS_HOME, image_config, load_base_config,
                                     ops_build_argv, ops_notes, ops_run_argv, parse_ops_version, run_config)
-from edgebench.runtimes.qemu import VM_TAG
+from edgebench.runtimes.qemu import VM_TAG, qemu_needs
 from edgebench.targets import sh
 
 
@@ -50,6 +52,13 @@ class NanosRuntime(Runtime):
     languages = ("go", "node")
     foreign_clock = ("the app's clock is the VM's, set from the emulated RTC at boot (whole seconds), not the "
                      "target's")
+
+    prepare_target = staticmethod(ops_install)
+
+    @classmethod
+    def target_needs(cls, arch: str) -> TargetNeeds:
+        qemu = qemu_needs(arch, "nanos runtime")
+        return replace(qemu, versions=(*qemu.versions, OPS_VERSION), by_hand=(*qemu.by_hand, OPS_BY_HAND))
 
     def __init__(self, target, run_tag=None, accel: str = "auto", require_kvm: bool = False):
         super().__init__(target, run_tag)

@@ -11,6 +11,7 @@ import json
 import re
 
 from edgebench.errors import ConfigError
+from edgebench.needs import Preparation, Version, tail
 from edgebench.paths import NANOS_CONFIGS_DIR
 from edgebench.runtimes.contract import Limits
 from edgebench.runtimes.qemu import vcpus_for
@@ -23,6 +24,40 @@ FIND_OPS = ('command -v ops && exit 0; for d in "${OPS_HOME:+$OPS_HOME/.ops}" "$
             '[ -n "$d" ] && [ -x "$d/bin/ops" ] && { echo "$d/bin/ops"; exit 0; }; done; exit 1')
 # Where ops keeps images and kernels: the first word, $OPS_HOME/.ops when set, else ~/.ops.
 OPS_HOME = 'echo "${OPS_HOME:+$OPS_HOME/.ops}"; echo "$HOME/.ops"'
+
+
+INSTALLER = "https://ops.city/get.sh"
+INSTALL_BY_HAND = f"ops (Nanos): curl {INSTALLER} -sSfL | sh"
+REACH_TIMEOUT_S = 5
+VERSION = Version("ops", ("ops", "version"))
+
+
+def install(prep: Preparation) -> None:
+    """ops with its official installer, only where that answers (it needs the internet); else
+    the table says why ops is missing."""
+    if "ops" in prep.commands:
+        return
+    if "curl" not in prep.commands:
+        prep.missing["ops"] = "not installed (no curl to fetch its installer)"
+        return
+    target = prep.target
+    r = target.run(["curl", "-sfI", "--max-time", str(REACH_TIMEOUT_S), INSTALLER],
+                   timeout=REACH_TIMEOUT_S + 10, check=False)
+    if not r.ok:
+        prep.missing["ops"] = f"not installed: {INSTALLER} is unreachable (no internet; curl exit {r.exit_code})"
+        return
+    if prep.check:
+        prep.did(f"install ops ({INSTALLER})")
+        prep.missing["ops"] = "not installed; would install with its official installer"
+        return
+    prep.log(f"installing ops with {INSTALLER}")
+    prep.did(f"installed ops ({INSTALLER})")
+    # As the user (it installs into ~/.ops); its kvm-group question gets the default answer.
+    inst = target.run(["sh", "-c", 'curl -sSfL "$1" | sh', "ops-install", INSTALLER], timeout=900,
+                      check=False, stdin="")
+    prep.rescan()
+    if "ops" not in prep.commands:
+        prep.fail("ops", f"the installer did not leave ops on PATH or in ~/.ops/bin: {tail(inst.stdout + inst.stderr)}")
 
 
 def load_base_config(app: str) -> dict:

@@ -25,6 +25,7 @@ import time
 from dataclasses import dataclass
 
 from edgebench.cgroups import AppliedLimits
+from edgebench.needs import Need, TargetNeeds, Version
 from edgebench.targets import Target
 
 VM_TAG = "EDGEBENCH_VM"          # environment variable that marks a launch's processes (launcher, QEMU)
@@ -51,6 +52,18 @@ def qemu_binary(arch: str) -> str:
     """The QEMU system binary for this architecture; for an unknown one, QEMU's own naming."""
     known = qemu_system(arch)
     return known[0] if known else f"qemu-system-{arch}"
+
+
+def qemu_needs(arch: str, purpose: str) -> TargetNeeds:
+    """What any VM runtime needs on a target of this architecture: QEMU for it, and qemu-img;
+    the KVM fact shows in the provisioning table (without it, every VM runs under TCG)."""
+    binary = qemu_binary(arch)
+    system = qemu_system(arch)
+    packages = (Need(system[1], ((binary,),)),) if system else ()
+    unresolved = () if system else (("qemu", f"no QEMU package known for architecture {arch}"),)
+    return TargetNeeds(purpose, (*packages, Need("qemu-utils", (("qemu-img",),))),
+                       (Version(binary, (binary, "--version")),), ("qemu-system-<arch> and qemu-img",),
+                       unresolved, facts=("kvm",))
 
 
 def vcpus_for(cpus: float | None) -> int:

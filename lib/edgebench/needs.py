@@ -1,0 +1,204 @@
+"""What each part of edgebench needs on a target, as data the rest iterates.
+
+A runtime declares its own (`Runtime.target_needs(arch)`: packages and what runs them, the
+versions to report, facts to show, how to start what must run); the experiments' tools are
+declared here (`TOOL_NEEDS`). `make provision` installs and starts from these, the provisioning
+table has a row per part, and every run's meta.json records the versions (`tool_versions`).
+Adding a runtime adds nothing here.
+"""
+
+from __future__ import annotations
+
+import re
+import weakref
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Callable
+
+if TYPE_CHECKING:
+    from edgebench.targets import Target
+
+
+@dataclass(frozen=True)
+class Need:
+    """A Debian-family package, and what it takes to *run* what it brings."""
+    package: str
+    # Any one of these groups of commands, all on PATH, satisfies the need without the package
+    # (Docker CE, LXD from snap, node from nvm must not be replaced). A client alone is not
+    # enough: the docker CLI without dockerd, containerd and runc cannot run a container.
+    runs_with: tuple[tuple[str, ...], ...] = ()
+    client: str | None = None        # a command that may be present without what runs it
+    conflicts: tuple[str, ...] = ()  # installed packages that rule the package out (apt would remove them)
+
+
+@dataclass(frozen=True)
+class Version:
+    """A program whose version a run records, and how to ask it (first non-empty output line)."""
+    name: str
+    argv: tuple[str, ...]
+    any_exit: bool = False  # `wrk --version` prints its version and exits 1
+    recorded_only: bool = False  # in meta.json, not a row of the provisioning table (nothing installs it)
+
+
+@dataclass(frozen=True)
+class TargetNeeds:
+    purpose: str
+    packages: tuple[Need, ...] = ()
+    versions: tuple[Version, ...] = ()
+    by_hand: tuple[str, ...] = ()  # what to install on a target without apt-get
+    # A part that has no package on this architecture: (name, why).
+    unresolved: tuple[tuple[str, str], ...] = ()
+    facts: tuple[str, ...] = ()    # Target.facts() keys the provisioning row shows (e.g. kvm)
+
+
+def _tool(purpose: str, package: str, command: str, version_argv: tuple[str, ...], any_exit: bool = False,
+          by_hand: str | None = None) -> TargetNeeds:
+    return TargetNeeds(purpose, (Need(package, ((command,),)),), (Version(command, version_argv, any_exit),),
+                       (by_hand or package,))
+
+
+# What the experiments run besides the runtimes (load generators, baselines, comparisons).
+TOOL_NEEDS: tuple[TargetNeeds, ...] = (
+    _tool("http load (wrk)", "wrk", "wrk", ("wrk", "--version"), any_exit=True),
+    _tool("cpu baseline", "sysbench", "sysbench", ("sysbench", "--version")),
+    _tool("network baseline", "iperf3", "iperf3", ("iperf3", "--version")),
+    # Debian's name; provisioning maps it to linux-tools-<kernel> on Ubuntu.
+    _tool("counters (perf stat)", "linux-perf", "perf", ("perf", "--version"), by_hand="perf (matching the kernel)"),
+    TargetNeeds("iomt comparisons", (Need("ncompress", (("compress",),)), Need("openssl", (("openssl",),))),
+                (Version("compress", ("compress", "-V")), Version("openssl", ("openssl", "version"))),
+                ("ncompress (compress)", "openssl")),
+    _tool("published protocol", "curl", "curl", ("curl", "--version")),
+    _tool("node app", "nodejs", "node", ("node", "--version"), by_hand="Node.js (node)"),
+    TargetNeeds("process and network tools", (Need("procps", (("ps",),)), Need("iproute2", (("ip",),))),
+                by_hand=("procps", "iproute2")),
+    # Go builds on the controlling machine; a target's own Go is only recorded.
+    TargetNeeds("go on the target (recorded only)", versions=(Version("go", ("go", "version"), recorded_only=True),)),
+)
+# Only for `make test` (--for-tests): the second "hosts" of the SSH tests run their own sshd.
+TEST_NEEDS = TargetNeeds("ssh test hosts (make test)", (Need("openssh-server", (("sshd",),)),))
+
+
+def runtime_needs(arch: str) -> dict[str, TargetNeeds]:
+    """Every registered runtime's needs on this architecture, in the registry's order."""
+    from edgebench.runtimes import RUNTIMES  # the runtimes import this module's types
+    return {name: cls.target_needs(arch) for name, cls in RUNTIMES.items()}
+
+
+def all_needs(arch: str, for_tests: bool = False) -> list[TargetNeeds]:
+    return [*runtime_needs(arch).values(), *TOOL_NEEDS, *([TEST_NEEDS] if for_tests else [])]
+
+
+def versions_for(arch: str) -> list[Version]:
+    """The programs whose versions are recorded, each once: the tools', then the runtimes'."""
+    seen: dict[str, Version] = {}
+    for needs in [*TOOL_NEEDS, *runtime_needs(arch).values()]:
+        for v in needs.versions:
+            seen.setdefault(v.name, v)
+    return list(seen.values())
+
+
+# -- asking the target ----------------------------------------------------------------------
+
+PATH_EXTRA = 'export PATH="$PATH:/usr/sbin:/sbin:/usr/local/sbin:/snap/bin:$HOME/.ops/bin"'
+
+# name<TAB>exit code or "absent"<TAB>path<TAB>first non-empty output line
+_VERSIONS = PATH_EXTRA + r"""
+v() {
+  name=$1; shift
+  p=$(command -v "$1" 2>/dev/null) || { printf '%s\tabsent\t\t\n' "$name"; return; }
+  if command -v timeout >/dev/null 2>&1; then out=$(timeout 20 "$@" 2>&1 </dev/null); rc=$?
+  else out=$("$@" 2>&1 </dev/null); rc=$?; fi
+  first=$(printf '%s\n' "$out" | grep -v '^[[:space:]]*$' | head -n 1 | tr '\t' ' ')
+  printf '%s\t%s\t%s\t%s\n' "$name" "$rc" "$p" "$first"
+}
+"""
+
+_VERSION_RE = re.compile(r"\d+\.\d+[\w.+~:-]*")
+
+
+def short_version(line: str) -> str:
+    """The version in a tool's first line ('OpenSSL 3.0.19 27 Jan ...' -> 3.0.19)."""
+    m = _VERSION_RE.search(line)
+    return m.group(0).rstrip(".,;") if m else line.strip()[:60]
+
+
+@dataclass
+class VersionState:
+    name: str
+    ok: bool
+    version: str = ""
+    path: str = ""
+    detail: str = ""   # why it is missing
+
+
+def versions_script(versions: list[Version]) -> str:
+    from edgebench.targets import sh
+    return _VERSIONS + "\n".join(sh(["v", v.name, *v.argv]) for v in versions) + "\n"
+
+
+def parse_versions(text: str, versions: list[Version]) -> dict[str, VersionState]:
+    by_name = {v.name: v for v in versions}
+    out = {}
+    for line in text.splitlines():
+        parts = line.split("\t")
+        if len(parts) < 4 or parts[0] not in by_name:
+            continue
+        name, rc, path, first = parts[0], parts[1], parts[2], parts[3]
+        if rc == "absent":
+            out[name] = VersionState(name, False, detail="not installed")
+        elif rc == "0" or by_name[name].any_exit:
+            out[name] = VersionState(name, True, short_version(first), path)
+        else:
+            out[name] = VersionState(name, False, path=path, detail=f"`{name}` fails (exit {rc}): {first[:120]}")
+    for v in versions:
+        out.setdefault(v.name, VersionState(v.name, False, detail="not checked"))
+    return out
+
+
+def version_states(target: Target, versions: list[Version]) -> dict[str, VersionState]:
+    r = target.run(["sh", "-c", versions_script(versions)], check=False, timeout=300)
+    return parse_versions(r.stdout, versions)
+
+
+_RECORDED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def tool_versions(target: Target) -> dict[str, str | None]:
+    """What meta.json records: every declared program's version on the target, None where it is
+    missing. Asked once per target object (one round trip)."""
+    if target not in _RECORDED:
+        states = version_states(target, versions_for(target.facts()["arch"]))
+        _RECORDED[target] = {name: (s.version if s.ok else None) for name, s in states.items()}
+    return dict(_RECORDED[target])
+
+
+# -- starting what must run -----------------------------------------------------------------
+
+@dataclass
+class Preparation:
+    """What `make provision` hands a runtime's `prepare_target`: the target, how to act on it,
+    and where to say what was done, what failed and why a part is missing."""
+    target: Target
+    check: bool                               # only say what would be done
+    sudo: list[str]
+    commands: dict[str, str]                  # command -> path on the target (after installing)
+    survey: dict[str, str]                    # pid1, privilege, ...
+    planned: list[str]                        # packages --check would install
+    log: Callable[[str], None]
+    rescan: Callable[[], None]                # re-read `commands` after installing something
+    actions: list[str] = field(default_factory=list)
+    failures: dict[str, str] = field(default_factory=dict)
+    missing: dict[str, str] = field(default_factory=dict)  # part -> why it is still missing (table)
+
+    @property
+    def systemd(self) -> bool:
+        return self.survey.get("pid1") == "systemd"
+
+    def did(self, action: str) -> None:
+        self.actions.append(action)
+
+    def fail(self, step: str, why: str) -> None:
+        self.failures[step] = why
+
+
+def tail(text: str, n: int = 3) -> str:
+    return " | ".join(text.strip().splitlines()[-n:]) or "no output"
