@@ -10,7 +10,7 @@ import uuid
 
 import pytest
 
-from edgebench.runtimes import qemu
+from edgebench.runtimes import qemu, tags
 from edgebench.runtimes.qemu import (accelerator, applied_limits, launch_facts, parse_qemu_argv, parse_qemu_state,
                                      qemu_binary, qemu_size_mb, qemu_system, state_facts, vcpus_for)
 
@@ -144,9 +144,9 @@ def test_tagged_processes_found_by_environment(local, fake_qemu):
     try:
         pid = qemu.wait_for_qemu(local, tag, timeout_s=5)
         assert pid == proc.pid
-        assert qemu.tagged(local, tag) == [(proc.pid, "qemu-system-fak")]  # comm: 15 characters
-        assert qemu.tagged(local, tag[:-3], prefix=True) == [(proc.pid, "qemu-system-fak")]
-        assert qemu.tagged(local, tag[:-3]) == []  # exact by default
+        assert tags.tagged(local, tag) == [(proc.pid, "qemu-system-fak")]  # comm: 15 characters
+        assert tags.tagged(local, tag[:-3], prefix=True) == [(proc.pid, "qemu-system-fak")]
+        assert tags.tagged(local, tag[:-3]) == []  # exact by default
         facts = qemu.read_facts(local, pid)
         assert (facts["qemu_pid"], facts["vcpus"], facts["memory_mb"]) == (proc.pid, 2, 64.0)
         assert facts["qemu_argv"] == argv
@@ -156,7 +156,7 @@ def test_tagged_processes_found_by_environment(local, fake_qemu):
             assert qemu.read_facts(local, pid)["qemu_cpuset"] == "0"
     finally:
         _stop(proc)
-    assert qemu.tagged(local, tag) == []
+    assert tags.tagged(local, tag) == []
 
 
 def test_watcher_captures_the_state_of_a_short_lived_qemu(local, fake_qemu, tmp_path):

@@ -40,7 +40,8 @@ from edgebench.runtimes.contract import (Artifact, Availability, BatchOutcome, I
 from edgebench.runtimes.ops import INSTALL_BY_HAND as OPS_BY_HAND, VERSION as OPS_VERSION, install as ops_install
 from edgebench.runtimes.ops import (ACCEL_MODES, BUILD_TIMEOUT_S, FIND_OPS, OPS_HOME, image_config, load_base_config,
                                     ops_build_argv, ops_notes, ops_run_argv, parse_ops_version, run_config)
-from edgebench.runtimes.qemu import VM_TAG, qemu_needs
+from edgebench.runtimes.qemu import qemu_needs
+from edgebench.runtimes.tags import LAUNCH_TAG, tagged
 from edgebench.targets import sh
 
 
@@ -226,7 +227,7 @@ class NanosRuntime(Runtime):
         guest = artifact.built.app.container_port if port is not None else None
         ops_argv = ops_run_argv(self.ops(), program or artifact.details["program"], image_name, config_path,
                                 port, guest, self.accel, skip_build=skip_build)
-        tag = f"{VM_TAG}={name}"
+        tag = f"{LAUNCH_TAG}={name}"
         # Pinning ops pins every QEMU thread it starts (vCPUs, I/O, the user-mode network), which
         # are all outside the VM's limits, to the granted cores.
         argv = ["env", tag, *qemu.pinned(limits.cpuset), *ops_argv]
@@ -253,7 +254,7 @@ class NanosRuntime(Runtime):
     def tagged(self, tag: str, prefix: bool = False) -> list[tuple[int, str]]:
         """[(pid, comm)] of live processes carrying this launch's tag (ops and its QEMU), or with
         prefix=True any tag that starts with `tag`."""
-        return qemu.tagged(self.target, tag, prefix)
+        return tagged(self.target, tag, prefix)
 
     def attach(self, plan: LaunchPlan, launcher_pid: int | None) -> Instance:
         pid = qemu.wait_for_qemu(self.target, plan.state["tag"], 5)
@@ -315,7 +316,7 @@ class NanosRuntime(Runtime):
     def cleanup(self) -> None:
         super().cleanup()
         # Any VM of this run that the bookkeeping lost (a crash between launch and plan).
-        for pid, _ in self.tagged(f"{VM_TAG}=eb-{self.run_tag}-{self.name}-", prefix=True):
+        for pid, _ in self.tagged(f"{LAUNCH_TAG}=eb-{self.run_tag}-{self.name}-", prefix=True):
             kill_pid(self.target, pid, grace_s=1.0)
         for image in sorted(self._images):
             if image.startswith("edgebench-batch-") or image.endswith("-published"):

@@ -26,9 +26,9 @@ from dataclasses import dataclass
 
 from edgebench.cgroups import AppliedLimits
 from edgebench.needs import Need, TargetNeeds, Version
+from edgebench.runtimes.tags import tagged
 from edgebench.targets import Target
 
-VM_TAG = "EDGEBENCH_VM"          # environment variable that marks a launch's processes (launcher, QEMU)
 KVM_FD = "anon_inode:kvm-vm"
 
 # The QEMU system emulator for a guest of the machine's own architecture: (binary, Debian package).
@@ -161,16 +161,6 @@ def accelerator(requested: tuple[str, ...], fd_links: list[str] | None) -> tuple
 # -- a running QEMU ------------------------------------------------------------------------
 # Finds the processes a launch started by its tag: the launcher, and QEMU in its own process
 # group. $2 = prefix: every tag that starts with $1 (a whole run's launches).
-_FIND_TAGGED = r"""
-tag=$1; match=-qxF; [ "$2" = prefix ] && { match=-q; tag="^$tag"; }
-for e in /proc/[0-9]*/environ; do
-  p=${e#/proc/}; p=${p%/environ}
-  tr '\0' '\n' <"$e" 2>/dev/null | grep $match -- "$tag" || continue
-  s=$(awk '/^State:/{print $2}' /proc/$p/status 2>/dev/null); [ -n "$s" ] && [ "$s" != Z ] || continue
-  echo "$p $(cat /proc/$p/comm 2>/dev/null)"
-done
-"""
-
 # QEMU's command line (NUL-separated, printed one per line), open files and thread affinity.
 _QEMU_STATE = r"""
 p=$1
@@ -239,18 +229,6 @@ def applied_limits(facts: dict) -> AppliedLimits:
     return AppliedLimits(cpus=float(facts["vcpus"]), memory_mb=facts["memory_mb"], swap_mb=None,
                          cpuset=facts["qemu_cpuset"], cgroup_version=None,
                          cgroup_path="QEMU command line", oom_kills=None)
-
-
-def tagged(target: Target, tag: str, prefix: bool = False) -> list[tuple[int, str]]:
-    """[(pid, comm)] of live processes carrying `tag` (NAME=VALUE) in their environment, or with
-    prefix=True any that starts with `tag`."""
-    r = target.run(["sh", "-c", _FIND_TAGGED, "find-tagged", tag, "prefix" if prefix else "exact"], check=False)
-    out = []
-    for line in r.stdout.splitlines():
-        pid, _, comm = line.partition(" ")
-        if pid.isdigit():
-            out.append((int(pid), comm.strip()))
-    return out
 
 
 def find_qemu(target: Target, tag: str) -> int | None:
