@@ -3,10 +3,7 @@ EDGEBENCH_REQUIRE names that part (CI provisioned it): then the test fails inste
 
 from __future__ import annotations
 
-import json
 import os
-import shutil
-import subprocess
 import sys
 from pathlib import Path
 
@@ -14,6 +11,8 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
+from edgebench.runtimes import RUNTIMES, tags  # noqa: E402
+from edgebench.runtimes.tags import RUN_TAG_PREFIX_ENV  # noqa: E402
 from edgebench.targets import LocalTarget  # noqa: E402
 
 REQUIRED = {p.strip() for p in os.environ.get("EDGEBENCH_REQUIRE", "").split(",") if p.strip()}
@@ -106,54 +105,24 @@ def ssh_host(tmp_path_factory):
         yield host
 
 
+# Everything this test session starts is named after a run tag with this prefix, so the leftover
+# checks see only this session's, not another run's on the same machine (runtimes/tags.py).
+TAG_PREFIX = f"t{os.getpid()}-"
+os.environ[RUN_TAG_PREFIX_ENV] = TAG_PREFIX
+
+
 def leftovers() -> list[str]:
-    """Anything edgebench started that is still there: containers, cgroups, app processes."""
-    found = []
-    r = subprocess.run(["docker", "ps", "-aq", "--filter", "label=edgebench.run"], capture_output=True,
-                       text=True)
-    if r.returncode == 0 and r.stdout.strip():
-        found.append(f"containers: {r.stdout.split()}")
-    # every hierarchy: docker makes its cgroup parent in each
-    for base in (f"{root}/edgebench" for root in cgroup_roots()):
-        if os.path.isdir(base):
-            subs = [d for d in os.listdir(base) if os.path.isdir(os.path.join(base, d))]
-            if subs:
-                found.append(f"cgroups under {base}: {subs}")
-    r = subprocess.run(["lxc", "query", "/1.0/instances?recursion=1"], capture_output=True, text=True) \
-        if shutil.which("lxc") else None
-    if r is not None and r.returncode == 0:
-        tagged = [i["name"] for i in json.loads(r.stdout) if "user.edgebench.run" in (i.get("config") or {})]
-        if tagged:
-            found.append(f"lxd containers: {tagged}")
-    r = subprocess.run(["ps", "-eo", "pid=,stat=,args="], capture_output=True, text=True)
-    for line in r.stdout.splitlines():
-        pid, stat, args = line.split(None, 2) if len(line.split(None, 2)) == 3 else (None, "", "")
-        if "Z" in stat:
-            continue  # zombies of orphans: PID 1 here does not always reap promptly
-        if "/.cache/edgebench/apps/" in args or "edgebench-launch" in args or args.startswith("lxc exec eb-"):
-            found.append(f"process {pid}: {args}")
-        elif "qemu-system" in args and "/images/edgebench-" in args:
-            found.append(f"VM {pid}: {args[:200]}")
-    found += [f"tagged process {pid} ({tag})" for pid, tag in vm_tagged_processes()]
+    """Anything this session started that is still there, of every registered runtime."""
+    target = LocalTarget()
+    found = tags.leftovers(target, TAG_PREFIX)
+    for cls in RUNTIMES.values():
+        found += cls.leftovers(target, TAG_PREFIX)
     return found
 
 
-def vm_tagged_processes() -> list[tuple[str, str]]:
-    """Processes a Nanos launch started (ops, QEMU), found by the tag in their environment."""
-    out = []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            with open(f"/proc/{pid}/environ", "rb") as f:
-                env = f.read().split(b"\0")
-            with open(f"/proc/{pid}/status") as f:
-                if any(line.startswith("State:") and "Z" in line for line in f):
-                    continue
-        except OSError:
-            continue
-        tags = [e.decode(errors="replace") for e in env if e.startswith(b"EDGEBENCH_VM=")]
-        if tags:
-            out.append((pid, tags[0]))
-    return out
+def vm_tagged_processes() -> list[tuple[int, str]]:
+    """[(pid, comm)] of this session's tagged launch processes still alive (ops, QEMU, native apps)."""
+    return tags.tagged(LocalTarget(), f"{tags.LAUNCH_TAG}=eb-{TAG_PREFIX}", prefix=True)
 
 
 @pytest.fixture

@@ -131,6 +131,7 @@ def test_cleanup_removes_labelled_containers_outside_bookkeeping(local, docker_r
     tag = f"it-cleanup-{uuid.uuid4().hex[:8]}"
     other_tag = f"it-other-{uuid.uuid4().hex[:8]}"
     rt = DockerRuntime(local, run_tag=tag)
+    tag = rt.run_tag  # with this session's prefix (runtimes/tags.py)
     mine = docker("run", "-d", "--label", f"edgebench.run={tag}", "edgebench/go-http:offline")
     other = docker("run", "-d", "--label", f"edgebench.run={other_tag}", "edgebench/go-http:offline")
     try:

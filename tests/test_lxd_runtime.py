@@ -399,6 +399,7 @@ def test_invalid_options_raise(local, runtime, artifacts, lxd_clean):
 def test_cleanup_removes_tagged_containers_outside_bookkeeping(local, image, lxd_clean):
     tag, other = f"it-cl-{uuid.uuid4().hex[:8]}", f"it-ot-{uuid.uuid4().hex[:8]}"
     rt = LxdRuntime(local, run_tag=tag)
+    tag = rt.run_tag  # with this session's prefix (runtimes/tags.py)
     names = {"mine-by-key": f"stray-{tag}", "mine-by-name": f"eb-{tag}-lxd-x-9", "other": f"eb-{other}-lxd-x-1"}
     try:
         lxc("init", "-q", image.alias, names["mine-by-key"], "-c", f"{RUN_KEY}={tag}")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import subprocess
 import urllib.request
 
 import pytest
@@ -145,3 +146,24 @@ def test_run_batch_exit_code_and_limits(runtime, artifacts, cgroups_ready, no_le
     assert applied.cpuset == "0"
     assert "edgebench" in applied.cgroup_path
     assert "notanumber" in result.command
+
+
+def test_leftover_checks_see_this_sessions_launches_and_no_one_elses(local, runtime, artifacts, cgroups_ready):
+    """What a lost launch left (its tagged process, its cgroup) is listed until stopped; a process
+    tagged by another run on this machine (another prefix) is never this session's."""
+    from conftest import TAG_PREFIX, leftovers
+    from edgebench.runtimes import tags
+    assert runtime.run_tag.startswith(TAG_PREFIX)
+    other = subprocess.Popen(["env", f"{tags.LAUNCH_TAG}=eb-someone-else-native-x-1", "sleep", "60"])
+    instance, _ = runtime.start(artifacts["go-http"], LIMITED, free_port())
+    try:
+        found = leftovers()
+        assert any(f"process {instance.pid} " in x for x in found), found
+        assert any(x.startswith("cgroup ") and instance.name in x for x in found), found
+        assert not any(f"process {other.pid} " in x for x in found), found
+        assert any(f"process {other.pid} " in x for x in tags.leftovers(local, ""))  # everyone's
+    finally:
+        runtime.stop(instance)
+        other.kill()
+        other.wait()
+    assert not [x for x in leftovers() if instance.name in x or f"process {instance.pid} " in x]

@@ -3,7 +3,8 @@
 Go programs are cross-compiled on the controlling machine for the target's architecture
 (static, CGO_ENABLED=0) and uploaded; Node apps run with the target's own `node`. Tools
 (sysbench, iperf3) are the target's own binaries, run through `tools/steps` so that a tool's
-phases (prepare, run, cleanup) share one container and are timed apart.
+phases (prepare, run, cleanup) share one container and are timed apart; a tool started as a
+service (the iperf3 server) runs as itself, with its `args`.
 """
 
 from __future__ import annotations
@@ -55,6 +56,7 @@ class Readiness:
 
 
 HTTP_READY = Readiness("/io")
+TCP_CONNECT = Readiness(None)   # an accepted connection is ready (a server with no line protocol)
 APP_KINDS = ("http", "tcp", "batch", "tool")
 
 
@@ -69,10 +71,16 @@ class App:
     endpoints: tuple[str, ...] = ()            # HTTP paths the load experiments drive
     container_port: int = 8080
     package: str = ""      # tool: the Debian package that provides it (for the error message)
+    args: tuple[str, ...] = ()  # a tool run as a service: its arguments, "{port}" the port it listens on
 
     @property
     def is_service(self) -> bool:
         return self.kind in ("http", "tcp")
+
+    def service_args(self, port: int) -> list[str]:
+        """The arguments it is started with as a service listening on `port` (where it listens:
+        the host's port natively, the container's port behind a bridge)."""
+        return [a.replace("{port}", str(port)) for a in self.args]
 
     @property
     def source_files(self) -> list[Path]:
@@ -86,11 +94,12 @@ APPS: dict[str, App] = {
     "node-http": App("node-http", "node", APPS_DIR / "node-http", "server.js", endpoints=PAPER_ENDPOINTS),
     # Batch workloads (LZW, AES, k-means) for the IoMT and page-fault experiments.
     "iomt": App("iomt", "go", APPS_DIR / "iomt", ".", kind="batch", readiness=None),
-    # Microbenchmarks: the target's own sysbench and iperf3.
+    # Microbenchmarks: the target's own sysbench, and its iperf3 as a server (the client runs on
+    # the load generator), ready once it accepts a connection.
     "sysbench": App("sysbench", "tool", TOOLS_DIR / "steps", "sysbench", kind="tool", readiness=None,
                     package="sysbench"),
-    "iperf3": App("iperf3", "tool", TOOLS_DIR / "steps", "iperf3", kind="tool", readiness=None,
-                  container_port=5201, package="iperf3"),
+    "iperf3": App("iperf3", "tool", TOOLS_DIR / "steps", "iperf3", kind="tcp", readiness=TCP_CONNECT,
+                  container_port=5201, package="iperf3", args=("-s", "-p", "{port}")),
 }
 # The apps that serve paper 000's endpoints: what time to ready and the HTTP load experiments run.
 HTTP_APPS = tuple(name for name, app in APPS.items() if set(PAPER_ENDPOINTS) <= set(app.endpoints))
@@ -112,6 +121,12 @@ class BuiltApp:
     argv: list[str]           # how to run it natively on the target
     local_path: Path | None = None  # go: the binary on the controller
     details: dict = field(default_factory=dict)
+
+    def service_argv(self, port: int) -> list[str]:
+        """How to run it natively as a service listening on `port`. A tool serves as itself:
+        tools/steps is for phases that run to completion, and stopping it would not stop the tool."""
+        program = [self.remote_path] if self.app.language == "tool" else self.argv
+        return [*program, *self.app.service_args(port)]
 
 
 def _source_digest(paths: list[Path]) -> str:

@@ -27,6 +27,7 @@ from edgebench.errors import ConfigError, EdgebenchError
 from edgebench.needs import Preparation, TargetNeeds
 from edgebench.runtimes.contract import (Artifact, Availability, BatchOutcome, BatchResult, Instance,
                                          LaunchPlan, Limits, ProbeResult, StartFailed)
+from edgebench.runtimes.tags import run_tag_prefix
 from edgebench.targets import Target, sh
 
 # <= 1 ms as the protocol asks; finer, because the lag is up to one interval plus one request.
@@ -52,13 +53,18 @@ class Runtime(ABC):
     # A batch program writes its scratch files inside the runtime's own filesystem, unless the
     # runtime shares the host's (then: a folder in the target's workspace, /tmp may be tmpfs).
     shares_host_filesystem: ClassVar[bool] = False
+    # How it can connect a service to the network, asked for with Limits.network; the first is
+    # the default. "host": the app uses the host's own network stack. () : one way only, its own
+    # (a proxy device, a VM's user-mode network); LaunchPlan.network_path says which.
+    network_modes: ClassVar[tuple[str, ...]] = ()
     # What it needs on a target (packages and what runs them, versions to record): provisioning,
     # its table and meta.json iterate the registry's declarations (edgebench.needs).
     needs: ClassVar[TargetNeeds | None] = None
 
     def __init__(self, target: Target, run_tag: str | None = None):
         self.target = target
-        self.run_tag = run_tag or f"adhoc-{uuid.uuid4().hex[:8]}"
+        # Everything it starts is named after the run tag (runtimes/tags.py).
+        self.run_tag = run_tag_prefix() + (run_tag or f"adhoc-{uuid.uuid4().hex[:8]}")
         self._live: dict[str, Instance | LaunchPlan] = {}
         self._seq = 0
 
@@ -71,6 +77,12 @@ class Runtime(ABC):
     @classmethod
     def prepare_target(cls, prep: Preparation) -> None:
         """Start what must run once the packages are there (`make provision`); nothing by default."""
+
+    @classmethod
+    def leftovers(cls, target: Target, tag_prefix: str = "") -> list[str]:
+        """What runs whose tag starts with `tag_prefix` left on the target, of the kinds only this
+        runtime makes (containers, instances); cgroups and tagged processes: tags.leftovers."""
+        return []
 
     @abstractmethod
     def availability(self) -> Availability:
@@ -220,6 +232,10 @@ class Runtime(ABC):
         if limits.memory_mb is not None and limits.memory_mb < self.min_memory_mb:
             raise ConfigError(f"memory {limits.memory_mb:g} MiB is below what {self.name} can start "
                               f"{app} with (minimum {self.min_memory_mb:g} MiB); raise the memory limit")
+        if limits.network is not None and limits.network not in self.network_modes:
+            has = (f"it has {', '.join(self.network_modes)}" if self.network_modes
+                   else "it connects services one way only: leave network unset")
+            raise ConfigError(f"{self.name} has no network mode {limits.network!r}; {has}")
         cores = self.target.facts().get("cores")
         if limits.cpus is not None and cores and limits.cpus > cores:
             raise ConfigError(f"cpus={limits.cpus:g} is more than {self.target.name} has ({cores}); "

@@ -20,6 +20,8 @@ class Limits:
     cpuset: str | None = None        # cores to pin to ("0", "0-1"); None = no pinning
     swap: bool = True                # False: memory+swap = memory (docker --memory-swap=--memory)
     gomaxprocs: int | None = None    # set GOMAXPROCS for Go apps; None = Go's default
+    # Services: one of the runtime's `network_modes` (docker: "bridge", "host"); None = its first.
+    network: str | None = None
 
     @property
     def any(self) -> bool:

@@ -47,6 +47,13 @@ class DockerRuntime(Runtime):
     needs = docker_daemon.NEEDS
     prepare_target = staticmethod(docker_daemon.prepare)
 
+    @classmethod
+    def leftovers(cls, target, tag_prefix: str = "") -> list[str]:
+        r = target.run(["docker", "ps", "-a", "--filter", f"label={LABEL}", "--format",
+                        f'{{{{.Names}}}}\t{{{{.Label "{LABEL}"}}}}'], check=False, timeout=30)
+        rows = [line.partition("\t") for line in r.stdout.splitlines()]
+        return [f"container {name}" for name, _, tag in rows if tag.startswith(tag_prefix)]
+
     def availability(self) -> Availability:
         if not self.target.which("docker"):
             return Availability(False, f"no docker CLI on {self.target.name}; install docker.io "
@@ -105,6 +112,10 @@ class DockerRuntime(Runtime):
                                  "dockerfile": dockerfile.name})
 
     # -- services ----------------------------------------------------------------
+    # bridge: published with -p, reached through docker-proxy and the bridge (Docker's default);
+    # host: --network host, the app listens on the host's port itself.
+    network_modes = ("bridge", "host")
+
     def run_args(self, limits: Limits) -> list[str]:
         args = []
         if limits.cpus is not None:
@@ -120,15 +131,22 @@ class DockerRuntime(Runtime):
     def launch_plan(self, artifact: Artifact, limits: Limits, port: int) -> LaunchPlan:
         self.check_limits(artifact.app, limits)
         name = self.new_name(artifact.app)
-        cport = artifact.built.app.container_port
-        env = [x for e in app_env(artifact.built, limits, cport) for x in ("-e", e)]
-        argv = ["docker", "run", "-d", "--name", name, "--label", f"{LABEL}={self.run_tag}",
-                "-p", f"{port}:{cport}", *self.run_args(limits), *env, artifact.ref]
+        app = artifact.built.app
+        if (limits.network or self.network_modes[0]) == "host":
+            listen, network, network_path = port, ["--network", "host"], "host network"
+        else:
+            listen = app.container_port
+            network, network_path = ["-p", f"{port}:{listen}"], "docker-proxy+bridge"
+        env = [x for e in app_env(artifact.built, limits, listen) for x in ("-e", e)]
+        # A tool serves as itself; the image's entrypoint (tools/steps) is for its batch phases.
+        entry = ["--entrypoint", app.entry] if app.language == "tool" else []
+        argv = ["docker", "run", "-d", "--name", name, "--label", f"{LABEL}={self.run_tag}", *network,
+                *self.run_args(limits), *env, *entry, artifact.ref, *app.service_args(listen)]
         self.target.run(["mkdir", "-p", self.logs_dir()])
         return LaunchPlan(self.name, artifact.app, name, argv, port, detaches=True, limits=limits,
                           stdout_path=f"{self.logs_dir()}/{name}.out",
                           stderr_path=f"{self.logs_dir()}/{name}.err",
-                          network_path="docker-proxy+bridge", state={"container": name})
+                          network_path=network_path, state={"container": name})
 
     def inspect(self, name: str, fmt: str) -> str | None:
         r = self.target.run(["docker", "inspect", "-f", fmt, name], check=False)

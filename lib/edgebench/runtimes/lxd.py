@@ -335,6 +335,19 @@ class LxdRuntime(Runtime):
         if plan.state.get("marker"):
             self.target.run(["rm", "-f", plan.state["marker"]], check=False)
 
+    @classmethod
+    def leftovers(cls, target, tag_prefix: str = "") -> list[str]:
+        if not target.which("lxc"):
+            return []
+        found = [f"lxd container {i['name']}" for i in Lxc(target).instances()
+                 if str((i.get("config") or {}).get(RUN_KEY, "")).startswith(tag_prefix)
+                 and RUN_KEY in (i.get("config") or {})]
+        # `lxc exec` clients on the host (the app's launcher), by the container name they name.
+        r = target.run(["ps", "-eo", "pid=,args="], check=False)
+        found += [f"process {line.strip()}" for line in r.stdout.splitlines()
+                  if f"lxc exec eb-{tag_prefix}" in line]
+        return found
+
     def tagged(self) -> list[str]:
         """Containers on the target that belong to this run (by config key or name)."""
         return [i["name"] for i in self.lxc.instances() if (i.get("config") or {}).get(RUN_KEY) == self.run_tag

@@ -9,6 +9,7 @@ from edgebench.apps import BuiltApp
 from edgebench.cgroups import NativeCgroup, read_limits
 from edgebench.runtimes.base import Runtime, app_env, is_alive, kill_pid
 from edgebench.runtimes.contract import Artifact, Availability, BatchOutcome, Instance, LaunchPlan, Limits
+from edgebench.runtimes.tags import LAUNCH_TAG
 from edgebench.targets import sh
 
 
@@ -17,6 +18,7 @@ class NativeRuntime(Runtime):
     colour = "#2ca02c"
     min_memory_mb = 4
     shares_host_filesystem = True
+    network_modes = ("host",)
 
     def availability(self) -> Availability:
         return Availability(True)
@@ -44,7 +46,10 @@ class NativeRuntime(Runtime):
     def launch_plan(self, artifact: Artifact, limits: Limits, port: int) -> LaunchPlan:
         self.check_limits(artifact.app, limits)
         name = self.new_name(artifact.app)
-        argv = ["env", *app_env(artifact.built, limits, port), *artifact.built.argv]
+        # Tagged, so a service its launcher lost is still found (Runtime.leftovers); a batch program
+        # is not (its own cgroup finds it, and `env` would add its exec to the counted faults).
+        argv = ["env", f"{LAUNCH_TAG}={name}", *app_env(artifact.built, limits, port),
+                *artifact.built.service_argv(port)]
         plan = LaunchPlan(self.name, artifact.app, name, argv, port, limits=limits,
                           stdout_path=f"{self.logs_dir()}/{name}.out",
                           stderr_path=f"{self.logs_dir()}/{name}.err", network_path="loopback")
