@@ -96,6 +96,21 @@ def versions_for(arch: str) -> list[Version]:
     return list(seen.values())
 
 
+def survey_commands(arch: str, for_tests: bool = False) -> list[str]:
+    """Commands whose presence the survey reports: what runs each package, clients, versioned programs."""
+    out = set()
+    for part in all_needs(arch, for_tests):
+        out |= {c for need in part.packages for group in need.runs_with for c in group}
+        out |= {need.client for need in part.packages if need.client}
+        out |= {v.argv[0] for v in part.versions}
+    return sorted(out)
+
+
+def table_versions(arch: str) -> list[Version]:
+    """The programs the table has a row for (recorded-only ones are in meta.json only)."""
+    return [v for v in versions_for(arch) if not v.recorded_only]
+
+
 # -- asking the target ----------------------------------------------------------------------
 
 PATH_EXTRA = 'export PATH="$PATH:/usr/sbin:/sbin:/usr/local/sbin:/snap/bin:$HOME/.ops/bin"'

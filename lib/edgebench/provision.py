@@ -29,8 +29,8 @@ from typing import Callable
 from edgebench.apt import Plan, UnsupportedTarget, make_plan, os_family, packages_for, unsupported_message
 from edgebench.apt import install_argv, parse_apt_policy, parse_dpkg_query, update_argv
 from edgebench.errors import EdgebenchError
-from edgebench.needs import (PATH_EXTRA, Preparation, Version, VersionState, all_needs, runtime_needs, tail,
-                             version_states, versions_for)
+from edgebench.needs import (PATH_EXTRA, Preparation, VersionState, runtime_needs, survey_commands, table_versions,
+                             tail, version_states)
 from edgebench.targets import Target, connect
 
 APT_UPDATE_MAX_AGE_S = 24 * 3600  # when only unavailable packages are missing, re-ask apt this often
@@ -38,21 +38,6 @@ APT_UPDATE_MAX_AGE_S = 24 * 3600  # when only unavailable packages are missing, 
 
 class ProvisionError(EdgebenchError):
     """Provisioning cannot start (privileges); the message says what to change."""
-
-
-def survey_commands(arch: str, for_tests: bool = False) -> list[str]:
-    """Commands whose presence the survey reports: what runs each package, clients, versioned programs."""
-    out = set()
-    for part in all_needs(arch, for_tests):
-        out |= {c for need in part.packages for group in need.runs_with for c in group}
-        out |= {need.client for need in part.packages if need.client}
-        out |= {v.argv[0] for v in part.versions}
-    return sorted(out)
-
-
-def table_versions(arch: str) -> list[Version]:
-    """The programs the table has a row for (recorded-only ones are in meta.json only)."""
-    return [v for v in versions_for(arch) if not v.recorded_only]
 
 
 def parse_kv(text: str) -> dict[str, str]:
