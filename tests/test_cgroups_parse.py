@@ -7,7 +7,7 @@ import pytest
 
 from edgebench.cgroups import NativeCgroup, cpuset_for, parse_limits, read_limits
 from edgebench.errors import ConfigError
-from edgebench.runtimes.base import is_alive, wait_until_gone
+from edgebench.runtimes.tags import is_alive, wait_until_gone
 from edgebench.targets import sh
 
 V1_UNLIMITED = "9223372036854771712"

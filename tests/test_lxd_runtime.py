@@ -21,7 +21,7 @@ from conftest import need, need_tool
 from edgebench.apps import APPS, App, BuiltApp, go_build, place_app
 from edgebench.errors import ConfigError
 from edgebench.lxd_image import choose_mirror, ensure_image, parse_apt_sources
-from edgebench.runtimes.base import is_alive
+from edgebench.runtimes.tags import is_alive
 from edgebench.runtimes.contract import Limits, StartFailed
 from edgebench.runtimes.lxc import RUN_KEY, cpu_allowance, lxd_cpuset, service_definition
 from edgebench.runtimes.lxd import LxdRuntime

@@ -13,7 +13,7 @@ import pytest
 from conftest import cgroup_roots, free_port
 from edgebench.apps import APPS, place_app
 from edgebench.runtimes import Limits, NativeRuntime, StartFailed
-from edgebench.runtimes.base import is_alive
+from edgebench.runtimes.tags import is_alive
 
 pytestmark = pytest.mark.integration
 

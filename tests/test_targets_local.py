@@ -7,7 +7,7 @@ import time
 import pytest
 
 from edgebench.errors import ConfigError, RemoteCommandError, TargetUnreachable
-from edgebench.runtimes.base import is_alive
+from edgebench.runtimes.tags import is_alive
 from edgebench.targets import LocalTarget, connect
 
 

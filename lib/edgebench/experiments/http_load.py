@@ -29,7 +29,7 @@ from edgebench.experiments.sweep import Point, artifact_for, sweep
 from edgebench.load import LOAD_PROFILES, LoadGenerator, LoadSettings, load_generator
 from edgebench.results import Run, new_run_id
 from edgebench.runtimes import Limits, StartFailed
-from edgebench.runtimes.base import is_alive
+from edgebench.runtimes.tags import is_alive
 from edgebench.targets import LOCAL_NAMES, connect
 from edgebench.units import parse_memory_mb
 

@@ -386,28 +386,3 @@ def parse_listen_line(output: str) -> int | None:
             except (ValueError, KeyError, TypeError):
                 return None
     return None
-
-
-def is_alive(target: Target, pid: int) -> bool:
-    """Running and not a zombie (an orphan's zombie lingers where PID 1 does not reap)."""
-    r = target.run(["sh", "-c", 's=$(awk \'/^State:/{print $2}\' /proc/"$1"/status 2>/dev/null); '
-                    '[ -n "$s" ] && [ "$s" != Z ]', "is-alive", str(pid)], check=False)
-    return r.ok
-
-
-def wait_until_gone(target: Target, pid: int, timeout_s: float = 5.0) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if not is_alive(target, pid):
-            return True
-        time.sleep(0.05)
-    return False
-
-
-def kill_pid(target: Target, pid: int, grace_s: float = 3.0) -> None:
-    """SIGTERM, then SIGKILL if it has not exited after grace_s."""
-    target.run(["kill", "-TERM", str(pid)], check=False)
-    if not wait_until_gone(target, pid, grace_s):
-        target.run(["kill", "-KILL", str(pid)], check=False)
-        wait_until_gone(target, pid, 2.0)
-

@@ -374,3 +374,17 @@ class Lxc:
                                                          "readonly": "true"}
                 sizes["lib_bytes"] += int(size)
         return mounts, sizes
+
+
+def leftovers(target: Target, tag_prefix: str = "") -> list[str]:
+    """LXD instances of runs whose tag starts with tag_prefix, and their `lxc exec` launchers."""
+    if not target.which("lxc"):
+        return []
+    found = [f"lxd container {i['name']}" for i in Lxc(target).instances()
+             if str((i.get("config") or {}).get(RUN_KEY, "")).startswith(tag_prefix)
+             and RUN_KEY in (i.get("config") or {})]
+    # `lxc exec` clients on the host (the app's launcher), by the container name they name.
+    r = target.run(["ps", "-eo", "pid=,args="], check=False)
+    found += [f"process {line.strip()}" for line in r.stdout.splitlines()
+              if f"lxc exec eb-{tag_prefix}" in line]
+    return found

@@ -59,9 +59,10 @@ from edgebench.errors import ConfigError, EdgebenchError
 from edgebench import lxd_image
 from edgebench.lxd_image import BaseImage, ensure_image
 from edgebench.runtimes import lxc
-from edgebench.runtimes.base import Runtime, app_env, is_alive, kill_pid
+from edgebench.runtimes.base import Runtime, app_env
 from edgebench.runtimes.contract import Artifact, Availability, BatchOutcome, Instance, LaunchPlan, Limits
 from edgebench.runtimes.lxc import APP_ROOT, BIN_DIR, RUN_KEY, SERVICE_FILE, SERVICE_LOG, WAIT_APP, Lxc
+from edgebench.runtimes.tags import is_alive, kill_pid
 
 # "native" is what the experiments pass to every runtime but Docker; both mean the same here.
 BUILD_MODES = ("offline", "native")
@@ -78,6 +79,7 @@ class LxdRuntime(Runtime):
     colour = "#8c564b"
     needs = lxd_image.NEEDS
     prepare_target = staticmethod(lxd_image.prepare_target)
+    leftovers = staticmethod(lxc.leftovers)
     # Measured on Debian 12 / LXD 5.0.2 / kernel 6.18 with this image: at 1 MiB the container
     # does not come up, at 2 MiB it boots but go-http is OOM-killed, at 4 MiB go-http serves
     # (node-http needs 16 MiB: OOM-killed at 8). Below 4 nothing can start.
@@ -334,19 +336,6 @@ class LxdRuntime(Runtime):
             kill_pid(self.target, launcher)  # `lxc exec` ends with its container; this is a backstop
         if plan.state.get("marker"):
             self.target.run(["rm", "-f", plan.state["marker"]], check=False)
-
-    @classmethod
-    def leftovers(cls, target, tag_prefix: str = "") -> list[str]:
-        if not target.which("lxc"):
-            return []
-        found = [f"lxd container {i['name']}" for i in Lxc(target).instances()
-                 if str((i.get("config") or {}).get(RUN_KEY, "")).startswith(tag_prefix)
-                 and RUN_KEY in (i.get("config") or {})]
-        # `lxc exec` clients on the host (the app's launcher), by the container name they name.
-        r = target.run(["ps", "-eo", "pid=,args="], check=False)
-        found += [f"process {line.strip()}" for line in r.stdout.splitlines()
-                  if f"lxc exec eb-{tag_prefix}" in line]
-        return found
 
     def tagged(self) -> list[str]:
         """Containers on the target that belong to this run (by config key or name)."""

@@ -34,14 +34,14 @@ from edgebench.apps import BuiltApp
 from edgebench.errors import ConfigError, EdgebenchError
 from edgebench.needs import TargetNeeds
 from edgebench.runtimes import qemu
-from edgebench.runtimes.base import Runtime, is_alive, kill_pid
+from edgebench.runtimes.base import Runtime
 from edgebench.runtimes.contract import (Artifact, Availability, BatchOutcome, Instance, LaunchPlan, Limits,
                                          StartFailed)
 from edgebench.runtimes.ops import INSTALL_BY_HAND as OPS_BY_HAND, VERSION as OPS_VERSION, install as ops_install
 from edgebench.runtimes.ops import (ACCEL_MODES, BUILD_TIMEOUT_S, FIND_OPS, OPS_HOME, image_config, load_base_config,
                                     ops_build_argv, ops_notes, ops_run_argv, parse_ops_version, run_config)
 from edgebench.runtimes.qemu import qemu_needs
-from edgebench.runtimes.tags import LAUNCH_TAG, tagged
+from edgebench.runtimes.tags import LAUNCH_TAG, is_alive, kill_pid, tagged
 from edgebench.targets import sh
 
 

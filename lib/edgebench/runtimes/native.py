@@ -7,9 +7,9 @@ import shlex
 
 from edgebench.apps import BuiltApp
 from edgebench.cgroups import NativeCgroup, read_limits
-from edgebench.runtimes.base import Runtime, app_env, is_alive, kill_pid
+from edgebench.runtimes.base import Runtime, app_env
 from edgebench.runtimes.contract import Artifact, Availability, BatchOutcome, Instance, LaunchPlan, Limits
-from edgebench.runtimes.tags import LAUNCH_TAG
+from edgebench.runtimes.tags import LAUNCH_TAG, is_alive, kill_pid
 from edgebench.targets import sh
 
 

@@ -4,12 +4,14 @@ Every name a runtime gives (containers, cgroups, VMs, log files) is `eb-<run tag
 The run tag may carry a prefix from EDGEBENCH_RUN_TAG_PREFIX, so that several people or test
 sessions sharing a device each find only their own. A launched process carries LAUNCH_TAG=<its
 name> in its environment (native apps, ops and its QEMU), which is how it is found after its
-launcher is gone. `Runtime.leftovers(target, prefix)` lists what runs with that prefix left.
+launcher is gone, and stopped (`kill_pid`). `Runtime.leftovers(target, prefix)` lists what runs
+with that prefix left.
 """
 
 from __future__ import annotations
 
 import os
+import time
 
 from edgebench.targets import Target
 
@@ -66,3 +68,27 @@ def leftovers(target: Target, tag_prefix: str = "") -> list[str]:
     found = [f"cgroup {d}" for d in cgroups_named(target, start)]
     found += [f"process {pid} ({comm})" for pid, comm in tagged(target, f"{LAUNCH_TAG}={start}", prefix=True)]
     return found
+
+
+def is_alive(target: Target, pid: int) -> bool:
+    """Running and not a zombie (an orphan's zombie lingers where PID 1 does not reap)."""
+    r = target.run(["sh", "-c", 's=$(awk \'/^State:/{print $2}\' /proc/"$1"/status 2>/dev/null); '
+                    '[ -n "$s" ] && [ "$s" != Z ]', "is-alive", str(pid)], check=False)
+    return r.ok
+
+
+def wait_until_gone(target: Target, pid: int, timeout_s: float = 5.0) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if not is_alive(target, pid):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def kill_pid(target: Target, pid: int, grace_s: float = 3.0) -> None:
+    """SIGTERM, then SIGKILL if it has not exited after grace_s."""
+    target.run(["kill", "-TERM", str(pid)], check=False)
+    if not wait_until_gone(target, pid, grace_s):
+        target.run(["kill", "-KILL", str(pid)], check=False)
+        wait_until_gone(target, pid, 2.0)
