@@ -31,6 +31,12 @@ START_TIMEOUT_S = 90
 EXIT_TIMEOUT_S = 60
 
 
+def sigint_default() -> None:
+    """A test run started in the background (`cmd &`) inherits SIGINT ignored, and so would the
+    child; the child must see Ctrl-C as a user at a terminal does."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def complete_rows(path) -> list[str]:
     """Data lines of results.csv that were completely written (no partial last line)."""
     try:
@@ -47,7 +53,7 @@ def interrupt_run(runtime: str, sig: int, data_dir) -> None:
     results = run_dir / "results.csv"
     proc = subprocess.Popen([sys.executable, "-c", CHILD, runtime, run_id], cwd=PROJECT_ROOT,
                             env=dict(os.environ, EDGEBENCH_DATA_DIR=str(data_dir)),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=sigint_default)
     try:
         deadline = time.monotonic() + START_TIMEOUT_S
         while len(complete_rows(results)) < ROWS_BEFORE_SIGNAL:
@@ -122,7 +128,7 @@ def test_ctrl_c_during_a_local_command_raises_keyboard_interrupt(duration):
     the signal (0.4 s: Python's communicate() reaps it while handling the Ctrl-C) or not (30 s)."""
     marker = f"eb-interrupt-{uuid.uuid4().hex}"
     r = subprocess.run([sys.executable, "-c", INTERRUPTED_COMMAND, marker, duration],
-                       capture_output=True, text=True, timeout=30, cwd=PROJECT_ROOT)
+                       capture_output=True, text=True, timeout=30, cwd=PROJECT_ROOT, preexec_fn=sigint_default)
     assert r.stdout.split(" ")[0].strip() == "KeyboardInterrupt", r.stdout + r.stderr
     ps = subprocess.run(["ps", "-eo", "args="], capture_output=True, text=True).stdout
     assert marker not in ps
