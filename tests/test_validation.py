@@ -46,7 +46,7 @@ def run_dirs(experiment):
 
 
 def check_refused(module, experiment, func, ok, bad, error, words, monkeypatch):
-    monkeypatch.setattr(module, "Run", tripwire)  # a missed check fails here instead of running
+    monkeypatch.setattr(module, "open_run", tripwire)  # a missed check fails here instead of running
     before = run_dirs(experiment)
     with pytest.raises(error) as e:
         func(**{**ok, **bad})
@@ -76,6 +76,6 @@ def test_the_valid_base_parameters_pass_validation(monkeypatch):
     """So each case above fails for its own bad value, not for a flaw in the base parameters."""
     for module, func, ok in [(time_to_ready, time_to_ready.run_time_to_ready, TTR_OK),
                              (footprint, footprint.run_footprint, FOOTPRINT_OK)]:
-        monkeypatch.setattr(module, "Run", tripwire)
+        monkeypatch.setattr(module, "open_run", tripwire)
         with pytest.raises(StartedTooEarly):
             func(**ok)
