@@ -127,7 +127,7 @@ def test_tools_are_not_offered_to_nanos(local):
     assert "nanos" not in [rt.name for rt in selection.runtimes]
     # The reason is the app, asked before ops is looked for: true with or without ops here.
     assert "nanos does not run sysbench" in selection.skipped["nanos"]
-    with pytest.raises(ConfigError, match="nanos"):
+    with pytest.raises(ConfigError, match="'nanos' is not available on local: nanos does not run sysbench"):
         select_runtimes(local, "native,nanos", "unit", apps=["sysbench"])
 
 
@@ -161,3 +161,18 @@ def test_run_notes_name_absent_runtimes_and_emulated_ones(tmp_path):
     (tmp_path / "meta.json").write_text(json.dumps({"notes": {}}))
     text = run_notes(tmp_path, pd.DataFrame({"runtime": ["nanos"], "accelerator": ["tcg"]}))
     assert "accelerator: tcg" in text and "software emulation" in text
+
+
+@pytest.mark.parametrize("app, port", [("go-http", "8080"), ("iomt", None)])
+def test_the_image_tells_a_service_its_port_and_a_batch_app_none(app, port):
+    """Built against a scripted target (ops 'found', the image 'present'): what ops is given."""
+    from conftest import ScriptedTarget
+    from edgebench.apps import APPS, BuiltApp
+    target = ScriptedTarget([("command -v ops", "/usr/local/bin/ops\n"), ("OPS_HOME", "/root/.ops\n")])
+    rt = NanosRuntime(target, "img")
+    built = BuiltApp(APPS[app], "x86_64", f"/root/.cache/edgebench/apps/{app}/{app}", 1, [app])
+    out = rt.build_image(built, f"edgebench-{app}")
+    written = json.loads(target.written(out["config_path"]))
+    assert written == out["config"]
+    assert written.get("Env", {}).get("PORT") == port
+    assert any(c.startswith("cd ") and " build " in c for c in target.commands)

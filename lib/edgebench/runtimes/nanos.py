@@ -175,7 +175,7 @@ class NanosRuntime(Runtime):
         workdir = self._workdir(built.app.name)
         self.target.run(["mkdir", "-p", workdir])
         program, base_args, files, how = self._program(built, workdir)
-        guest_port = built.app.container_port if built.app.http else None
+        guest_port = built.app.container_port if built.app.is_service else None  # any service: the host forwards to it
         config = image_config(load_base_config(built.app.name), guest_port,
                               args=[*base_args, *(args or [])], files=files)
         config_path = f"{workdir}/{image_name}.json"
