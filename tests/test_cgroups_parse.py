@@ -5,25 +5,37 @@ import uuid
 
 import pytest
 
-from edgebench.cgroups import NativeCgroup, cpuset_for, parse_limits, read_limits
+from edgebench.cgroups import (NativeCgroup, cpuset_for, oom_kills, oom_reason, parse_limits, parse_oom_kills,
+                               read_limits)
 from edgebench.errors import ConfigError
 from edgebench.runtimes.tags import is_alive, wait_until_gone
 from edgebench.targets import sh
 
 V1_UNLIMITED = "9223372036854771712"
 MiB = 2**20
+# The OOM counter files as the kernel writes them (v1 memory.oom_control, v2 memory.events).
+V1_OOM_CONTROL = "oom_kill_disable 0\nunder_oom 0\noom_kill {}\n"
+V1_OOM_CONTROL_BEFORE_4_13 = "oom_kill_disable 0\nunder_oom 0\n"
+V2_MEMORY_EVENTS = "low 0\nhigh 0\nmax 57\noom 3\noom_kill {}\noom_group_kill 0\n"
+
+
+def joined(counters: str) -> str:
+    """A counter file as the limits reader prints it: on one line."""
+    return counters.replace("\n", " ")
 
 
 def v1(memory=str(64 * MiB), memsw=str(64 * MiB), quota="50000", period="100000", cpuset="0",
        oom="0", visible="0-3"):
+    counters = joined(V1_OOM_CONTROL.format(oom)) if oom else ""
     return (f"cgroup_version=1\ncgroup_path=/edgebench/x\nmemory_max={memory}\nmemsw_max={memsw}\n"
-            f"cpu_quota_us={quota}\ncpu_period_us={period}\ncpuset={cpuset}\noom_kills={oom}\n"
+            f"cpu_quota_us={quota}\ncpu_period_us={period}\ncpuset={cpuset}\noom_counters={counters}\n"
             f"nproc_visible={visible}\n")
 
 
 def v2(memory=str(64 * MiB), swap="0", cpu="150000 100000", cpuset="0-1", oom="2"):
+    counters = joined(V2_MEMORY_EVENTS.format(oom)) if oom else ""
     return (f"cgroup_version=2\ncgroup_path=/edgebench/x\nmemory_max={memory}\nswap_max={swap}\n"
-            f"cpu_max={cpu}\ncpuset={cpuset}\noom_kills={oom}\nnproc_visible=0-3\n")
+            f"cpu_max={cpu}\ncpuset={cpuset}\noom_counters={counters}\nnproc_visible=0-3\n")
 
 
 def test_v1_limited():
@@ -55,6 +67,52 @@ def test_v2_unlimited():
     assert (a.cpus, a.memory_mb, a.swap_mb, a.oom_kills) == (None, None, None, None)
 
 
+@pytest.mark.parametrize("text, expected", [
+    (V1_OOM_CONTROL.format(0), 0),
+    (V1_OOM_CONTROL.format(4), 4),
+    (V2_MEMORY_EVENTS.format(0), 0),
+    (V2_MEMORY_EVENTS.format(1), 1),             # not `oom` (3) nor `oom_group_kill` (0)
+    (joined(V2_MEMORY_EVENTS.format(7)), 7),     # as the limits reader prints it
+    (V1_OOM_CONTROL_BEFORE_4_13, None),          # v1 kernel without the count: unknown
+    ("", None),                                  # no file: unknown, not 0
+    (None, None),
+])
+def test_oom_kills_parsed_from_v1_and_v2_counters(text, expected):
+    assert parse_oom_kills(text) == expected
+
+
+def test_oom_kills_unknown_is_none_in_the_limits_too():
+    assert parse_limits(v1(oom="")).oom_kills is None
+    assert parse_limits(v1(oom="5")).oom_kills == 5
+    assert parse_limits(v2(oom="0")).oom_kills == 0
+
+
+def test_oom_reason_is_one_phrase_and_nothing_for_none_or_unknown():
+    assert oom_reason(2) == "OOM-killed in the cgroup (oom_kill 2)"
+    assert oom_reason(0) is None and oom_reason(None) is None
+
+
+@pytest.mark.parametrize("name, text, expected", [
+    ("memory.events", V2_MEMORY_EVENTS.format(3), 3),
+    ("memory.oom_control", V1_OOM_CONTROL.format(2), 2),
+    (None, None, None),
+])
+def test_oom_kills_read_from_cgroup_directories(local, tmp_path, name, text, expected):
+    """The reader takes the first directory that has a counter file; none at all is unknown."""
+    empty, cg = tmp_path / "empty", tmp_path / "cg"
+    empty.mkdir()
+    cg.mkdir()
+    if name:
+        (cg / name).write_text(text)
+    assert oom_kills(local, cgroup_dirs=[str(empty), str(cg)]) == expected
+
+
+def test_oom_kills_of_no_process_is_unknown(local):
+    assert oom_kills(local, pid=2**22 + 1) is None  # above pid_max: no such process
+    with pytest.raises(ValueError):
+        oom_kills(local)
+
+
 @pytest.mark.parametrize("cpus, cores, expected", [
     (1, 4, "0"), (2, 4, "0-1"), (0.5, 4, "0"), (1.5, 4, "0-1"), (4, 4, "0-3"), (None, 4, None),
 ])
@@ -84,6 +142,7 @@ def test_native_cgroup_applies_and_cleans_up(local, cgroups_ready, no_leftovers)
         if cg.version == 2 or os.path.exists(memsw):  # v1 without swap accounting: unknown
             assert a.swap_mb == 0
         assert is_alive(local, pid)
+        assert a.oom_kills == 0 and oom_kills(local, pid=pid) == 0  # found from the PID: known, none
     finally:
         cg.destroy()
     assert wait_until_gone(local, pid, 2)

@@ -15,8 +15,21 @@ from edgebench.targets import Target
 CFS_PERIOD_US = 100_000
 V1_CONTROLLERS = ("memory", "cpu", "cpuset")
 
+# The OOM counters of a memory cgroup, the first found in the directories given: v2 memory.events
+# or v1 memory.oom_control. Both hold a line "oom_kill N" (v1 only since Linux 4.13); the one
+# parser of that text is `parse_oom_kills`.
+_OOM_COUNTERS = r"""
+oom_counters() {
+  for d in "$@"; do
+    for f in "$d/memory.events" "$d/memory.oom_control"; do
+      [ -f "$f" ] && { cat "$f"; return 0; }
+    done
+  done
+}
+"""
+
 # Reads the limits of the cgroup(s) PID belongs to. Prints key=value; "max" means unlimited.
-_READ_LIMITS = r"""
+_READ_LIMITS = _OOM_COUNTERS + r"""
 pid=$1
 if [ -f /sys/fs/cgroup/cgroup.controllers ]; then
   p=$(awk -F: '$1=="0"{print $3}' /proc/$pid/cgroup)
@@ -26,7 +39,7 @@ if [ -f /sys/fs/cgroup/cgroup.controllers ]; then
   echo "swap_max=$(cat $d/memory.swap.max 2>/dev/null)"
   echo "cpu_max=$(cat $d/cpu.max 2>/dev/null)"
   echo "cpuset=$(cat $d/cpuset.cpus.effective 2>/dev/null)"
-  echo "oom_kills=$(awk '$1=="oom_kill"{print $2}' $d/memory.events 2>/dev/null)"
+  echo "oom_counters=$(oom_counters "$d" | tr '\n' ' ')"
 else
   mp=$(awk -F: '$2 ~ /(^|,)memory(,|$)/{print $3}' /proc/$pid/cgroup)
   cp=$(awk -F: '$2 ~ /(^|,)cpu(,|$)/{print $3}' /proc/$pid/cgroup)
@@ -38,7 +51,7 @@ else
   echo "cpu_quota_us=$(cat $c/cpu.cfs_quota_us 2>/dev/null)"
   echo "cpu_period_us=$(cat $c/cpu.cfs_period_us 2>/dev/null)"
   echo "cpuset=$(cat /sys/fs/cgroup/cpuset$sp/cpuset.effective_cpus 2>/dev/null || cat /sys/fs/cgroup/cpuset$sp/cpuset.cpus 2>/dev/null)"
-  echo "oom_kills=$(awk '$1=="oom_kill"{print $2}' $m/memory.oom_control 2>/dev/null)"
+  echo "oom_counters=$(oom_counters "$m" | tr '\n' ' ')"
 fi
 echo "nproc_visible=$(cat /proc/$pid/status 2>/dev/null | awk '/^Cpus_allowed_list/{print $2}')"
 """
@@ -93,12 +106,58 @@ def parse_limits(text: str) -> AppliedLimits:
     return AppliedLimits(cpus=cpus, memory_mb=memory_mb, swap_mb=swap_mb,
                          cpuset=kv.get("cpuset") or kv.get("nproc_visible") or None,
                          cgroup_version=version, cgroup_path=kv.get("cgroup_path") or None,
-                         oom_kills=_num(kv.get("oom_kills")))
+                         oom_kills=parse_oom_kills(kv.get("oom_counters")))
 
 
 def read_limits(target: Target, pid: int) -> AppliedLimits:
     r = target.run(["sh", "-c", _READ_LIMITS, "read-limits", str(pid)])
     return parse_limits(r.stdout)
+
+
+# -- OOM kills: one reader, one parser, one phrase ------------------------------------------
+
+# $1: a PID whose memory cgroup is read, or "-"; then the cgroup directories to read instead.
+_OOM_KILLS = _OOM_COUNTERS + r"""
+pid=$1; shift
+if [ "$pid" != - ]; then
+  [ -r /proc/"$pid"/cgroup ] || exit 0
+  cg=$(awk -F: '$2 ~ /(^|,)memory(,|$)/ {print $3}' /proc/"$pid"/cgroup)
+  if [ -n "$cg" ]; then set -- /sys/fs/cgroup/memory"$cg"
+  else
+    cg=$(awk -F: '$1 == "0" {print $3}' /proc/"$pid"/cgroup)
+    [ -n "$cg" ] || exit 0
+    set -- /sys/fs/cgroup"$cg"
+  fi
+fi
+oom_counters "$@"
+"""
+
+
+def parse_oom_kills(text: str | None) -> int | None:
+    """The kernel's OOM kill count in memory.events (v2) or memory.oom_control (v1) text, also
+    with its lines joined by spaces. None when there is no such count (no file, a v1 kernel
+    before 4.13, the process gone): unknown, never 0."""
+    words = (text or "").split()
+    for key, value in zip(words, words[1:]):
+        if key == "oom_kill" and value.isdigit():
+            return int(value)
+    return None
+
+
+def oom_kills(target: Target, pid: int | None = None, cgroup_dirs: list[str] | None = None) -> int | None:
+    """OOM kills so far in the memory cgroup of `pid`, or else in the first of `cgroup_dirs` that
+    has the counters (v1 or v2); None when unknown."""
+    if pid is None and not cgroup_dirs:
+        raise ValueError("oom_kills needs a pid or cgroup directories")
+    args = [str(pid)] if pid is not None else ["-", *cgroup_dirs]
+    r = target.run(["sh", "-c", _OOM_KILLS, "oom-kills", *args], check=False)
+    return parse_oom_kills(r.stdout)
+
+
+def oom_reason(count: int | None) -> str | None:
+    """The failure reason every runtime gives for OOM kills it read from a cgroup; None for none
+    or unknown."""
+    return f"OOM-killed in the cgroup (oom_kill {count})" if count else None
 
 
 def cpuset_for(cpus: float | None, cores: int, first_core: int = 0) -> str | None:

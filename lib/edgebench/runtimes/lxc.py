@@ -28,7 +28,7 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from edgebench.cgroups import CFS_PERIOD_US
+from edgebench.cgroups import CFS_PERIOD_US, oom_kills
 from edgebench.errors import ConfigError, EdgebenchError
 from edgebench.lxd_image import lxc_query
 from edgebench.runtimes.contract import Limits, StartFailed
@@ -71,15 +71,6 @@ for f in $(find "$d" -name cgroup.procs 2>/dev/null); do
   done
 done
 exit 1
-"""
-
-# OOM kills so far in the cgroup of PID $1 (v1 memory.oom_control, v2 memory.events).
-_OOM_KILLS = r"""
-pid=$1
-cg=$(awk -F: '$2 ~ /(^|,)memory(,|$)/ {print $3}' /proc/"$pid"/cgroup 2>/dev/null)
-if [ -n "$cg" ]; then f=/sys/fs/cgroup/memory$cg/memory.oom_control
-else f=/sys/fs/cgroup$(awk -F: '$1 == "0" {print $3}' /proc/"$pid"/cgroup 2>/dev/null)/memory.events; fi
-awk '$1 == "oom_kill" {print $2}' "$f" 2>/dev/null
 """
 
 # The memory+swap accounting the kernel offers, for swap=False.
@@ -351,11 +342,11 @@ class Lxc:
         return int(r.stdout.strip()) if r.ok and r.stdout.strip().isdigit() else None
 
     def oom_kills(self, name: str) -> int | None:
+        """OOM kills so far in the container's cgroup (through its init), None if unknown."""
         st = self.state(name)
         if not st or not st.get("pid"):
             return None
-        r = self.target.run(["sh", "-c", _OOM_KILLS, "oom-kills", str(st["pid"])], check=False)
-        return int(r.stdout.strip()) if r.stdout.strip().isdigit() else None
+        return oom_kills(self.target, pid=st["pid"])
 
     def bundle(self, binary: str, at: str, rootfs_dir: str) -> tuple[dict[str, dict], dict]:
         """Read-only disk devices: the binary at `at`, and the libraries it needs that the image

@@ -54,7 +54,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from edgebench.apps import BuiltApp
-from edgebench.cgroups import read_fault_counters, read_limits
+from edgebench.cgroups import oom_reason, read_fault_counters, read_limits
 from edgebench.errors import ConfigError, EdgebenchError
 from edgebench import lxd_image
 from edgebench.lxd_image import BaseImage, ensure_image
@@ -306,9 +306,9 @@ class LxdRuntime(Runtime):
         parts = []
         if name:
             st = self.lxc.state(name)
-            oom = self.lxc.oom_kills(name)
+            oom = oom_reason(self.lxc.oom_kills(name))
             if oom:
-                parts.append(f"OOM-killed in the container's cgroup (oom_kill {oom})")
+                parts.append(oom)
             if st is None:
                 parts.append("container gone")
             elif st.get("status") != "Running":

@@ -6,7 +6,7 @@ from __future__ import annotations
 import shlex
 
 from edgebench.apps import BuiltApp
-from edgebench.cgroups import NativeCgroup, read_limits
+from edgebench.cgroups import NativeCgroup, oom_kills, oom_reason, read_limits
 from edgebench.runtimes.base import Runtime, app_env
 from edgebench.runtimes.contract import Artifact, Availability, BatchOutcome, Instance, LaunchPlan, Limits
 from edgebench.runtimes.tags import LAUNCH_TAG, is_alive, kill_pid
@@ -72,14 +72,8 @@ class NativeRuntime(Runtime):
     def failure_reason(self, plan: LaunchPlan) -> str | None:
         err = self.target.read_text(plan.stderr_path, missing_ok=True) or ""
         cgroup = plan.state.get("cgroup")
-        oom = None
-        if cgroup:
-            r = self.target.run(["sh", "-c", "cat " + " ".join(
-                f"{d}/memory.events {d}/memory.oom_control" for d in cgroup.dirs[:1]) + " 2>/dev/null"],
-                check=False)
-            for line in r.stdout.splitlines():
-                if line.startswith("oom_kill ") and line.split()[1] != "0":
-                    oom = f"OOM-killed in cgroup (oom_kill {line.split()[1]})"
+        # dirs[0]: the memory controller's directory (v1), the only one (v2).
+        oom = oom_reason(oom_kills(self.target, cgroup_dirs=cgroup.dirs[:1])) if cgroup else None
         tail = err.strip().splitlines()[-3:]
         return "; ".join(x for x in [oom, " | ".join(tail)] if x) or None
 
