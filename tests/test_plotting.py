@@ -328,6 +328,27 @@ def test_http_latency_is_never_drawn_below_zero_and_jitter_is_its_own_panel():
             assert {2.0, 9.0, 150.0} <= set(ys), "p50, p90 and p99 each drawn"
 
 
+def test_http_panels_show_a_papers_value_far_above_the_measured_ones():
+    """y is shared per row: a paper's value (here nanos' node-http jitter, 100x the measured
+    stdev) drawn only in the published column, where nanos alone was measured, is still inside
+    its panel's limits, and so is every measured value."""
+    df = http_results()
+    df = df[~((df["runtime"] == "nanos") & (df["protocol"] == "fair"))]
+    reference = load_reference("io_bound")
+    far = reference[reference["metric"] == "latency_stdev"].iloc[[0]].assign(
+        app="node-http", runtime="nanos", memory_mb=256.0, value=4000.0, unit="ms", value_base=4000.0)
+    table = http_load.http_table(df, pd.concat([reference, far], ignore_index=True))
+    fig = http_load.http_figure(table, "I/O-bound HTTP load")
+    papers = [ax for ax in fig.axes if any(isinstance(c, PathCollection) and 4000.0 in c.get_offsets()[:, 1]
+                                           for c in ax.collections)]
+    assert [ax.get_title() for ax in papers] == ["node-http, " + style.PROTOCOL_TITLE["published"]]
+    for ax in fig.axes:
+        low, high = ax.get_ylim()
+        ys = y_values(ax)
+        assert ((ys >= low) & (ys <= high)).all(), f"{ax.get_title()}, {row_label(fig, ax)}: {ys.max()} > {high}"
+    assert papers[0].get_ylim()[1] > 4000.0
+
+
 @pytest.mark.parametrize("name", ["time_to_ready", "iomt", "lxd_appendix"])
 def test_other_latency_figures_stay_above_zero(name):
     for fig in figures_of(name, df=with_failed_rows(EXPERIMENTS[name][0]())):

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.lines import Line2D
 
-from edgebench.plotting.style import (FAILED_STYLE, PROTOCOL_TITLE, figure_legend, in_runtime_order,
+from edgebench.plotting.style import (FAILED_STYLE, PROTOCOL_TITLE, figure_legend, in_runtime_order, keep_in_view,
                                       mark_paper_values, protocol_grid, protocol_line, protocols_in, runtime_artist)
 from edgebench.plotting.tables import NoData, beside_published, mark_emulated, ok_rows, sort_by_runtime, spread
 
@@ -90,6 +90,7 @@ def http_figure(table: pd.DataFrame, title: str):
                     ax.set_yscale("log")
                 else:
                     ax.set_ylim(bottom=0)
+    keep_in_view(axes)  # y is shared per row: what the published column or a paper's value adds
     shapes = [Line2D([], [], color="grey", marker=m, linestyle="", label=lab) for _, m, lab in PERCENTILES]
     fig.suptitle(f"{title}: one line per runtime; x = {PAPER}; ▼ = failed at that level")
     figure_legend(fig, extra=shapes)

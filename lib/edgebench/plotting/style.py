@@ -9,6 +9,7 @@ import matplotlib
 
 matplotlib.use("Agg")  # headless under papermill; JupyterLab's inline backend still displays
 import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from edgebench.paths import FIGURES_DIR  # noqa: E402
@@ -96,6 +97,25 @@ def protocol_grid(n_rows: int, protocols: list[str], panel_size=(5.0, 3.4), shar
     fig, axes = plt.subplots(n_rows, len(protocols), figsize=(w * len(protocols), h * n_rows),
                              squeeze=False, sharey=sharey)
     return fig, axes
+
+
+def keep_in_view(axes, pad: float = 0.05) -> None:
+    """Widen each panel's y range to everything drawn on it, the papers' values included. A row
+    that shares y keeps the range it had when a limit was fixed (`set_ylim(bottom=0)` after the
+    first column), so a value drawn later (the next column, a paper's value far above the
+    measured ones) would fall outside it; widening one panel widens its whole row."""
+    for ax in np.ravel(axes):
+        log = ax.get_yscale() == "log"
+        d0, d1 = ax.dataLim.intervaly
+        if log:
+            d0 = max(d0, ax.dataLim.minposy)
+        lo, hi = ax.get_ylim()
+        if not (np.isfinite(d0) and np.isfinite(d1)) or (lo <= d0 and d1 <= hi):
+            continue
+        f, inv = (np.log10, lambda v: 10 ** v) if log else (lambda v: v, lambda v: v)
+        new_lo, new_hi = f(min(lo, d0)), f(max(hi, d1))
+        margin = pad * (new_hi - new_lo)
+        ax.set_ylim(inv(new_lo - margin) if d0 < lo else lo, inv(new_hi + margin) if d1 > hi else hi)
 
 
 def figure_legend(fig, extra=(), ncol: int = 6) -> None:
