@@ -4,6 +4,7 @@ EDGEBENCH_REQUIRE names that part (CI provisioned it): then the test fails inste
 from __future__ import annotations
 
 import os
+import shlex
 import sys
 from pathlib import Path
 
@@ -13,7 +14,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from edgebench.runtimes import RUNTIMES, tags  # noqa: E402
 from edgebench.runtimes.tags import RUN_TAG_PREFIX_ENV  # noqa: E402
-from edgebench.targets import LocalTarget  # noqa: E402
+from edgebench.targets import CommandResult, LocalTarget, Target  # noqa: E402
 
 REQUIRED = {p.strip() for p in os.environ.get("EDGEBENCH_REQUIRE", "").split(",") if p.strip()}
 
@@ -132,3 +133,62 @@ def no_leftovers():
     yield
     after = [x for x in leftovers() if x not in before]
     assert not after, f"left running: {after}"
+
+
+
+class ScriptedTarget(Target):
+    """A target that runs nothing: it answers commands by substring and records every command,
+    what each was given on stdin (`Target.write_text` writes through `cat >` with stdin) and every
+    upload. Unit tests of what a library part runs on a target (provisioning, launch plans).
+
+    answers: [(substring, stdout | (stdout, code) | callable(cmd) -> (stdout, code))], the first
+    match wins; a command nothing matches succeeds with no output. facts: overrides of the
+    default facts (a root x86_64 Debian machine with cgroup v2 and KVM); `_facts` may be changed
+    afterwards too. read_only: prefixes of the commands that only read (see `ran`, `changing`)."""
+
+    is_local = True
+
+    def __init__(self, answers, facts=None, read_only: tuple[str, ...] = ()):
+        super().__init__()
+        self.name = "scripted"
+        self.answers = answers
+        self.read_only = tuple(read_only)
+        self.commands: list[str] = []
+        self.stdins: list[tuple[str, str]] = []   # (command, what it got on stdin)
+        self.uploads: list[str] = []
+        self._facts = {"arch": "x86_64", "kernel": "6.1.0-18-amd64", "uid": 0, "user": "root",
+                       "home": "/root", "cgroup_version": 2, "kvm": "yes", "target": "scripted", **(facts or {})}
+
+    def facts(self, refresh=False):
+        return self._facts
+
+    def _exec(self, cmd, timeout, stdin):
+        self.commands.append(cmd)
+        if stdin is not None:
+            self.stdins.append((cmd, stdin))
+        for needle, answer in self.answers:
+            if needle in cmd:
+                out, code = (answer(cmd) if callable(answer) else answer if isinstance(answer, tuple)
+                             else (answer, 0))
+                return CommandResult(self.name, cmd, out, "" if code == 0 else "scripted failure", code, 0.0)
+        return CommandResult(self.name, cmd, "", "", 0, 0.0)
+
+    def put(self, local, remote):
+        self.uploads.append(remote)
+
+    def get(self, remote, local):
+        raise AssertionError("not used")
+
+    def written(self, remote: str) -> str | None:
+        """The text last written to `remote` with write_text, or None."""
+        texts = [text for cmd, text in self.stdins if cmd.endswith(f"cat > {shlex.quote(remote)}")]
+        return texts[-1] if texts else None
+
+    def ran(self, needle: str) -> list[str]:
+        """Commands (other than the first read-only kind: provisioning's survey and version
+        scripts) containing needle."""
+        return [c for c in self.commands if needle in c and not (self.read_only and c.startswith(self.read_only[0]))]
+
+    def changing(self) -> list[str]:
+        """Every command that does not start with one of the read-only prefixes."""
+        return [c for c in self.commands if not (self.read_only and c.startswith(self.read_only))]

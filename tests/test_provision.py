@@ -13,13 +13,12 @@ import time
 
 import pytest
 
-from conftest import need
+from conftest import ScriptedTarget, need
 from edgebench import provision as pv
 from edgebench.apt import Package
 from edgebench.needs import parse_versions
 from edgebench.runtimes import docker_daemon
 from edgebench.runtimes import RUNTIMES
-from edgebench.targets import CommandResult, Target
 
 DEBIAN = {"os_id": "debian", "os_like": "", "os_name": "Debian GNU/Linux 12 (bookworm)"}
 
@@ -212,47 +211,6 @@ def test_versions_table_parsing():
 
 # -- the executor, against a scripted target ---------------------------------------------------
 
-class ScriptedTarget(Target):
-    """Answers commands by substring; records every command and upload."""
-
-    is_local = True
-
-    def __init__(self, answers, facts=None):
-        super().__init__()
-        self.name = "scripted"
-        self.answers = answers  # [(substring, stdout | (stdout, code) | callable(cmd) -> (stdout, code))]
-        self.commands: list[str] = []
-        self.uploads: list[str] = []
-        self._facts = {"arch": "x86_64", "kernel": "6.1.0-18-amd64", "uid": 0, "user": "root",
-                       "home": "/root", "cgroup_version": 2, "kvm": "yes", "target": "scripted", **(facts or {})}
-
-    def facts(self, refresh=False):
-        return self._facts
-
-    def _exec(self, cmd, timeout, stdin):
-        self.commands.append(cmd)
-        for needle, answer in self.answers:
-            if needle in cmd:
-                out, code = (answer(cmd) if callable(answer) else answer if isinstance(answer, tuple)
-                             else (answer, 0))
-                return CommandResult(self.name, cmd, out, "" if code == 0 else "scripted failure", code, 0.0)
-        return CommandResult(self.name, cmd, "", "", 0, 0.0)
-
-    def put(self, local, remote):
-        self.uploads.append(remote)
-
-    def get(self, remote, local):
-        raise AssertionError("not used")
-
-    def ran(self, needle: str) -> list[str]:
-        """Commands (other than the read-only survey and version scripts) containing needle."""
-        return [c for c in self.commands if needle in c and not c.startswith(READ_ONLY[0])]
-
-    def changing(self) -> list[str]:
-        """Every command that is not one of the reads provisioning makes."""
-        return [c for c in self.commands if not c.startswith(READ_ONLY)]
-
-
 READ_ONLY = ("sh -c 'export PATH=", "dpkg-query ", "apt-cache policy ", "docker version ", "lxc query ",
              "curl -sfI ", "command -v ", "sh -c 'command -v ", "sha256sum ", "cat ")
 
@@ -292,7 +250,7 @@ def scripted(missing=(), unavailable=(), privilege="root", docker_up=True, fail=
         ("apt-get install", install),
         ("docker version", ("27.0", 0) if docker_up else ("", 1)),
         ("curl -sfI", ("", 6)),
-    ])
+    ], read_only=READ_ONLY)
 
 
 QUIET = dict(log=lambda msg: None)
