@@ -167,3 +167,23 @@ def test_leftover_checks_see_this_sessions_launches_and_no_one_elses(local, runt
         other.kill()
         other.wait()
     assert not [x for x in leftovers() if instance.name in x or f"process {instance.pid} " in x]
+
+
+def test_ctrl_c_while_the_cgroup_is_made_leaves_no_cgroup(runtime, artifacts, cgroups_ready, monkeypatch,
+                                                           no_leftovers):
+    """Found through a JupyterLab kernel interrupt: the cgroup existed before any plan held it,
+    so nothing cleaned it up. The interrupt lands here after the directories are written."""
+    from edgebench.cgroups import NativeCgroup
+    made = []
+    real_create = NativeCgroup.create
+
+    def create_then_ctrl_c(self, *args, **kwargs):
+        real_create(self, *args, **kwargs)
+        made.extend(d for d in self.dirs if os.path.isdir(d))
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(NativeCgroup, "create", create_then_ctrl_c)
+    with pytest.raises(KeyboardInterrupt):
+        runtime.start(artifacts["go-http"], LIMITED, free_port())
+    assert made, "the cgroup was never created: the test did not reach its case"
+    assert not [d for d in made if os.path.isdir(d)]

@@ -285,8 +285,8 @@ class Runtime(ABC):
             raise ConfigError(f"{artifact.app} is a {artifact.built.app.kind} program, not a service: run it with "
                               "run_batch")
         plan = self.launch_plan(artifact, limits, self.free_port(port))
+        self._live[plan.name] = plan  # first: from here on, cleanup() knows what the plan created
         plan.readiness = readiness
-        self._live[plan.name] = plan
         cmd = [probe, *readiness.probe_args(plan.port), "-interval", PROBE_INTERVAL, "-timeout", f"{timeout_s:g}s",
                "-stdout", plan.stdout_path, "-stderr", plan.stderr_path,
                *(["-after-launcher"] if plan.detaches else []), "--", *plan.argv]

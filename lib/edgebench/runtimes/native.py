@@ -40,7 +40,11 @@ class NativeRuntime(Runtime):
         if not limits.any:
             return None
         cg = NativeCgroup(self.target, name)
-        cg.create(limits.cpus, limits.memory_mb, limits.cpuset, limits.swap)
+        try:
+            cg.create(limits.cpus, limits.memory_mb, limits.cpuset, limits.swap)
+        except BaseException:
+            cg.destroy()  # a failed write or a Ctrl-C mid-way: no plan holds it yet to clean up
+            raise
         return cg
 
     def launch_plan(self, artifact: Artifact, limits: Limits, port: int) -> LaunchPlan:
