@@ -3,11 +3,15 @@ how the two protocols and the papers' own numbers are drawn, and how a figure is
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import matplotlib
 
-matplotlib.use("Agg")  # headless under papermill; JupyterLab's inline backend still displays
+if "ipykernel" not in sys.modules:
+    # Scripts and tests draw headless; in a kernel (JupyterLab, papermill) the inline backend
+    # stays, so every figure shows in the notebook as well as in its saved files.
+    matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
