@@ -20,6 +20,9 @@ PYTEST_ARGS ?=
 # `make figures` and `make test` set their target up first (idempotent: seconds when nothing is
 # missing; without root it only says what is missing). PROVISION=no uses only what is there.
 PROVISION ?= yes
+# `make lab`: where JupyterLab listens. Loopback by default; on a remote device tunnel to it (README).
+LAB_IP ?= 127.0.0.1
+LAB_PORT ?= 8888
 
 provision_first = $(if $(filter no,$(PROVISION)),@echo "PROVISION=no: using only what $(1) has",\
 	$(PY) -m edgebench.provision --target '$(1)' --before-run $(2))
@@ -52,8 +55,9 @@ figures: setup ## Provision TARGET, run every experiment notebook headless there
 replot: setup ## Re-render every notebook from its latest data, measuring nothing
 	$(PY) -m edgebench.figures --replot $(if $(ONLY),--only '$(ONLY)')
 
-lab: setup ## Open JupyterLab on notebooks/
-	$(VENV)/bin/jupyter lab --notebook-dir=notebooks
+lab: setup ## JupyterLab on notebooks/ with the project's kernel, as any user (LAB_IP, LAB_PORT; Ctrl-C stops it)
+	$(call provision_first,$(TARGET))
+	$(PY) -m edgebench.lab --ip '$(LAB_IP)' --port '$(LAB_PORT)'
 
 test: setup ## Provision this machine, run the test suite (parts still missing are skipped, with the reason)
 	$(call provision_first,local,--for-tests)

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from edgebench.errors import ConfigError
 from edgebench.experiments import NOTEBOOKS_DIR, for_notebook
+from edgebench.lab import KERNEL_NAME, ensure_kernel
 from edgebench.paths import FIGURES_DIR, PROJECT_ROOT
 from edgebench.results import close_unfinished, find_run, load_meta, load_results, utc_now
 from edgebench.signals import Stopper
@@ -86,9 +87,10 @@ def run_notebook(nb: Path, parameters: dict, log_output: bool = True, stopper: S
     out_dir.mkdir(parents=True, exist_ok=True)
     final, partial = out_dir / nb.name, out_dir / f"{nb.stem}.partial.ipynb"
     failed = out_dir / f"{nb.stem}.failed.ipynb"
+    ensure_kernel()  # the kernel the notebooks name: this venv's interpreter
     try:
         hooks = {"on_cell_start": stopper.before_cell} if stopper else {}
-        pm.execute_notebook(str(nb), str(partial), parameters=parameters, kernel_name="python3",
+        pm.execute_notebook(str(nb), str(partial), parameters=parameters, kernel_name=KERNEL_NAME,
                             cwd=str(NOTEBOOKS_DIR), log_output=log_output, progress_bar=False,
                             kernel_manager_class=ipc_kernel_manager(), **hooks)
     except BaseException:
