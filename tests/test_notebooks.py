@@ -3,6 +3,7 @@
 import ast
 import io
 import json
+import re
 import tokenize
 
 import pytest
@@ -75,3 +76,26 @@ def test_papermill_infers_every_parameter(path):
     (cell,) = parameter_cells(load(path))
     names = {node.target.id for node in ast.parse(source(cell)).body if isinstance(node, ast.AnnAssign)}
     assert names and set(inspect_notebook(str(path))) == names
+
+
+@each_notebook
+def test_names_the_projects_kernel(path):
+    """JupyterLab (and papermill in `make figures`) start the kernel the notebook names: the
+    project's venv, registered by `make lab` / `make figures` as "edgebench"."""
+    from edgebench.lab import KERNEL_NAME
+    assert load(path)["metadata"]["kernelspec"]["name"] == KERNEL_NAME
+
+
+@each_notebook
+def test_ends_with_try_this_naming_its_own_parameters(path):
+    """Coursework: the last cell says which parameters to change; each one named (as `name = ...`)
+    must be in the parameters cell, or a student edits a name the notebook ignores."""
+    nb = load(path)
+    last = nb["cells"][-1]
+    text = source(last)
+    assert last["cell_type"] == "markdown" and text.startswith("## Try this"), "no closing 'Try this' section"
+    (cell,) = parameter_cells(nb)
+    declared = {node.target.id for node in ast.parse(source(cell)).body}
+    named = set(re.findall(r"`(\w+) = ", text))
+    assert named, "the 'Try this' section names no parameter as `name = value`"
+    assert named <= declared, f"not parameters of this notebook: {named - declared}"
