@@ -210,6 +210,12 @@ def place_probe(target: Target) -> str:
     return target.upload_if_changed(binary, f"{target.workspace}/bin/probe", mode="755")
 
 
+def place_openloop(target: Target) -> str:
+    """tools/openloop (the built-in open-loop HTTP load generator), built and uploaded."""
+    binary = go_build(TOOLS_DIR / "openloop", "openloop", target.facts()["arch"])
+    return target.upload_if_changed(binary, f"{target.workspace}/bin/openloop", mode="755")
+
+
 def place_steps(target: Target) -> str:
     """tools/steps (runs a tool's phases in sequence, no shell needed), built and uploaded."""
     binary = go_build(TOOLS_DIR / "steps", "steps", target.facts()["arch"])

@@ -1,0 +1,3 @@
+module edgebench/tools/openloop
+
+go 1.22
