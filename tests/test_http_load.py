@@ -31,7 +31,8 @@ def test_oom_at_a_memory_level_gives_failed_rows(runtime, request, run_dirs, cgr
     if runtime == "docker":
         request.getfixturevalue("docker_ready")
     run_dir = run_http_load("io_bound", runtimes=runtime, apps="node-http", protocols="fair",
-                            memory_levels="8m", run_id=f"it-oom-{runtime}-{uuid.uuid4().hex[:6]}", **QUICK)
+                            memory_levels="8m", run_id=f"it-oom-{runtime}-{uuid.uuid4().hex[:6]}",
+                            open_loop="none", **QUICK)
     run_dirs.append(run_dir)
     df = load_results(run_dir)
     rps = df[df.metric == "requests_per_second"]
@@ -42,6 +43,7 @@ def test_oom_at_a_memory_level_gives_failed_rows(runtime, request, run_dirs, cgr
     assert "oom" in starved.error.iloc[0].lower(), starved.error.iloc[0]
     assert starved.value.isna().all()
     assert load_meta(run_dir)["status"] == "completed"  # the sweep went on to the end
+    assert not df.metric.str.startswith("ol_").any()  # open_loop="none"
 
 
 def test_docker_limit_verified_from_the_cgroup(run_dirs, docker_ready, cgroups_ready, wrk_ready, no_leftovers):
@@ -59,6 +61,17 @@ def test_docker_limit_verified_from_the_cgroup(run_dirs, docker_ready, cgroups_r
     assert set(df[df.runtime == "docker"].network.dropna()) == {"docker-proxy+bridge"}
     assert (ok.littles_law > 0).all() and (df[df.metric == "latency_p99"].value > 0).all()
     assert set(df[df.endpoint.notna()].endpoint) == {"/compute"} and set(df.iter.dropna()) == {50}
+    # Open loop, fair only: each runtime offered half and all of its own closed-loop throughput.
+    ol = df[df.metric == "ol_achieved_rps"]
+    assert set(ol.protocol) == {"fair"} and set(ol.runtime) == {"native", "docker"}
+    assert set(ol.offered_share) == {0.5, 1.0} and (ol.status == "ok").all(), ol[["status", "error"]]
+    closed = ok[ok.protocol == "fair"].set_index(["runtime", "scenario", "memory_mb"])["value"]
+    half = ol[ol.offered_share == 0.5]
+    for _, r in half.iterrows():
+        assert r.offered_rps == pytest.approx(closed[(r.runtime, r.scenario, r.memory_mb)] / 2, rel=0.01)
+    p99 = df[df.metric == "ol_latency_p99"]
+    assert len(p99) == len(ol) and (p99.value > 0).all()
+    assert set(df[df.metric.str.startswith("ol_")].load_tool) == {load_meta(run_dir)["notes"]["load_generator"]["open_loop"]}
 
 
 def test_loadgen_is_pinned_apart_and_bad_input_is_refused():

@@ -21,12 +21,13 @@ from pathlib import Path
 from typing import Iterator
 
 from edgebench.apps import HTTP_APPS
-from edgebench.errors import ConfigError
+from edgebench.errors import ConfigError, EdgebenchError
 from edgebench.experiments.common import (open_run, runtime_options, as_list, check_apps, check_profile, check_protocols,
                                           check_repetitions, collect as _collect, resolve_limits, session)
 from edgebench.experiments.protocols import fair_limits, package_all, published_limits, with_instance
 from edgebench.experiments.sweep import Point, artifact_for, sweep
-from edgebench.load import LOAD_PROFILES, LoadGenerator, LoadSettings, load_generator
+from edgebench.load import (LOAD_PROFILES, OPEN_LOOP_CHOICES, OPEN_LOOP_PROFILES, LoadGenerator, LoadSettings, OpenLoopGenerator,
+                            OpenLoopSettings, load_generator, offered_rates, open_loop_generator, parse_rates)
 from edgebench.results import Run, new_run_id
 from edgebench.runtimes import Limits, StartFailed
 from edgebench.runtimes.tags import is_alive
@@ -36,7 +37,7 @@ from edgebench.units import parse_memory_mb
 ENDPOINTS = {"io_bound": "/io", "cpu_bound": "/compute"}
 EXTRA_COLUMNS = ["scenario", "endpoint", "iter", "build", "network", "threads", "connections",
                  "duration_s", "littles_law", "accelerator", "cpus_applied", "memory_mb_applied", "cpuset_applied",
-                 "loadgen_cpuset", "limits_note"]
+                 "loadgen_cpuset", "limits_note", "load_tool", "offered_rps", "offered_share"]
 PORT_BASE = 18300
 # The paper's constrained sweep; quick keeps one level the apps live at and one near the edge.
 MEMORY_LEVELS = {"standard": "512m,256m,128m,64m", "quick": "256m,64m"}
@@ -45,6 +46,9 @@ READY_TIMEOUT_S = 60
 LATENCY_METRICS = [("latency_mean", "mean", "ms"), ("latency_stdev", "stdev", "ms"),
                    ("latency_p50", "p50", "ms"), ("latency_p90", "p90", "ms"), ("latency_p99", "p99", "ms"),
                    ("latency_p99_9", "p99_9", "ms"), ("latency_max", "max", "ms")]
+# Open loop (fair only): latency at fixed offered rates, from each request's due time.
+OPEN_LOOP_METRICS = [("ol_latency_p50", "p50"), ("ol_latency_p90", "p90"), ("ol_latency_p99", "p99"),
+                     ("ol_latency_p99_9", "p99_9"), ("ol_latency_max", "max")]
 
 
 def scenarios(target, rich_cpus, rich_memory, constrained_cpus, memory_levels) -> list[tuple[str, float, float, str]]:
@@ -90,7 +94,8 @@ def run_http_load(experiment: str = "io_bound", target="local", runtimes="auto",
                   duration_s: int | None = None, timeout_s: int | None = None, warmup_s: int | None = None,
                   docker_build: str = "offline", load_generator="local", profile: str = "standard",
                   run_id: str | None = None, progress: bool = True, require_kvm=False,
-             nanos_accel: str | None = None) -> Path:
+                  nanos_accel: str | None = None, open_loop: str = "auto", open_loop_rates: str = "",
+                  open_loop_duration_s: int | None = None) -> Path:
     if experiment not in ENDPOINTS:
         raise ConfigError(f"experiment {experiment!r} unknown; use one of {', '.join(ENDPOINTS)}")
     check_profile(profile)
@@ -110,6 +115,8 @@ def run_http_load(experiment: str = "io_bound", target="local", runtimes="auto",
     overrides = {k: int(v) for k, v in given.items()
                  if v not in (None, "") and (v != 0 or k == "warmup_s")}
     settings = replace(LOAD_PROFILES[profile], **overrides).check()
+    open_settings = open_loop_settings(profile, open_loop, open_loop_rates, open_loop_duration_s,
+                                       settings) if "fair" in protocol_names else None
     endpoint = ENDPOINTS[experiment]
     path = f"{endpoint}?iter={int(iterations)}" if endpoint == "/compute" else endpoint
     run_id = run_id or new_run_id()
@@ -117,10 +124,12 @@ def run_http_load(experiment: str = "io_bound", target="local", runtimes="auto",
                   repetitions=reps, protocols=protocol_names, rich_cpus=rich_cpus, rich_memory=rich_memory,
                   constrained_cpus=constrained_cpus, memory_levels=memory_levels, iterations=int(iterations),
                   load=settings.as_dict(), docker_build=docker_build, load_generator=str(load_generator),
-                  profile=profile)
+                  profile=profile, open_loop=open_loop,
+                  open_loop_settings=open_settings.as_dict() if open_settings else None)
     with session(target, runtimes, run_id, app_names, runtime_options(require_kvm, nanos_accel)) as (tgt, selection), \
             load_generator_for(tgt, load_generator) as (loadgen, shared):
         lg_host = loadgen.host
+        open_gen = open_loop_generator(lg_host, open_loop) if open_settings else None
         cores = tgt.facts()["cores"]
         plan = scenarios(tgt, rich_cpus, rich_memory, constrained_cpus, memory_levels)
         for _, cpus, mem, _ in plan:
@@ -130,7 +139,8 @@ def run_http_load(experiment: str = "io_bound", target="local", runtimes="auto",
         with open_run(experiment, params, tgt, extra_columns=EXTRA_COLUMNS, run_id=run_id) as run:
             run.note("skipped_runtimes", selection.skipped)
             run.note("load_generator", {"host": lg_host.name, "shares_target": shared,
-                                        "facts": lg_host.facts()})
+                                        "facts": lg_host.facts(),
+                                        "open_loop": open_gen.name if open_gen else None})
             artifacts = package_all(run, tgt, selection.runtimes, app_names, docker_build)
             ports = itertools.count(1)
 
@@ -153,7 +163,8 @@ def run_http_load(experiment: str = "io_bound", target="local", runtimes="auto",
             def measure(p: Point, row: dict) -> None:
                 artifact = artifact_for(artifacts, p.inner, p.runtime)
                 measure_load(run, p.runtime, artifact, limits_at(p), PORT_BASE + next(ports) % 200, path,
-                             loadgen, settings, row["loadgen_cpuset"], row, host=tgt.address)
+                             loadgen, settings, row["loadgen_cpuset"], row, host=tgt.address,
+                             open_gen=open_gen if p.protocol == "fair" else None, open_settings=open_settings)
 
             sweep(run, selection.runtimes, reps=reps, outer=plan, inner=app_names, protocols=protocol_names,
                   row_for=row_for, measure=measure, failed=("requests_per_second", "req/s"), desc=experiment,
@@ -161,8 +172,48 @@ def run_http_load(experiment: str = "io_bound", target="local", runtimes="auto",
             return run.dir
 
 
+def open_loop_settings(profile: str, tool: str, rates: str, duration_s, closed: LoadSettings) -> OpenLoopSettings | None:
+    """The profile's open-loop settings with the user's rates and duration; None for 'none'.
+    Checked before anything starts (the tool itself is looked for on the load host)."""
+    if tool not in OPEN_LOOP_CHOICES:
+        raise ConfigError(f"open_loop={tool!r} unknown; choose from {', '.join(OPEN_LOOP_CHOICES)}")
+    if tool == "none":
+        return None
+    base = OPEN_LOOP_PROFILES[profile]
+    if duration_s not in (None, "", 0):
+        if not str(duration_s).isdigit() or int(duration_s) < 1:
+            raise ConfigError(f"open_loop_duration_s={duration_s!r}: whole seconds, at least 1 (0 takes the profile's)")
+        base = replace(base, duration_s=int(duration_s))
+    return replace(base, rates=parse_rates(rates) if rates else base.rates, timeout_s=closed.timeout_s,
+                   connections=closed.connections, threads=min(closed.threads, closed.connections))
+
+
+def measure_open_loop(run: Run, gen: OpenLoopGenerator, settings: OpenLoopSettings, url: str, saturation_rps: float,
+                      lg_cpuset: str | None, row: dict, tag: str) -> None:
+    """Latency at each offered rate (shares of the closed-loop throughput just measured)."""
+    for rate, share in offered_rates(settings.rates, saturation_rps):
+        at = dict(row, load_tool=gen.name, offered_rps=rate, offered_share=round(share, 3) if share else None,
+                  duration_s=settings.duration_s, connections=settings.connections, littles_law=None)
+        try:
+            report = gen.run_at_rate(url, rate, settings, lg_cpuset)
+        except EdgebenchError as e:
+            run.failed(metric="ol_achieved_rps", unit="req/s", error=f"{gen.name}: {e}", **at)
+            continue
+        run.save_raw(f"{gen.name}-{tag}-{rate:g}rps", command=report.command, stdout=report.stdout,
+                     stderr=report.stderr)
+        run.add(metric="ol_achieved_rps", value=report.requests_per_second, unit="req/s", **at)
+        for metric, key in OPEN_LOOP_METRICS:
+            value = report.latency_us.get(key)
+            if value is None:  # nothing answered: missing, never 0
+                run.failed(metric=metric, unit="ms", error=f"no request answered at {rate:g} req/s", **at)
+            else:
+                run.add(metric=metric, value=value / 1000, unit="ms", **at)
+        run.add(metric="ol_errors", value=report.error_count, unit="count", **at)
+
+
 def measure_load(run: Run, rt, artifact, limits: Limits, port: int, path: str, loadgen: LoadGenerator,
-                 settings: LoadSettings, lg_cpuset: str | None, row: dict, host: str = "127.0.0.1") -> None:
+                 settings: LoadSettings, lg_cpuset: str | None, row: dict, host: str = "127.0.0.1",
+                 open_gen: OpenLoopGenerator | None = None, open_settings: OpenLoopSettings | None = None) -> None:
     tag = f"{row['scenario']}-{row['memory_mb']:g}-{row['app']}-{rt.name}-{row['protocol']}-rep{row['rep']}"
     try:
         instance, _ = rt.start(artifact, limits, port, timeout_s=READY_TIMEOUT_S)
@@ -182,15 +233,18 @@ def measure_load(run: Run, rt, artifact, limits: Limits, port: int, path: str, l
             why = reason or f"every request failed ({report.errors})"
             run.failed(metric="requests_per_second", unit="req/s", error=why, **row)
             return
-        row = dict(row, littles_law=round(report.littles_law_ratio(settings.connections) or 0, 4) or None)
+        row = dict(row, load_tool=loadgen.name)
+        closed_row = dict(row, littles_law=round(report.littles_law_ratio(settings.connections) or 0, 4) or None)
         status_note = {"status": "ok"} if not gone else {"status": "failed", "error": f"died under load: {reason}"}
         run.add(metric="requests_per_second", value=report.requests_per_second, unit="req/s", **status_note,
-                **row)
+                **closed_row)
         for metric, key, unit in LATENCY_METRICS:
-            run.add(metric=metric, value=report.latency_us[key] / 1000, unit=unit, **row)
-        run.add(metric="requests", value=report.requests, unit="count", **row)
+            run.add(metric=metric, value=report.latency_us[key] / 1000, unit=unit, **closed_row)
+        run.add(metric="requests", value=report.requests, unit="count", **closed_row)
         for kind, count in report.errors.items():
-            run.add(metric=f"errors_{kind}", value=count, unit="count", **row)
+            run.add(metric=f"errors_{kind}", value=count, unit="count", **closed_row)
+        if open_gen and open_settings and not gone:
+            measure_open_loop(run, open_gen, open_settings, url, report.requests_per_second, lg_cpuset, row, tag)
     finally:
         rt.stop(instance)
 

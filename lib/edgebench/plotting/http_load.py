@@ -11,6 +11,7 @@ import pandas as pd
 from matplotlib.lines import Line2D
 
 from edgebench.plotting.style import (FAILED_STYLE, PROTOCOL_TITLE, figure_legend, in_runtime_order, keep_in_view,
+                                      runtime_colour,
                                       mark_paper_values, protocol_grid, protocol_line, protocols_in, runtime_artist)
 from edgebench.plotting.tables import NoData, beside_published, mark_emulated, ok_rows, sort_by_runtime, spread
 
@@ -142,3 +143,113 @@ def crossover_findings(table: pd.DataFrame) -> str:
                      "(throughput x mean latency exceeds the connections): wrk's coordinated-omission "
                      "correction inflates the mean under stalls, so read percentiles there.")
     return "\n".join(lines) or "- Only one runtime measured: no ranking to compare."
+
+
+# -- open loop: latency vs offered rate (fair protocol) ----------------------------------------
+
+# A runtime keeps up at a rate while it serves at least this share of it, with p99 under the bound.
+KEEPS_UP_SHARE = 0.95
+P99_BOUND_MS = 100.0
+OPEN_METRICS = {"ol_achieved_rps": "achieved_rps", "ol_latency_p50": "p50_ms", "ol_latency_p90": "p90_ms",
+                "ol_latency_p99": "p99_ms", "ol_latency_p99_9": "p99_9_ms", "ol_latency_max": "max_ms",
+                "ol_errors": "errors"}
+OPEN_KEYS = ["scenario", "cpus", "memory_mb", "app", "runtime", "offered_rps"]
+
+
+def open_loop_table(df: pd.DataFrame, p99_bound_ms: float = P99_BOUND_MS) -> pd.DataFrame:
+    """Per level, app, runtime and offered rate: achieved rate and latency percentiles (median
+    over repetitions), whether the runtime kept up, and why not. Empty without open-loop rows."""
+    df = mark_emulated(df)
+    ol = df[df["metric"].isin(OPEN_METRICS)] if "offered_rps" in df else df.iloc[0:0]
+    if ol.empty:
+        return pd.DataFrame(columns=[*OPEN_KEYS, "level", *OPEN_METRICS.values(), "keeps_up", "why"])
+    ok = ol[ol["status"] == "ok"]
+    table = (ok.pivot_table(index=OPEN_KEYS, columns="metric", values="value", aggfunc="median")
+             .rename(columns=OPEN_METRICS).reset_index())
+    for column in OPEN_METRICS.values():
+        if column not in table:
+            table[column] = np.nan
+    failed = ol[(ol["status"] == "failed") & (ol["metric"] == "ol_achieved_rps")]
+    if not failed.empty:
+        errors = failed.groupby(OPEN_KEYS)["error"].first().rename("failed_error").reset_index()
+        table = table.merge(errors, on=OPEN_KEYS, how="outer")
+    else:
+        table["failed_error"] = None
+    tool = ol.groupby(OPEN_KEYS)["load_tool"].first().rename("load_tool").reset_index()
+    table = table.merge(tool, on=OPEN_KEYS, how="left")
+
+    def why(r) -> str:
+        if isinstance(r.get("failed_error"), str):
+            return r["failed_error"]
+        reasons = []
+        if not r["achieved_rps"] >= KEEPS_UP_SHARE * r["offered_rps"]:
+            reasons.append(f"served {r['achieved_rps']:.0f} of {r['offered_rps']:.0f} req/s")
+        if not r["p99_ms"] <= p99_bound_ms:
+            reasons.append(f"p99 {r['p99_ms']:.1f} ms > {p99_bound_ms:g} ms")
+        return "; ".join(reasons)
+
+    table["why"] = table.apply(why, axis=1)
+    table["keeps_up"] = table["why"] == ""
+    table["level"] = table.apply(level_label, axis=1)
+    return sort_by_runtime(table.drop(columns=["failed_error"]), ["app", "scenario", "memory_mb", "runtime", "offered_rps"],
+                           ascending=[True, False, False, True, True])
+
+
+def open_loop_figure(table: pd.DataFrame, title: str, p99_bound_ms: float = P99_BOUND_MS):
+    """One panel per app and level: p50 (dashed) and p99 (solid) latency against the offered
+    rate, one colour per runtime; an open circle on the first rate a runtime no longer keeps
+    up with (served < 95% of it, or p99 above the bound)."""
+    import matplotlib.pyplot as plt
+
+    if table.empty:
+        raise NoData("no open-loop rows (open_loop='none', or only the published protocol ran)")
+    apps = list(dict.fromkeys(table["app"]))
+    levels = list(dict.fromkeys(table.sort_values(["scenario", "memory_mb"], ascending=[False, False])["level"]))
+    fig, axes = plt.subplots(len(apps), len(levels), figsize=(4.6 * len(levels), 3.4 * len(apps)),
+                             squeeze=False, sharey=True)
+    for a, app in enumerate(apps):
+        for c, level in enumerate(levels):
+            ax = axes[a][c]
+            t = table[(table["app"] == app) & (table["level"] == level)]
+            for rt in in_runtime_order(t["runtime"]):
+                g = t[t["runtime"] == rt].sort_values("offered_rps")
+                ax.plot(g["offered_rps"], g["p99_ms"], marker="o", linestyle="-", label=rt, **runtime_artist(rt))
+                ax.plot(g["offered_rps"], g["p50_ms"], marker=".", linestyle="--", **runtime_artist(rt))
+                over = g[~g["keeps_up"]]
+                if not over.empty:
+                    first = over.iloc[0]
+                    y = first["p99_ms"] if pd.notna(first["p99_ms"]) else p99_bound_ms
+                    ax.scatter([first["offered_rps"]], [y], s=160, facecolors="none", linewidths=1.8,
+                               zorder=6, edgecolors=runtime_colour(rt))
+            ax.axhline(p99_bound_ms, color="grey", linewidth=0.8, linestyle=":")
+            ax.set_yscale("log")
+            ax.set_title(f"{app}, {level}", fontsize=9)
+            ax.set_xlabel("offered rate (req/s)", fontsize=8)
+            if c == 0:
+                ax.set_ylabel("latency (ms, log)", fontsize=8)
+            ax.grid(alpha=0.3)
+    keep_in_view(axes)
+    tools = ", ".join(sorted(set(table["load_tool"].dropna())))
+    fig.suptitle(f"{title}, open loop ({tools}): p99 solid, p50 dashed; ○ = first rate not kept up "
+                 f"(< {KEEPS_UP_SHARE:.0%} served or p99 > {p99_bound_ms:g} ms)", fontsize=10)
+    shapes = [Line2D([], [], color="grey", linestyle="-", marker="o", label="p99"),
+              Line2D([], [], color="grey", linestyle="--", marker=".", label="p50")]
+    figure_legend(fig, extra=shapes)
+    return fig
+
+
+
+def open_loop_findings(table: pd.DataFrame) -> str:
+    """Per app and level: the highest offered rate each runtime kept up with."""
+    lines = []
+    for (app, level), g in table.groupby(["app", "level"], sort=False):
+        parts = []
+        for rt in in_runtime_order(g["runtime"]):
+            r = g[g["runtime"] == rt].sort_values("offered_rps")
+            kept = r[r["keeps_up"]]
+            first_miss = r[~r["keeps_up"]]
+            best = f"{kept['offered_rps'].max():.0f} req/s" if not kept.empty else "no rate measured"
+            miss = f" (then {first_miss.iloc[0]['why']})" if not first_miss.empty else ""
+            parts.append(f"{rt} up to {best}{miss}")
+        lines.append(f"- **{app}**, {level}: " + "; ".join(parts) + ".")
+    return "\n".join(lines) or "- No open-loop rows."
