@@ -63,10 +63,11 @@ test: setup ## Provision this machine, run the test suite (parts still missing a
 	$(call provision_first,local,--for-tests)
 	$(PY) -m pytest $(PYTEST_ARGS)
 
-bench: setup ## Print the benchmarks' figures (probe lag, wrk driver overhead, IoMT throughput vs tools)
+bench: setup ## Print the benchmarks' figures (probe lag, wrk driver overhead, IoMT throughput vs tools, open-loop stall)
 	$(PY) benchmarks/probe_lag.py
 	$(PY) benchmarks/wrk_driver_overhead.py
 	$(PY) benchmarks/iomt_throughput.py
+	$(PY) benchmarks/open_loop_stall.py
 
 clean: ## Remove build outputs, rendered figures and caches (keeps data/ and .venv)
 	rm -rf .build .pytest_cache
