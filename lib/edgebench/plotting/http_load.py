@@ -248,8 +248,8 @@ def open_loop_findings(table: pd.DataFrame) -> str:
             r = g[g["runtime"] == rt].sort_values("offered_rps")
             kept = r[r["keeps_up"]]
             first_miss = r[~r["keeps_up"]]
-            best = f"{kept['offered_rps'].max():.0f} req/s" if not kept.empty else "no rate measured"
+            kept_up = f"up to {kept['offered_rps'].max():.0f} req/s" if not kept.empty else "at none of the rates"
             miss = f" (then {first_miss.iloc[0]['why']})" if not first_miss.empty else ""
-            parts.append(f"{rt} up to {best}{miss}")
+            parts.append(f"{rt} kept up {kept_up}{miss}")
         lines.append(f"- **{app}**, {level}: " + "; ".join(parts) + ".")
     return "\n".join(lines) or "- No open-loop rows."
