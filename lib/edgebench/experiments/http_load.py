@@ -95,7 +95,7 @@ def run_http_load(experiment: str = "io_bound", target="local", runtimes="auto",
                   docker_build: str = "offline", load_generator="local", profile: str = "standard",
                   run_id: str | None = None, progress: bool = True, require_kvm=False,
                   nanos_accel: str | None = None, open_loop: str = "auto", open_loop_rates: str = "",
-                  open_loop_duration_s: int | None = None) -> Path:
+                  open_loop_duration_s: int | None = None, p99_bound_ms: float = 100.0) -> Path:
     if experiment not in ENDPOINTS:
         raise ConfigError(f"experiment {experiment!r} unknown; use one of {', '.join(ENDPOINTS)}")
     check_profile(profile)
@@ -115,6 +115,12 @@ def run_http_load(experiment: str = "io_bound", target="local", runtimes="auto",
     overrides = {k: int(v) for k, v in given.items()
                  if v not in (None, "") and (v != 0 or k == "warmup_s")}
     settings = replace(LOAD_PROFILES[profile], **overrides).check()
+    try:
+        p99_bound_ms = float(p99_bound_ms)
+    except (TypeError, ValueError):
+        p99_bound_ms = -1.0
+    if not p99_bound_ms > 0:
+        raise ConfigError("p99_bound_ms must be a positive number of milliseconds (the default: 100)")
     open_settings = open_loop_settings(profile, open_loop, open_loop_rates, open_loop_duration_s,
                                        settings) if "fair" in protocol_names else None
     endpoint = ENDPOINTS[experiment]
@@ -124,7 +130,7 @@ def run_http_load(experiment: str = "io_bound", target="local", runtimes="auto",
                   repetitions=reps, protocols=protocol_names, rich_cpus=rich_cpus, rich_memory=rich_memory,
                   constrained_cpus=constrained_cpus, memory_levels=memory_levels, iterations=int(iterations),
                   load=settings.as_dict(), docker_build=docker_build, load_generator=str(load_generator),
-                  profile=profile, open_loop=open_loop,
+                  profile=profile, open_loop=open_loop, p99_bound_ms=p99_bound_ms,
                   open_loop_settings=open_settings.as_dict() if open_settings else None)
     with session(target, runtimes, run_id, app_names, runtime_options(require_kvm, nanos_accel)) as (tgt, selection), \
             load_generator_for(tgt, load_generator) as (loadgen, shared):
