@@ -11,6 +11,7 @@
 package main
 
 import (
+	"bufio"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -18,9 +19,9 @@ import (
 	"io"
 	"math"
 	"net"
-	"net/http"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -109,8 +110,11 @@ func main() {
 		fmt.Fprintln(os.Stderr, "openloop: need -url, -rate > 0, -duration > 0 and -connections >= 1")
 		os.Exit(2)
 	}
-	client := &http.Client{Timeout: *timeout, Transport: &http.Transport{
-		MaxIdleConnsPerHost: *connections, MaxConnsPerHost: *connections, DisableCompression: true}}
+	target, err := parseURL(*url)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "openloop:", err)
+		os.Exit(2)
+	}
 
 	n := int(math.Round(*rate * duration.Seconds()))
 	if n < 1 {
@@ -129,26 +133,23 @@ func main() {
 		wg.Add(1)
 		go func(o *outcome) {
 			defer wg.Done()
+			c := &conn{target: target, timeout: *timeout}
+			defer c.close()
 			for d := range due {
 				if wait := time.Until(d); wait > 0 {
 					time.Sleep(wait)
 				}
 				sent := time.Now()
-				resp, err := client.Get(*url)
-				if err == nil {
-					var read int64
-					read, err = io.Copy(io.Discard, resp.Body)
-					resp.Body.Close()
-					o.bytes += read
-					if resp.StatusCode < 200 || resp.StatusCode >= 400 {
-						o.status++
-					}
-				}
+				status, read, err := c.get()
 				end := time.Now()
 				o.last = end
 				if err != nil {
 					classify(err, o)
 					continue
+				}
+				o.bytes += read
+				if status < 200 || status >= 400 {
+					o.status++
 				}
 				o.samples = append(o.samples, sample{end.Sub(d), end.Sub(sent)})
 			}
@@ -184,5 +185,146 @@ func main() {
 		Bytes: bytes, Errors: errs, Latency: percentiles(corrected), Service: percentiles(service)}
 	if err := json.NewEncoder(os.Stdout).Encode(out); err != nil {
 		os.Exit(1)
+	}
+}
+
+// A plain HTTP/1.1 client over one kept-alive connection per worker: net/http's client costs
+// several times more CPU per request, and on a small machine that shares its cores with the
+// server, the generator's own cost would show up as latency.
+type endpoint struct {
+	addr    string
+	request []byte
+}
+
+func parseURL(raw string) (endpoint, error) {
+	rest, ok := strings.CutPrefix(raw, "http://")
+	if !ok {
+		return endpoint{}, fmt.Errorf("only http:// URLs: %q", raw)
+	}
+	host, path, found := strings.Cut(rest, "/")
+	path = "/" + path
+	if !found {
+		path = "/"
+	}
+	addr := host
+	if _, _, err := net.SplitHostPort(host); err != nil {
+		addr = net.JoinHostPort(host, "80")
+	}
+	req := fmt.Sprintf("GET %s HTTP/1.1\r\nHost: %s\r\nUser-Agent: edgebench-openloop\r\n\r\n", path, host)
+	return endpoint{addr, []byte(req)}, nil
+}
+
+type conn struct {
+	target  endpoint
+	timeout time.Duration
+	c       net.Conn
+	r       *bufio.Reader
+}
+
+func (c *conn) close() {
+	if c.c != nil {
+		c.c.Close()
+		c.c = nil
+	}
+}
+
+// get sends one request and reads the whole response: (status, body bytes, error). Any error
+// drops the connection; the next request opens a new one.
+func (c *conn) get() (int, int64, error) {
+	if c.c == nil {
+		nc, err := net.DialTimeout("tcp", c.target.addr, c.timeout)
+		if err != nil {
+			return 0, 0, fmt.Errorf("connect: %w", err)
+		}
+		c.c, c.r = nc, bufio.NewReaderSize(nc, 16<<10)
+	}
+	c.c.SetDeadline(time.Now().Add(c.timeout))
+	status, n, err := c.exchange()
+	if err != nil {
+		c.close()
+	}
+	return status, n, err
+}
+
+func (c *conn) exchange() (int, int64, error) {
+	if _, err := c.c.Write(c.target.request); err != nil {
+		return 0, 0, err
+	}
+	line, err := c.r.ReadString('\n')
+	if err != nil {
+		return 0, 0, err
+	}
+	parts := strings.SplitN(line, " ", 3)
+	if len(parts) < 2 {
+		return 0, 0, fmt.Errorf("bad status line %q", line)
+	}
+	status, err := strconv.Atoi(parts[1])
+	if err != nil {
+		return 0, 0, fmt.Errorf("bad status line %q", line)
+	}
+	length, chunked, closing := int64(-1), false, false
+	for {
+		h, err := c.r.ReadString('\n')
+		if err != nil {
+			return 0, 0, err
+		}
+		h = strings.TrimRight(h, "\r\n")
+		if h == "" {
+			break
+		}
+		name, value, _ := strings.Cut(h, ":")
+		value = strings.TrimSpace(value)
+		switch strings.ToLower(name) {
+		case "content-length":
+			length, _ = strconv.ParseInt(value, 10, 64)
+		case "transfer-encoding":
+			chunked = strings.Contains(strings.ToLower(value), "chunked")
+		case "connection":
+			closing = strings.EqualFold(value, "close")
+		}
+	}
+	var n int64
+	switch {
+	case chunked:
+		n, err = readChunked(c.r)
+	case length >= 0:
+		n, err = io.CopyN(io.Discard, c.r, length)
+	default:
+		n, err = io.Copy(io.Discard, c.r) // until the server closes
+		closing = true
+	}
+	if err != nil {
+		return 0, 0, err
+	}
+	if closing {
+		c.close()
+	}
+	return status, n, nil
+}
+
+func readChunked(r *bufio.Reader) (int64, error) {
+	var total int64
+	for {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			return total, err
+		}
+		size, err := strconv.ParseInt(strings.TrimSpace(strings.SplitN(line, ";", 2)[0]), 16, 64)
+		if err != nil {
+			return total, fmt.Errorf("bad chunk size %q", line)
+		}
+		if size == 0 {
+			for { // trailers, up to the empty line
+				t, err := r.ReadString('\n')
+				if err != nil || strings.TrimSpace(t) == "" {
+					return total, err
+				}
+			}
+		}
+		n, err := io.CopyN(io.Discard, r, size+2) // the chunk and its CRLF
+		total += n - 2
+		if err != nil {
+			return total, err
+		}
 	}
 }
