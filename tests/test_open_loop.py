@@ -63,7 +63,8 @@ def test_oha_json_recorded_here():
     assert r.latency_us["p50"] <= r.latency_us["p90"] <= r.latency_us["p99"] <= r.latency_us["max"]
     broken = json.loads(text)
     broken["statusCodeDistribution"] = {"200": 990, "503": 6}
-    broken["errorDistribution"] = {"connection timed out": 3, "connection refused (connect)": 1}
+    broken["errorDistribution"] = {"connection timed out": 3, "connection refused (connect)": 1,
+                                   "aborted due to deadline": 4}
     r = parse_oha(json.dumps(broken))
     assert r.errors == {"status": 6, "timeout": 3, "connect": 1, "other": 0} and r.requests == 1000
 

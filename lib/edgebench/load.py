@@ -250,7 +250,9 @@ def parse_oha(stdout: str, command: str = "", stderr: str = "", offered_rps: flo
     s, p = d["summary"], d.get("latencyPercentiles") or {}
     us = lambda v: None if v is None else v * 1e6  # noqa: E731
     codes = {int(k): v for k, v in (d.get("statusCodeDistribution") or {}).items()}
-    failed = d.get("errorDistribution") or {}
+    # Requests still in flight when -z ended are "aborted due to deadline": cut off by the tool,
+    # not failed by the server; they are neither errors nor requests.
+    failed = {k: v for k, v in (d.get("errorDistribution") or {}).items() if "aborted due to deadline" not in k}
     errors = {"status": sum(v for k, v in codes.items() if not 200 <= k < 400), "timeout": 0, "connect": 0,
               "other": 0}
     for message, count in failed.items():
