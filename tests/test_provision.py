@@ -472,3 +472,27 @@ def test_meta_json_records_every_declared_program(local, wrk_ready):
     assert versions["wrk"] and versions["wrk"] in wrk
     if not shutil.which("ops") and not os.path.exists(os.path.expanduser("~/.ops/bin/ops")):
         assert versions["ops"] is None
+
+
+def test_oha_is_built_with_cargo_for_figures_but_not_for_tests():
+    def with_cargo():
+        t = scripted()
+        t.answers.insert(0, ("command -v cargo", "/root/.cargo/bin/cargo\n"))
+        return t
+    t = with_cargo()
+    report = pv.provision(t, check=True, **QUIET)
+    assert t.ran("cargo install") == [] and any("build oha" in a for a in report.actions)
+    t = with_cargo()
+    pv.provision(t, for_tests=True, **QUIET)
+    assert t.ran("cargo install") == []
+    row = next(r for r in pv.provision(t, for_tests=True, **QUIET).rows if r.name == "oha")
+    assert not row.ok and "not installed by `make test`" in row.detail
+    t = with_cargo()
+    pv.provision(t, **QUIET)
+    assert t.ran("cargo install") == ["/root/.cargo/bin/cargo install oha --locked --root /usr/local"]
+
+
+def test_without_cargo_oha_is_missing_with_how_to_get_it():
+    report = pv.provision(scripted(), **QUIET)
+    row = next(r for r in report.rows if r.name == "oha")
+    assert not row.ok and "rustup" in row.detail and "openloop" in row.detail

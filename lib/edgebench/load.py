@@ -327,6 +327,32 @@ class Oha(OpenLoopGenerator):
                       'exit 1', "find-oha", *cls.FALLBACKS], check=False)
         return r.stdout.strip() or None if r.ok else None
 
+    @classmethod
+    def install(cls, prep) -> None:
+        """`cargo install oha` where the target has cargo (rustup's ~/.cargo/bin too): into
+        /usr/local as root, so every user's PATH has it; else into the user's ~/.cargo/bin."""
+        if "oha" in prep.commands:
+            return
+        r = prep.target.run(["sh", "-c", 'command -v cargo || { [ -x "$HOME/.cargo/bin/cargo" ] && '
+                             'echo "$HOME/.cargo/bin/cargo"; }'], check=False)
+        cargo = r.stdout.strip()
+        if not cargo:
+            prep.missing["oha"] = ("not installed: no cargo on the target (install Rust with rustup, then "
+                                   "`cargo install oha`); the built-in openloop tool is used instead")
+            return
+        root = ["--root", "/usr/local"] if prep.survey.get("privilege") == "root" else []
+        argv = [cargo, "install", "oha", "--locked", *root]
+        if prep.check:
+            prep.did(f"build oha: {' '.join(argv)} (about 6 min on 2 cores)")
+            prep.missing["oha"] = "not installed; would build it with cargo"
+            return
+        prep.log("building oha with cargo (crates.io; about 6 min on 2 cores, once)")
+        built = prep.target.run(argv, timeout=3600, check=False)
+        prep.did("built oha (cargo install oha)")
+        prep.rescan()
+        if not built.ok or not cls.find(prep.target):
+            prep.fail("oha", f"cargo install oha failed (exit {built.exit_code}): {(built.stderr or built.stdout)[-300:]}")
+
     def command(self, url, rate, settings):
         return [self.program, "-z", f"{settings.duration_s}s", "-q", f"{rate:g}", "--latency-correction",
                 "-c", str(settings.connections), "-t", f"{settings.timeout_s}s", "--no-tui",

@@ -48,6 +48,9 @@ class TargetNeeds:
     # A part that has no package on this architecture: (name, why).
     unresolved: tuple[tuple[str, str], ...] = ()
     facts: tuple[str, ...] = ()    # Target.facts() keys the provisioning row shows (e.g. kvm)
+    # Installs what no package provides (after the packages); `make test` skips it when False.
+    prepare: Callable[["Preparation"], None] | None = None
+    prepare_for_tests: bool = True
 
 
 def _tool(purpose: str, package: str, command: str, version_argv: tuple[str, ...], any_exit: bool = False,
@@ -70,9 +73,19 @@ TOOL_NEEDS: tuple[TargetNeeds, ...] = (
     _tool("node app", "nodejs", "node", ("node", "--version"), by_hand="Node.js (node)"),
     TargetNeeds("process and network tools", (Need("procps", (("ps",),)), Need("iproute2", (("ip",),))),
                 by_hand=("procps", "iproute2")),
+    # The open-loop curves prefer oha; a 6-minute cargo build, so `make figures` does it and
+    # `make test` does not (the built-in tools/openloop serves meanwhile).
+    TargetNeeds("open-loop http load (oha)", versions=(Version("oha", ("oha", "--version")),),
+                by_hand=("oha (cargo install oha)",), prepare=lambda prep: _install_oha(prep),
+                prepare_for_tests=False),
     # Go builds on the controlling machine; a target's own Go is only recorded.
     TargetNeeds("go on the target (recorded only)", versions=(Version("go", ("go", "version"), recorded_only=True),)),
 )
+def _install_oha(prep: "Preparation") -> None:
+    from edgebench.load import Oha  # load imports targets, which imports nothing of this module
+    Oha.install(prep)
+
+
 # Only for `make test` (--for-tests): the second "hosts" of the SSH tests run their own sshd.
 TEST_NEEDS = TargetNeeds("ssh test hosts (make test)", (Need("openssh-server", (("sshd",),)),))
 
@@ -113,7 +126,7 @@ def table_versions(arch: str) -> list[Version]:
 
 # -- asking the target ----------------------------------------------------------------------
 
-PATH_EXTRA = 'export PATH="$PATH:/usr/sbin:/sbin:/usr/local/sbin:/snap/bin:$HOME/.ops/bin"'
+PATH_EXTRA = 'export PATH="$PATH:/usr/sbin:/sbin:/usr/local/sbin:/snap/bin:$HOME/.ops/bin:$HOME/.cargo/bin"'
 
 # name<TAB>exit code or "absent"<TAB>path<TAB>first non-empty output line
 _VERSIONS = PATH_EXTRA + r"""

@@ -29,7 +29,7 @@ from typing import Callable
 from edgebench.apt import Plan, UnsupportedTarget, make_plan, os_family, packages_for, unsupported_message
 from edgebench.apt import install_argv, parse_apt_policy, parse_dpkg_query, update_argv
 from edgebench.errors import EdgebenchError
-from edgebench.needs import (PATH_EXTRA, Preparation, VersionState, runtime_needs, survey_commands, table_versions,
+from edgebench.needs import (PATH_EXTRA, TOOL_NEEDS, Preparation, VersionState, runtime_needs, survey_commands, table_versions,
                              tail, version_states)
 from edgebench.targets import Target, connect
 
@@ -231,6 +231,7 @@ class Provisioner:
 
         plan = self.timed("packages", self.packages, plan)
         self.prepare_runtimes()
+        self.prepare_tools()
         self.timed("table", self.table, plan)
         rep.elapsed_s = time.monotonic() - t0
         return rep
@@ -301,6 +302,22 @@ class Provisioner:
                                rep.would_install, self.log, self.read_survey, rep.actions, rep.failed,
                                self.missing)
             self.timed(name, cls.prepare_target, prep)
+
+    def prepare_tools(self) -> None:
+        """The tools that no package provides (oha from crates.io); some not for `make test`."""
+        rep = self.report
+        for needs in TOOL_NEEDS:
+            if needs.prepare is None:
+                continue
+            name = needs.versions[0].name
+            if self.for_tests and not needs.prepare_for_tests:
+                if name not in self.commands:
+                    self.missing[name] = "not installed by `make test` (too long a build); `make provision` installs it"
+                continue
+            prep = Preparation(self.target, self.check, self.sudo, self.commands, self.survey,
+                               rep.would_install, self.log, self.read_survey, rep.actions, rep.failed,
+                               self.missing)
+            self.timed(name, needs.prepare, prep)
 
     # -- the table ---------------------------------------------------------------------------
     def table(self, plan: Plan) -> None:
