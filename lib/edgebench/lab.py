@@ -111,6 +111,10 @@ def stop(proc: subprocess.Popen) -> int:
         return proc.wait(timeout=10)
 
 
+def stop_as_ctrl_c(signum, frame):
+    raise KeyboardInterrupt
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--ip", default="127.0.0.1", help="address to listen on (LAB_IP); 0.0.0.0 for every interface")
@@ -132,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
     proc = subprocess.Popen(lab_argv(args.ip, port, open_browser, os.geteuid() == 0), env=env,
                             start_new_session=True, preexec_fn=end_with_parent)
     # SIGTERM (a service manager, a test's timeout) stops the server as Ctrl-C does.
-    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+    signal.signal(signal.SIGTERM, stop_as_ctrl_c)
     signal.signal(signal.SIGINT, signal.default_int_handler)  # even if started with it ignored (`&`)
     try:
         wait_ready(args.ip, port, token, proc)

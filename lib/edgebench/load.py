@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass
 from typing import ClassVar
@@ -90,13 +91,17 @@ def parse_report(stdout: str, command: str = "", stderr: str = "") -> LoadReport
                          f"{(stderr or stdout).strip()[-300:]}")
 
 
+def pinned(argv: list[str], cpuset: str | None) -> list[str]:
+    """argv on `cpuset` (the load generator apart from the app's cores when both share a machine)."""
+    return ["taskset", "-c", cpuset, *argv] if cpuset else argv
+
+
 def wrk_command(url: str, settings: LoadSettings, reporter: str, duration_s: int | None = None,
                 cpuset: str | None = None) -> list[str]:
     argv = ["wrk", f"-t{settings.threads}", f"-c{settings.connections}",
             f"-d{int(duration_s if duration_s is not None else settings.duration_s)}s",
             f"--timeout={int(settings.timeout_s)}s", "-s", reporter, url]
-    # Pinned apart from the target's cores when both share a machine (fair protocol).
-    return ["taskset", "-c", cpuset, *argv] if cpuset else argv
+    return pinned(argv, cpuset)
 
 
 class LoadGenerator(ABC):
@@ -291,8 +296,7 @@ class OpenLoopGenerator(ABC):
         """Its output as a LoadReport."""
 
     def run_at_rate(self, url: str, rate: float, settings: OpenLoopSettings, cpuset: str | None = None) -> LoadReport:
-        argv = self.command(url, rate, settings)
-        argv = ["taskset", "-c", cpuset, *argv] if cpuset else argv
+        argv = pinned(self.command(url, rate, settings), cpuset)
         r = self.host.run(argv, timeout=settings.duration_s + settings.timeout_s + 60, check=False)
         if not r.ok:
             raise EdgebenchError(f"{self.name} on {self.host.name} exited {r.exit_code}: "
@@ -312,20 +316,20 @@ class Wrk2(OpenLoopGenerator):
         return parse_wrk2(stdout, command, stderr, offered_rps=rate)
 
 
+def find_cargo_program(host: Target, program: str) -> str | None:
+    """`program` on PATH or where rustup and `cargo install` put it, which a non-login SSH shell's
+    PATH often lacks."""
+    r = host.run(["sh", "-c", 'export PATH="$PATH:/usr/local/bin:$HOME/.local/bin:$HOME/.cargo/bin"; '
+                  f"command -v {shlex.quote(program)}"], check=False)
+    return r.stdout.strip() or None if r.ok else None
+
+
 class Oha(OpenLoopGenerator):
     name = "oha"
     install_hint = "cargo install oha (Rust from rustup; about 6 min to build on 2 cores)"
-    # Where `cargo install` leaves it when PATH does not name that folder (a non-login SSH shell).
-    FALLBACKS = ("/usr/local/bin/oha", "$HOME/.local/bin/oha", "$HOME/.cargo/bin/oha")
-
     @classmethod
     def find(cls, host):
-        found = host.which("oha")
-        if found:
-            return found
-        r = host.run(["sh", "-c", 'for p in "$@"; do p=$(eval echo "$p"); [ -x "$p" ] && { echo "$p"; exit 0; }; done; '
-                      'exit 1', "find-oha", *cls.FALLBACKS], check=False)
-        return r.stdout.strip() or None if r.ok else None
+        return find_cargo_program(host, "oha")
 
     @classmethod
     def install(cls, prep) -> None:
@@ -333,9 +337,7 @@ class Oha(OpenLoopGenerator):
         /usr/local as root, so every user's PATH has it; else into the user's ~/.cargo/bin."""
         if "oha" in prep.commands:
             return
-        r = prep.target.run(["sh", "-c", 'command -v cargo || { [ -x "$HOME/.cargo/bin/cargo" ] && '
-                             'echo "$HOME/.cargo/bin/cargo"; }'], check=False)
-        cargo = r.stdout.strip()
+        cargo = find_cargo_program(prep.target, "cargo")
         if not cargo:
             prep.missing["oha"] = ("not installed: no cargo on the target (install Rust with rustup, then "
                                    "`cargo install oha`); the built-in openloop tool is used instead")

@@ -115,11 +115,7 @@ def run_http_load(experiment: str = "io_bound", target="local", runtimes="auto",
     overrides = {k: int(v) for k, v in given.items()
                  if v not in (None, "") and (v != 0 or k == "warmup_s")}
     settings = replace(LOAD_PROFILES[profile], **overrides).check()
-    try:
-        p99_bound_ms = float(p99_bound_ms)
-    except (TypeError, ValueError):
-        p99_bound_ms = -1.0
-    if not p99_bound_ms > 0:
+    if not isinstance(p99_bound_ms, (int, float)) or not p99_bound_ms > 0:
         raise ConfigError("p99_bound_ms must be a positive number of milliseconds (the default: 100)")
     open_settings = open_loop_settings(profile, open_loop, open_loop_rates, open_loop_duration_s,
                                        settings) if "fair" in protocol_names else None
