@@ -5,8 +5,9 @@ import uuid
 
 import pytest
 
-from edgebench.cgroups import (NativeCgroup, cpuset_for, oom_kills, oom_reason, parse_limits, parse_oom_kills,
-                               read_limits)
+from edgebench.cgroups import (NativeCgroup, cpuset_for, memory_thrash, oom_kills, oom_reason, parse_limits,
+                               parse_memory_pressure, parse_oom_kills, read_limits, thrash_reason)
+from edgebench.cgroups import _MEMORY_PRESSURE
 from edgebench.errors import ConfigError
 from edgebench.runtimes.tags import is_alive, wait_until_gone
 from edgebench.targets import sh
@@ -113,6 +114,32 @@ def test_oom_kills_of_no_process_is_unknown(local):
         oom_kills(local)
 
 
+# What _MEMORY_PRESSURE prints: node at a 6 MiB Docker limit from a cold page cache (v1), and v2.
+V1_THRASHING = "usage=6291456 limit=6291456\ntotal_pgmajfault 2313\n"
+V2_THRASHING = "usage=8300000 limit=8388608\npgmajfault 950\n"
+
+
+@pytest.mark.parametrize("text, expected", [
+    (V1_THRASHING, (6291456, 6291456, 2313)),
+    (V2_THRASHING, (8300000, 8388608, 950)),
+    (f"usage=1000 limit={V1_UNLIMITED}\ntotal_pgmajfault 9000\n", None),  # no limit: nothing to thrash on
+    ("usage=1000 limit=max\npgmajfault 9000\n", None),
+    ("usage=1000 limit=8388608\n", None),  # no fault count: unknown
+    ("", None),
+])
+def test_memory_pressure_parsed_from_v1_and_v2(text, expected):
+    assert parse_memory_pressure(text) == expected
+
+
+def test_thrashing_needs_both_a_full_cgroup_and_many_major_faults():
+    assert "thrashing at its memory limit (6.0 of 6 MiB used, 2313 major page faults)" in \
+        thrash_reason(parse_memory_pressure(V1_THRASHING))
+    assert "raise the memory limit" in thrash_reason(parse_memory_pressure(V2_THRASHING))
+    assert thrash_reason((6 * MiB, 64 * MiB, 5000)) is None  # far below its limit: not the limit's fault
+    assert thrash_reason((6 * MiB, 6 * MiB, 40)) is None  # full, but a cold start reads its files once
+    assert thrash_reason(None) is None
+
+
 @pytest.mark.parametrize("cpus, cores, expected", [
     (1, 4, "0"), (2, 4, "0-1"), (0.5, 4, "0"), (1.5, 4, "0-1"), (4, 4, "0-3"), (None, 4, None),
 ])
@@ -143,6 +170,11 @@ def test_native_cgroup_applies_and_cleans_up(local, cgroups_ready, no_leftovers)
             assert a.swap_mb == 0
         assert is_alive(local, pid)
         assert a.oom_kills == 0 and oom_kills(local, pid=pid) == 0  # found from the PID: known, none
+        # The real files parse (a limit, a fault count), and an idle sleep is no thrash.
+        out = local.run(["sh", "-c", _MEMORY_PRESSURE, "p", "-", cg.dirs[0]]).stdout
+        usage, limit, faults = parse_memory_pressure(out)
+        assert limit == 64 * MiB and 0 < usage <= limit and faults >= 0
+        assert memory_thrash(local, pid=pid) is None and memory_thrash(local, cgroup_dirs=cg.dirs[:1]) is None
     finally:
         cg.destroy()
     assert wait_until_gone(local, pid, 2)

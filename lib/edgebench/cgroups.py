@@ -117,7 +117,8 @@ def read_limits(target: Target, pid: int) -> AppliedLimits:
 # -- OOM kills: one reader, one parser, one phrase ------------------------------------------
 
 # $1: a PID whose memory cgroup is read, or "-"; then the cgroup directories to read instead.
-_OOM_KILLS = _OOM_COUNTERS + r"""
+# Leaves the directories to read in "$@".
+_MEMORY_CGROUP = r"""
 pid=$1; shift
 if [ "$pid" != - ]; then
   [ -r /proc/"$pid"/cgroup ] || exit 0
@@ -129,8 +130,15 @@ if [ "$pid" != - ]; then
     set -- /sys/fs/cgroup"$cg"
   fi
 fi
-oom_counters "$@"
 """
+
+_OOM_KILLS = _OOM_COUNTERS + _MEMORY_CGROUP + 'oom_counters "$@"\n'
+
+
+def _cgroup_args(pid: int | None, cgroup_dirs: list[str] | None) -> list[str]:
+    if pid is None and not cgroup_dirs:
+        raise ValueError("a memory cgroup reader needs a pid or cgroup directories")
+    return [str(pid)] if pid is not None else ["-", *cgroup_dirs]
 
 
 def parse_oom_kills(text: str | None) -> int | None:
@@ -147,10 +155,7 @@ def parse_oom_kills(text: str | None) -> int | None:
 def oom_kills(target: Target, pid: int | None = None, cgroup_dirs: list[str] | None = None) -> int | None:
     """OOM kills so far in the memory cgroup of `pid`, or else in the first of `cgroup_dirs` that
     has the counters (v1 or v2); None when unknown."""
-    if pid is None and not cgroup_dirs:
-        raise ValueError("oom_kills needs a pid or cgroup directories")
-    args = [str(pid)] if pid is not None else ["-", *cgroup_dirs]
-    r = target.run(["sh", "-c", _OOM_KILLS, "oom-kills", *args], check=False)
+    r = target.run(["sh", "-c", _OOM_KILLS, "oom-kills", *_cgroup_args(pid, cgroup_dirs)], check=False)
     return parse_oom_kills(r.stdout)
 
 
@@ -158,6 +163,63 @@ def oom_reason(count: int | None) -> str | None:
     """The failure reason every runtime gives for OOM kills it read from a cgroup; None for none
     or unknown."""
     return f"OOM-killed in the cgroup (oom_kill {count})" if count else None
+
+
+# -- Thrashing: a limit the kernel meets by reclaiming the app's own code, not by an OOM kill ----
+
+# Usage, limit (v1 or v2) and major faults of the first directory that has them.
+_MEMORY_PRESSURE = _MEMORY_CGROUP + r"""
+for d in "$@"; do
+  if [ -f "$d/memory.current" ]; then
+    echo "usage=$(cat "$d/memory.current") limit=$(cat "$d/memory.max")"
+    grep '^pgmajfault ' "$d/memory.stat"; exit 0
+  elif [ -f "$d/memory.usage_in_bytes" ]; then
+    echo "usage=$(cat "$d/memory.max_usage_in_bytes") limit=$(cat "$d/memory.limit_in_bytes")"
+    grep '^total_pgmajfault ' "$d/memory.stat"; exit 0
+  fi
+done
+"""
+
+# Fewer major faults than this is a cold start reading its files once, not thrashing.
+THRASH_MAJOR_FAULTS = 200
+
+
+def parse_memory_pressure(text: str | None) -> tuple[int, int, int] | None:
+    """(usage or peak bytes, limit bytes, major faults) from the _MEMORY_PRESSURE output; None
+    when any is missing or the cgroup has no limit."""
+    kv = {}
+    for word in (text or "").split():
+        if "=" in word:
+            key, _, value = word.partition("=")
+            kv[key] = value
+    words = (text or "").split()
+    for key, value in zip(words, words[1:]):
+        if key in ("pgmajfault", "total_pgmajfault"):
+            kv["faults"] = value
+    values = [kv.get(k, "") for k in ("usage", "limit", "faults")]
+    if not all(v.isdigit() for v in values) or int(values[1]) >= _V1_UNLIMITED:
+        return None
+    return int(values[0]), int(values[1]), int(values[2])
+
+
+def thrash_reason(pressure: tuple[int, int, int] | None) -> str | None:
+    """The phrase for an app that reached its memory limit and kept faulting its pages back in:
+    under a limit too small for its code the kernel may reclaim page cache forever instead of
+    OOM-killing, so the app is neither killed nor ready."""
+    if pressure is None:
+        return None
+    usage, limit, faults = pressure
+    if usage < 0.9 * limit or faults < THRASH_MAJOR_FAULTS:
+        return None
+    return (f"thrashing at its memory limit ({usage / 2**20:.1f} of {limit / 2**20:g} MiB used, "
+            f"{faults} major page faults): the app's code does not fit; raise the memory limit")
+
+
+def memory_thrash(target: Target, pid: int | None = None, cgroup_dirs: list[str] | None = None) -> str | None:
+    """thrash_reason for the memory cgroup of `pid` or the first of `cgroup_dirs`."""
+    r = target.run(["sh", "-c", _MEMORY_PRESSURE, "memory-pressure", *_cgroup_args(pid, cgroup_dirs)],
+                   check=False)
+    return thrash_reason(parse_memory_pressure(r.stdout))
 
 
 def cpuset_for(cpus: float | None, cores: int, first_core: int = 0) -> str | None:

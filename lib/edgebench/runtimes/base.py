@@ -131,6 +131,11 @@ class Runtime(ABC):
         """Why a launch died (OOM kill, exit status), if the runtime can tell."""
         return None
 
+    def memory_thrash(self, plan: LaunchPlan) -> str | None:
+        """While the app still runs but never became ready: whether its memory limit thrashes
+        (cgroups.memory_thrash), if the runtime can read its cgroup."""
+        return None
+
     # -- batch programs ----------------------------------------------------------------
     def perf_support(self, events: tuple[str, ...]):
         """Asked once per runtime object: perf's answer does not change during a run."""
@@ -302,6 +307,8 @@ class Runtime(ABC):
                     raise StartFailed(f"probe gave no result (exit {r.exit_code}): {r.stderr[-500:]}", plan)
             if result.error or result.ready_unix_ns is None:
                 reason = self.failure_reason(plan) or result.error or "not ready"
+                thrash = self.memory_thrash(plan)
+                reason = f"{reason}; {thrash}" if thrash else reason
                 raise StartFailed(f"{self.name}/{plan.app} did not become ready: {reason}", plan, result)
             instance = self.attach(plan, result.pid)
         except BaseException:

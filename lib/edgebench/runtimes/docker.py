@@ -12,7 +12,7 @@ Images build two ways:
 from __future__ import annotations
 
 from edgebench.apps import BuiltApp
-from edgebench.cgroups import AppliedLimits, read_limits, remove_cgroup_everywhere
+from edgebench.cgroups import AppliedLimits, memory_thrash, read_limits, remove_cgroup_everywhere
 from edgebench.errors import ConfigError, EdgebenchError
 from edgebench.paths import DOCKERFILES_DIR
 from edgebench.runtimes import docker_daemon
@@ -179,6 +179,11 @@ class DockerRuntime(Runtime):
                 logs = self.target.run(["docker", "logs", "--tail", "3", name], check=False)
                 return f"container {status} with exit code {code} {error} {logs.stderr.strip()[-300:]}".strip()
         return daemon_error(err)
+
+    def memory_thrash(self, plan: LaunchPlan) -> str | None:
+        name = plan.state.get("container")
+        pid = int(self.inspect(name, "{{.State.Pid}}") or 0) if name else 0
+        return memory_thrash(self.target, pid=pid) if pid else None
 
     def died(self, plan: LaunchPlan) -> str | None:
         status = self.inspect(plan.state["container"], "{{.State.Status}}")

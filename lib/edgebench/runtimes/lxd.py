@@ -54,7 +54,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from edgebench.apps import BuiltApp
-from edgebench.cgroups import oom_reason, read_fault_counters, read_limits
+from edgebench.cgroups import memory_thrash, oom_reason, read_fault_counters, read_limits
 from edgebench.errors import ConfigError, EdgebenchError
 from edgebench import lxd_image
 from edgebench.lxd_image import BaseImage, ensure_image
@@ -320,6 +320,10 @@ class LxdRuntime(Runtime):
             if tail:
                 parts.append(" | ".join(tail))
         return "; ".join(parts) or None
+
+    def memory_thrash(self, plan: LaunchPlan) -> str | None:
+        st = self.lxc.state(plan.state["container"]) if plan.state.get("container") else None
+        return memory_thrash(self.target, pid=st["pid"]) if st and st.get("pid") else None
 
     def died(self, plan: LaunchPlan) -> str | None:
         st = self.lxc.state(plan.state["container"])

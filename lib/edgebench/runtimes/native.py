@@ -6,7 +6,7 @@ from __future__ import annotations
 import shlex
 
 from edgebench.apps import BuiltApp
-from edgebench.cgroups import NativeCgroup, oom_kills, oom_reason, read_limits
+from edgebench.cgroups import NativeCgroup, memory_thrash, oom_kills, oom_reason, read_limits
 from edgebench.runtimes.base import Runtime, app_env
 from edgebench.runtimes.contract import Artifact, Availability, BatchOutcome, Instance, LaunchPlan, Limits
 from edgebench.runtimes.tags import LAUNCH_TAG, is_alive, kill_pid
@@ -80,6 +80,10 @@ class NativeRuntime(Runtime):
         oom = oom_reason(oom_kills(self.target, cgroup_dirs=cgroup.dirs[:1])) if cgroup else None
         tail = err.strip().splitlines()[-3:]
         return "; ".join(x for x in [oom, " | ".join(tail)] if x) or None
+
+    def memory_thrash(self, plan: LaunchPlan) -> str | None:
+        cgroup = plan.state.get("cgroup")
+        return memory_thrash(self.target, cgroup_dirs=cgroup.dirs[:1]) if cgroup else None
 
     def stop_plan(self, plan: LaunchPlan, pid: int | None = None) -> None:
         if pid and is_alive(self.target, pid):
