@@ -7,6 +7,7 @@ from edgebench.runtimes.base import Runtime
 from edgebench.runtimes.contract import (Artifact, Availability, BatchResult, Instance, LaunchPlan, Limits,
                                          ProbeResult, StartFailed)
 from edgebench.runtimes.docker import DockerRuntime
+from edgebench.runtimes.linux_vm import LinuxVmRuntime
 from edgebench.runtimes.lxd import LxdRuntime
 from edgebench.runtimes.nanos import NanosRuntime
 from edgebench.runtimes.native import NativeRuntime
@@ -17,6 +18,7 @@ RUNTIMES: dict[str, type[Runtime]] = {
     "docker": DockerRuntime,
     "lxd": LxdRuntime,
     "nanos": NanosRuntime,
+    "linux-vm": LinuxVmRuntime,
 }
 
 

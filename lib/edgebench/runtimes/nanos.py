@@ -34,25 +34,24 @@ from edgebench.apps import BuiltApp
 from edgebench.errors import ConfigError, EdgebenchError
 from edgebench.needs import TargetNeeds
 from edgebench.runtimes import qemu
-from edgebench.runtimes.base import Runtime
-from edgebench.runtimes.contract import (Artifact, Availability, BatchOutcome, Instance, LaunchPlan, Limits,
-                                         StartFailed)
+from edgebench.runtimes.vm import VmRuntime
+from edgebench.runtimes.contract import Artifact, Availability, LaunchPlan, Limits
 from edgebench.runtimes.ops import INSTALL_BY_HAND as OPS_BY_HAND, VERSION as OPS_VERSION, install as ops_install
 from edgebench.runtimes.ops import (ACCEL_MODES, BUILD_TIMEOUT_S, FIND_OPS, OPS_HOME, image_config, load_base_config,
                                     ops_build_argv, ops_notes, ops_run_argv, parse_ops_version, run_config)
 from edgebench.runtimes.qemu import qemu_needs
-from edgebench.runtimes.tags import LAUNCH_TAG, is_alive, kill_pid, tagged
+from edgebench.runtimes.tags import LAUNCH_TAG, tagged
 from edgebench.targets import sh
 
 
-class NanosRuntime(Runtime):
+class NanosRuntime(VmRuntime):
     name = "nanos"
     colour = "#9467bd"
     # Nanos and a Go runtime boot in far less; below this QEMU/ops are not worth starting.
     min_memory_mb = 32
+    batch_faults_scope = "host side: ops and QEMU running the VM (the guest's own faults are not the host's)"
+    batch_rusage_missing = "Nanos' getrusage reported 0 page faults and 0 max RSS: it does not count them"
     languages = ("go", "node")
-    foreign_clock = ("the app's clock is the VM's, set from the emulated RTC at boot (whole seconds), not the "
-                     "target's")
 
     prepare_target = staticmethod(ops_install)
 
@@ -103,9 +102,6 @@ class NanosRuntime(Runtime):
     def qemu_binary(self) -> str:
         return qemu.qemu_binary(self._arch())
 
-    def _arch(self) -> str:
-        return self.target.facts().get("arch") or "x86_64"
-
     def availability(self) -> Availability:
         if not self.ops():
             return Availability(False, f"no ops on {self.target.name}; install it (curl https://ops.city/get.sh "
@@ -134,14 +130,7 @@ class NanosRuntime(Runtime):
     def kvm_unusable(self) -> str | None:
         """Why ops would not give QEMU KVM here, or None. ops asks for KVM only when it can open
         /dev/kvm and /proc/cpuinfo shows vmx or svm; otherwise it runs TCG without saying so."""
-        why = qemu.kvm_unusable(self.target)
-        if why:
-            return why
-        r = self.target.run(["grep", "-qwE", "vmx|svm", "/proc/cpuinfo"], check=False)
-        if not r.ok:
-            return (f"{self.target.name}'s /proc/cpuinfo shows no vmx or svm flag, so ops runs QEMU "
-                    "without KVM (software emulation)")
-        return None
+        return qemu.kvm_unusable(self.target)
 
     # -- images --------------------------------------------------------------------
     def image_path(self, image_name: str) -> str:
@@ -256,35 +245,14 @@ class NanosRuntime(Runtime):
         prefix=True any tag that starts with `tag`."""
         return tagged(self.target, tag, prefix)
 
-    def attach(self, plan: LaunchPlan, launcher_pid: int | None) -> Instance:
-        pid = qemu.wait_for_qemu(self.target, plan.state["tag"], 5)
-        if pid is None:
-            raise EdgebenchError(f"nanos/{plan.app}: the app answered but no QEMU carrying {plan.state['tag']} "
-                                 "was found")
-        facts = qemu.read_facts(self.target, pid)
-        self._check_accelerator(facts)
+    def attach_details(self, plan: LaunchPlan) -> dict:
         output = "".join(self.target.read_text(p, missing_ok=True) or "" for p in (plan.stdout_path,
                                                                                    plan.stderr_path))
-        facts.update(self.versions_brief(), launcher_pid=launcher_pid, pinned_to=plan.limits.cpuset,
-                     program_mode=plan.state.get("program_mode"),
-                     ops_notes=ops_notes(output))
-        plan.state["qemu_pid"] = pid
-        return Instance(self.name, plan.app, plan.name, plan.port, f"http://127.0.0.1:{plan.port}", pid,
-                        plan.limits, qemu.applied_limits(facts), facts["network"] if plan.port else "none", plan,
-                        details=facts, accelerator=facts["accelerator"], pinned_to=plan.limits.cpuset)
+        return {"program_mode": plan.state.get("program_mode"), "ops_notes": ops_notes(output)}
 
     def versions_brief(self) -> dict:
         v = self.versions()
         return {"ops_version": v.get("ops"), "nanos_version": v.get("nanos") or v.get("local_release")}
-
-    def _check_accelerator(self, facts: dict) -> None:
-        if self.require_kvm and facts["accelerator"] != "kvm":
-            raise StartFailed(f"KVM is required (require_kvm=True) but the VM ran with {facts['accelerator']} "
-                               f"({facts['accelerator_evidence']}); give the user access to /dev/kvm or allow TCG")
-
-    def app_output(self, instance: Instance) -> str:
-        # The serial console: ops runs QEMU with -serial stdio in the foreground.
-        return self.target.read_text(instance.plan.stdout_path, missing_ok=True) or ""
 
     def failure_reason(self, plan: LaunchPlan) -> str | None:
         out = (self.target.read_text(plan.stdout_path, missing_ok=True) or "")
@@ -294,30 +262,13 @@ class NanosRuntime(Runtime):
         return " | ".join(useful[-3:]) or None
 
     def stop_plan(self, plan: LaunchPlan, pid: int | None = None) -> None:
-        """QEMU first (ops does not take it down when killed), then ops, then the files."""
-        tag = plan.state.get("tag")
-        if tag:
-            for _ in range(3):
-                procs = self.tagged(tag)
-                if not procs:
-                    break
-                qemus = [p for p, comm in procs if comm.startswith("qemu")]
-                for p in qemus or [p for p, _ in procs]:
-                    kill_pid(self.target, p, grace_s=2.0)
-        if pid and is_alive(self.target, pid):
-            kill_pid(self.target, pid)
-        cgroup = plan.state.pop("cgroup", None)
-        if cgroup:
-            cgroup.destroy()
+        super().stop_plan(plan, pid)
         config = plan.state.pop("config_path", None)
         if config:
             self.target.run(["rm", "-f", config], check=False)
 
     def cleanup(self) -> None:
         super().cleanup()
-        # Any VM of this run that the bookkeeping lost (a crash between launch and plan).
-        for pid, _ in self.tagged(f"{LAUNCH_TAG}=eb-{self.run_tag}-{self.name}-", prefix=True):
-            kill_pid(self.target, pid, grace_s=1.0)
         for image in sorted(self._images):
             if image.startswith("edgebench-batch-") or image.endswith("-published"):
                 self.target.run(["rm", "-f", self.image_path(image)], check=False)
@@ -336,21 +287,6 @@ class NanosRuntime(Runtime):
                                   artifact.raw_size_bytes, artifact.built, artifact.build,
                                   details=dict(artifact.details, **details, image_name=image_name))
         plan = self._plan(batch_artifact, limits, None)
-        state_file = f"{self.logs_dir()}/{plan.name}.qemu"
-        plan.state["qemu_state_file"] = state_file
-        plan.argv = qemu.watched(plan.state["tag"], state_file, plan.argv)
-        # ops and QEMU in a cgroup of their own: the host-side faults of running the VM.
-        self.count_in_cgroup(plan)
+        self.watch_batch(plan)
         return plan
 
-    def batch_outcome(self, plan: LaunchPlan) -> BatchOutcome:
-        scope = BatchOutcome(
-            faults_scope="host side: ops and QEMU running the VM (the guest's own faults are not the host's)",
-            rusage_counts_missing="Nanos' getrusage reported 0 page faults and 0 max RSS: it does not count them")
-        facts = qemu.state_facts(self.target.read_text(plan.state["qemu_state_file"], missing_ok=True))
-        if facts is None:
-            return replace(scope, details={"accelerator_evidence": "QEMU's state was not captured while it ran"})
-        self._check_accelerator(facts)
-        keep = ("accelerator_evidence", "accel_requested", "vcpus", "memory_mb", "qemu_cpuset", "qemu_argv")
-        return replace(scope, limits_applied=qemu.applied_limits(facts), accelerator=facts["accelerator"],
-                       details={k: facts[k] for k in keep} | self.versions_brief())

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 from edgebench.cgroups import AppliedLimits
 from edgebench.needs import Need, TargetNeeds, Version
-from edgebench.runtimes.tags import tagged
+from edgebench.runtimes.tags import kill_pid, tagged
 from edgebench.targets import Target
 
 KVM_FD = "anon_inode:kvm-vm"
@@ -263,8 +263,24 @@ def pin_threads(target: Target, pid: int, cpuset: str) -> bool:
 
 
 def kvm_unusable(target: Target) -> str | None:
-    """Why QEMU cannot have KVM on the target, or None: /dev/kvm missing or not accessible."""
+    """Why QEMU cannot have KVM on the target, or None: /dev/kvm missing or not accessible, or
+    a CPU without vmx/svm (a nested /dev/kvm that cannot run guests: a VM asking for KVM there
+    hangs or falls back to TCG)."""
     kvm = target.facts().get("kvm")
     if kvm != "yes":
         return f"/dev/kvm on {target.name} is {'absent' if kvm == 'no' else kvm}"
+    if not target.run(["grep", "-qwE", "vmx|svm", "/proc/cpuinfo"], check=False).ok:
+        return f"{target.name}'s /proc/cpuinfo shows no vmx or svm flag, so QEMU runs without KVM (software emulation)"
     return None
+
+
+def stop_tagged(target: Target, tag: str) -> None:
+    """Kill the QEMU a launch tagged (its launcher may be gone, and QEMU may be in a process
+    group of its own), then whatever else carries the tag."""
+    for _ in range(3):
+        procs = tagged(target, tag)
+        if not procs:
+            return
+        qemus = [p for p, comm in procs if comm.startswith("qemu")]
+        for p in qemus or [p for p, _ in procs]:
+            kill_pid(target, p, grace_s=2.0)

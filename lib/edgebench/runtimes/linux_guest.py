@@ -1,0 +1,221 @@
+"""What a plain Linux guest is made of, for the linux-vm runtime: the distribution's kernel and
+a minimal initramfs that edgebench assembles around the app.
+
+- the kit (`fetch_kit`, in provisioning): the distribution's generic kernel package
+  (`linux-image-<arch>` on Debian and its derivatives) and `busybox-static`, downloaded with
+  `apt-get download` and unpacked into the target's workspace. Nothing is installed: a kernel
+  package would rewrite the target's own boot, and `busybox-static` conflicts with `busybox`.
+- the modules the guest needs for its network (virtio-net over PCI or MMIO), in the order their
+  `depends=` fields ask for, read from the module files themselves (no modinfo or depmod needed).
+- the initramfs (`initramfs_script`): busybox, those modules, the app's static binary and an
+  /init that brings up the network, runs the app with the environment and arguments given on
+  the kernel command line (`eb_env=`, `eb_args=`, base64: one initramfs serves every start and
+  every argument list), prints its exit status and powers the VM off. `busybox cpio` packs it.
+"""
+
+from __future__ import annotations
+
+import base64
+import shlex
+
+# Kernel modules for the guest's network, per QEMU transport; their dependencies follow from
+# the module files.
+NET_MODULES = {"pci": ("virtio_pci", "virtio_net"), "mmio": ("virtio_mmio", "virtio_net")}
+# Where module candidates live below /lib/modules/<version>/kernel.
+MODULE_DIRS = ("drivers/virtio", "drivers/net", "net/core")
+
+# Console lines the guest's /init prints; the host reads them (exit status, boot phases).
+MARK = "edgebench-guest:"
+GUEST_IP, GUEST_GATEWAY = "10.0.2.15/24", "10.0.2.2"   # QEMU user-mode network's defaults
+
+# Debian's architecture name for the kernel package, per `uname -m`.
+DEB_ARCH = {"x86_64": "amd64", "aarch64": "arm64"}
+
+# $1: kit directory. Downloads the distribution's current generic kernel package and
+# busybox-static, unpacks them into $1/root, and prints the kernel, its version and busybox.
+FETCH_KIT = r"""
+set -e
+kit=$1; arch=$2
+mkdir -p "$kit/debs" "$kit/root"
+cd "$kit/debs"
+meta=linux-image-$arch
+kernel_pkg=$(apt-cache depends --important "$meta" 2>/dev/null | awk '/Depends: linux-image-/ {print $2; exit}')
+[ -n "$kernel_pkg" ] || { echo "no kernel package behind $meta in apt's lists" >&2; exit 3; }
+# apt's sandbox user cannot write into root's folders; the download itself is the same.
+chmod 777 "$kit/debs"
+apt-get download -q "$kernel_pkg" busybox-static >&2
+for d in *.deb; do dpkg-deb -x "$d" "$kit/root"; done
+rm -f "$kit/debs"/*.deb
+ls "$kit"/root/boot/vmlinuz-* >/dev/null
+"""
+
+# $1: kit root. Prints the kernel file, its version, busybox's path and version line.
+DESCRIBE_KIT = r"""
+root=$1
+k=$(ls "$root"/boot/vmlinuz-* 2>/dev/null | sort -V | tail -n 1)
+[ -n "$k" ] || exit 3
+[ -x "$root/bin/busybox" ] || exit 4
+echo "kernel=$k"
+echo "version=${k##*/vmlinuz-}"
+echo "busybox=$root/bin/busybox"
+echo "busybox_version=$("$root/bin/busybox" 2>&1 | head -n 1 | tr ' ' '_')"
+"""
+
+# $1: the kernel's module directory. For every module below MODULE_DIRS: name, path, depends.
+LIST_MODULES = r"""
+base=$1; shift
+for sub in "$@"; do
+  [ -d "$base/kernel/$sub" ] || continue
+  find "$base/kernel/$sub" -name '*.ko*' | while read -r f; do
+    n=${f##*/}; n=${n%%.ko*}
+    case $f in
+      *.ko) deps=$(tr '\0' '\n' <"$f" | sed -n 's/^depends=//p' | head -n 1) ;;
+      *.ko.xz) deps=$(xz -dc "$f" 2>/dev/null | tr '\0' '\n' | sed -n 's/^depends=//p' | head -n 1) ;;
+      *.ko.zst) deps=$(zstd -dc "$f" 2>/dev/null | tr '\0' '\n' | sed -n 's/^depends=//p' | head -n 1) ;;
+      *) continue ;;
+    esac
+    printf '%s\t%s\t%s\n' "$n" "$f" "$deps"
+  done
+done
+echo "== builtin"
+cat "$base/modules.builtin" 2>/dev/null
+"""
+
+
+def parse_modules(text: str) -> tuple[dict[str, tuple[str, list[str]]], set[str]]:
+    """({name: (path, depends)}, names built into the kernel) from LIST_MODULES' output.
+    Names use underscores, as the kernel does (a file virtio-net.ko is module virtio_net)."""
+    modules: dict[str, tuple[str, list[str]]] = {}
+    builtin: set[str] = set()
+    in_builtin = False
+    for line in text.splitlines():
+        if line == "== builtin":
+            in_builtin = True
+        elif in_builtin:
+            name = line.strip().rsplit("/", 1)[-1].split(".ko")[0]
+            if name:
+                builtin.add(name.replace("-", "_"))
+        elif line.strip():
+            name, path, deps = (line.split("\t") + ["", ""])[:3]
+            modules[name.replace("-", "_")] = (path, [d.replace("-", "_") for d in deps.split(",") if d])
+    return modules, builtin
+
+
+def load_order(wanted: tuple[str, ...], modules: dict[str, tuple[str, list[str]]],
+               builtin: set[str]) -> list[str]:
+    """The modules to insmod, dependencies first; built-in ones are left out. A module that is
+    neither a file nor built in raises ValueError naming it."""
+    order: list[str] = []
+
+    def visit(name: str, path: tuple[str, ...]) -> None:
+        if name in builtin or name in order:
+            return
+        if name in path:
+            raise ValueError(f"module dependency cycle: {' -> '.join((*path, name))}")
+        if name not in modules:
+            raise ValueError(f"kernel module {name} is neither built in nor among the kernel's modules"
+                             + (f" (needed by {path[-1]})" if path else ""))
+        for dep in modules[name][1]:
+            visit(dep, (*path, name))
+        order.append(name)
+
+    for name in wanted:
+        visit(name, ())
+    return order
+
+
+def init_script() -> str:
+    """The guest's /init (busybox sh as PID 1)."""
+    return f"""#!/bin/busybox sh
+/bin/busybox --install -s /bin
+mount -t proc proc /proc; mount -t sysfs sysfs /sys; mount -t devtmpfs devtmpfs /dev 2>/dev/null
+echo "{MARK} init"
+for w in $(cat /proc/cmdline); do
+  case $w in
+    eb_env=*) echo "${{w#eb_env=}}" | base64 -d >/etc/eb.env ;;
+    eb_args=*) echo "${{w#eb_args=}}" | base64 -d >/etc/eb.args ;;
+  esac
+done
+# As modprobe would: MODULE.PARAM=VALUE words of the command line go to that module (QEMU's
+# microvm names its virtio-mmio devices that way).
+for m in $(cat /etc/modules); do
+  params=""
+  for w in $(cat /proc/cmdline); do case $w in "$m".*=*) params="$params ${{w#"$m".}}" ;; esac; done
+  insmod "/lib/modules/$m.ko" $params || echo "{MARK} insmod $m failed"
+done
+ip link set lo up
+if ip link set eth0 up 2>/dev/null; then
+  ip addr add {GUEST_IP} dev eth0; ip route add default via {GUEST_GATEWAY}
+fi
+while IFS= read -r kv; do [ -n "$kv" ] && export "$kv"; done </etc/eb.env
+set --
+while IFS= read -r a; do set -- "$@" "$a"; done </etc/eb.args
+mkdir -p /tmp/edgebench; cd /app
+echo "{MARK} exec"
+/app/program "$@"
+echo "{MARK} exit $?"
+poweroff -f
+"""
+
+
+def encode_words(words: list[str]) -> str:
+    """Lines for eb_env= / eb_args=: one word per line, base64 (the kernel command line splits
+    on spaces and knows no quoting). An empty list is an empty file."""
+    for w in words:
+        if "\n" in w:
+            raise ValueError(f"a guest argument cannot hold a newline: {w!r}")
+    return base64.b64encode("".join(f"{w}\n" for w in words).encode()).decode()
+
+
+def kernel_cmdline(console: str, env: list[str], args: list[str]) -> str:
+    """quiet: the kernel's boot messages cost serial-console time under TCG; panic=-1 with
+    -no-reboot turns a guest panic into QEMU's exit, which the probe sees at once. An empty
+    list is left out (the guest's files stay empty)."""
+    words = [f"console={console}", "quiet", "panic=-1"]
+    words += [f"eb_env={encode_words(env)}"] if env else []
+    words += [f"eb_args={encode_words(args)}"] if args else []
+    return " ".join(words)
+
+
+def initramfs_script(busybox: str, program: str, modules: list[str], out: str, workdir: str) -> str:
+    """A shell script that assembles the initramfs in `workdir` and packs it to `out` (newc,
+    uncompressed: the kernel unpacks it without a decompressor, which under TCG is slow).
+    `modules`: (name, path) lines as 'name<TAB>path' in load order."""
+    q = shlex.quote
+    lines = [
+        "set -e",
+        f"rm -rf {q(workdir)}",
+        f"mkdir -p {q(workdir)}/bin {q(workdir)}/proc {q(workdir)}/sys {q(workdir)}/dev {q(workdir)}/tmp "
+        f"{q(workdir)}/etc {q(workdir)}/app {q(workdir)}/lib/modules",
+        f"cp {q(busybox)} {q(workdir)}/bin/busybox",
+        f"cp {q(program)} {q(workdir)}/app/program",
+        f": >{q(workdir)}/etc/modules; : >{q(workdir)}/etc/eb.env; : >{q(workdir)}/etc/eb.args",
+    ]
+    for entry in modules:
+        name, path = entry.split("\t")
+        dest = f"{q(workdir)}/lib/modules/{name}.ko"
+        if path.endswith(".ko.xz"):
+            lines.append(f"xz -dc {q(path)} >{dest}")
+        elif path.endswith(".ko.zst"):
+            lines.append(f"zstd -qdc {q(path)} >{dest}")
+        else:
+            lines.append(f"cp {q(path)} {dest}")
+        lines.append(f"echo {q(name)} >>{q(workdir)}/etc/modules")
+    lines += [
+        f"cat >{q(workdir)}/init <<'EDGEBENCH_INIT'\n{init_script()}EDGEBENCH_INIT",
+        f"chmod 755 {q(workdir)}/init {q(workdir)}/app/program",
+        f"(cd {q(workdir)} && find . | {q(busybox)} cpio -o -H newc 2>/dev/null) >{q(out)}.tmp",
+        f"mv {q(out)}.tmp {q(out)}",
+        f"rm -rf {q(workdir)}",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def parse_exit(console: str) -> int | None:
+    """The app's exit status as the guest's /init printed it; None when it never did."""
+    code = None
+    for line in console.replace("\r", "").splitlines():
+        if line.startswith(f"{MARK} exit "):
+            word = line[len(MARK) + 6:].strip()
+            code = int(word) if word.isdigit() else code
+    return code

@@ -1,0 +1,246 @@
+"""A plain Linux VM under QEMU: paper 002's "Linux guest" baseline beside the unikernels.
+
+- kit (provisioning, untimed): the distribution's generic kernel and busybox-static, fetched
+  as packages and unpacked in the target's workspace, never installed (runtimes/linux_guest.py).
+- package (untimed): an initramfs per app with busybox, the virtio network modules, the app's
+  static binary and an /init; its size is the image size, the kernel's beside it.
+- start: QEMU (`pc` by default, `microvm` on x86_64, `virt` on arm64) with `-kernel` and
+  `-initrd`, the requested vCPUs and memory, the port forwarded by QEMU's user-mode network, the
+  serial console on stdout (where the app's own output lands), pinned to the granted cores with
+  every QEMU thread. KVM where the target can give it to guests, TCG otherwise; each row reads
+  the accelerator back from QEMU (runtimes/qemu.py).
+- stop: QEMU, found by the tag in its environment, as for Nanos.
+- batch: the guest's /init prints the program's exit status and powers off; the launcher turns
+  that line into its own exit status.
+
+The guest's clock is set from the emulated RTC at boot, so the app's own 'listening' reading is
+not compared with the target's (as for Nanos).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from edgebench.apps import BuiltApp
+from edgebench.errors import ConfigError, EdgebenchError
+from edgebench.needs import Preparation, TargetNeeds
+from edgebench.runtimes import linux_guest, qemu
+from edgebench.runtimes.base import app_env
+from edgebench.runtimes.contract import Artifact, Availability, LaunchPlan, Limits
+from edgebench.runtimes.tags import LAUNCH_TAG
+from edgebench.runtimes.vm import VmRuntime
+from edgebench.targets import Target
+
+# A VM has a memory size even when the run sets no limit.
+DEFAULT_MEMORY_MB = 512
+# (machine types, default, console device, network device per machine) per architecture.
+MACHINES = {
+    "x86_64": (("pc", "microvm"), "pc", "ttyS0"),
+    "aarch64": (("virt",), "virt", "ttyAMA0"),
+}
+NET_DEVICE = {"pc": "virtio-net-pci", "virt": "virtio-net-pci", "microvm": "virtio-net-device"}
+# microvm: its serial port is off unless asked for (-nodefaults).
+MACHINE_OPTIONS = {"microvm": ",isa-serial=on"}
+ACCEL_MODES = ("auto", "kvm", "tcg")
+
+# Turns the console's exit line (the guest's /init) into the launcher's exit status; 125 when
+# the guest never printed one (it crashed or was killed). $1: where the console goes.
+_BATCH_LAUNCHER = r"""
+console=$1; shift
+"$@" >"$console"
+tr -d '\r' <"$console"
+code=$(tr -d '\r' <"$console" | sed -n 's/^edgebench-guest: exit \([0-9][0-9]*\)$/\1/p' | tail -n 1)
+exit "${code:-125}"
+"""
+
+
+def kit_dir(target: Target) -> str:
+    return f"{target.workspace}/linux-vm/kit"
+
+
+class LinuxVmRuntime(VmRuntime):
+    name = "linux-vm"
+    colour = "#e377c2"
+    # The distribution kernel and a 10 MB initramfs unpacked in RAM do not boot in less.
+    min_memory_mb = 64
+    languages = ("go",)
+
+    @classmethod
+    def target_needs(cls, arch: str) -> TargetNeeds:
+        needs = qemu.qemu_needs(arch, "linux-vm runtime")
+        return replace(needs, by_hand=(*needs.by_hand, "a kernel package (linux-image-*) and busybox-static "
+                                       "for apt-get download"))
+
+    @classmethod
+    def prepare_target(cls, prep: Preparation) -> None:
+        """Fetch the guest's kernel and busybox once (apt-get download; nothing installed)."""
+        target = prep.target
+        if kit(target) is not None:
+            return
+        arch = linux_guest.DEB_ARCH.get(target.facts().get("arch", ""))
+        if arch is None or "apt-get" not in prep.commands:
+            prep.missing["linux-vm kit"] = ("no guest kernel: the kit comes from Debian packages (linux-image-<arch>, "
+                                            "busybox-static) and this target has no apt-get or an unknown architecture")
+            return
+        if prep.check:
+            prep.did(f"download linux-image-{arch} and busybox-static into {kit_dir(target)}")
+            return
+        prep.log(f"fetching the linux-vm guest kit (linux-image-{arch}, busybox-static)")
+        r = target.run(["sh", "-c", linux_guest.FETCH_KIT, "fetch-kit", kit_dir(target), arch], timeout=600,
+                       check=False)
+        if not r.ok or kit(target) is None:
+            prep.fail("linux-vm kit", f"apt-get download failed (exit {r.exit_code}): {r.stderr.strip()[-300:]}")
+            return
+        prep.did(f"downloaded the linux-vm guest kit ({kit(target)['version']}) into {kit_dir(target)}")
+
+    def __init__(self, target, run_tag=None, machine: str = "default", accel: str = "auto",
+                 require_kvm: bool = False):
+        super().__init__(target, run_tag)
+        machines, default, _ = MACHINES.get(self._arch(), ((), None, ""))
+        self.machine = default if machine in ("default", None, "") else machine
+        if machines and self.machine not in machines:
+            raise ConfigError(f"linux-vm machine {machine!r} unknown on {self._arch()}; choose from "
+                              f"{', '.join(machines)}")
+        if accel not in ACCEL_MODES:
+            raise ConfigError(f"linux-vm accel={accel!r} unknown; choose from {', '.join(ACCEL_MODES)}")
+        self.accel = "kvm" if require_kvm else accel
+        self.require_kvm = require_kvm
+
+    def kit(self) -> dict | None:
+        if "_kit" not in self.__dict__:
+            self._kit = kit(self.target)
+        return self._kit
+
+    def availability(self) -> Availability:
+        if self._arch() not in MACHINES:
+            return Availability(False, f"linux-vm knows no QEMU machine for {self._arch()}; it runs on x86_64 "
+                                "and aarch64 targets")
+        binary = qemu.qemu_binary(self._arch())
+        if not self.target.which(binary):
+            system = qemu.qemu_system(self._arch())
+            return Availability(False, f"no {binary} on {self.target.name}; install QEMU there "
+                                f"(apt-get install {system[1] if system else 'qemu-system'})")
+        if self.kit() is None:
+            return Availability(False, f"no guest kernel and busybox in {kit_dir(self.target)}; run `make provision` "
+                                "(it downloads linux-image-<arch> and busybox-static with apt-get)")
+        if self.accel_used() == "kvm" and self.kvm_unusable():
+            return Availability(False, f"KVM is required but {self.kvm_unusable()}; run where QEMU gets KVM or "
+                                "allow software emulation (TCG)")
+        return Availability(True)
+
+    def kvm_unusable(self) -> str | None:
+        if "_no_kvm" not in self.__dict__:
+            self._no_kvm = qemu.kvm_unusable(self.target)
+        return self._no_kvm
+
+    def accel_used(self) -> str:
+        if self.accel == "auto":
+            return "tcg" if self.kvm_unusable() else "kvm"
+        return self.accel
+
+    def describe(self) -> str:
+        k, no_kvm = self.kit() or {}, self.kvm_unusable()
+        return (f"kernel {k.get('version')}, {k.get('busybox_version', '').replace('_', ' ')}; machine {self.machine}; "
+                f"{'VMs run under TCG: ' + no_kvm if no_kvm else 'kvm: yes'}")
+
+    # -- images --------------------------------------------------------------------
+    def package(self, built: BuiltApp, build: str = "native") -> Artifact:
+        if built.app.language not in self.languages:
+            raise ConfigError(f"{built.app.name} ({built.app.language}) cannot run on linux-vm in edgebench: its "
+                              "initramfs holds one static binary; leave it out of the linux-vm runs")
+        k = self.kit()
+        if k is None:
+            raise EdgebenchError(self.availability().reason)
+        modules_dir = f"{k['root']}/lib/modules/{k['version']}"
+        listed = self.target.run(["sh", "-c", linux_guest.LIST_MODULES, "list-modules", modules_dir,
+                                  *linux_guest.MODULE_DIRS], check=False)
+        modules, builtin = linux_guest.parse_modules(listed.stdout)
+        wanted = (*linux_guest.NET_MODULES["pci"], *linux_guest.NET_MODULES["mmio"])
+        try:
+            order = linux_guest.load_order(wanted, modules, builtin)
+        except ValueError as e:
+            raise EdgebenchError(f"linux-vm on {self.target.name}: {e} ({modules_dir})") from None
+        out = f"{self.target.workspace}/linux-vm/{built.app.name}.initramfs"
+        script = linux_guest.initramfs_script(k["busybox"], built.remote_path,
+                                              [f"{m}\t{modules[m][0]}" for m in order], out,
+                                              f"{self.target.workspace}/linux-vm/{built.app.name}.root")
+        r = self.target.run(["sh", "-c", script], timeout=120, check=False)
+        if not r.ok:
+            raise EdgebenchError(f"packing the linux-vm initramfs of {built.app.name} failed: {r.stderr[-500:]}")
+        size = int(self.target.run(["stat", "-c", "%s", out]).stdout.strip())
+        kernel_bytes = int(self.target.run(["stat", "-L", "-c", "%s", k["kernel"]]).stdout.strip())
+        details = {"initramfs": out, "kernel": k["kernel"], "kernel_version": k["version"],
+                   "busybox": k["busybox_version"], "modules": order, "machine": self.machine,
+                   "build_command": "sh -c <linux_guest.initramfs_script>"}
+        return Artifact(self.name, built.app.name, out, size, built.size_bytes, built, build="initramfs",
+                        details=details, extra_sizes=[("kernel_size", kernel_bytes, "bytes", k["kernel"])])
+
+    # -- starting and stopping -------------------------------------------------------
+    def qemu_argv(self, artifact: Artifact, limits: Limits, port: int | None, args: list[str]) -> list[str]:
+        arch = self._arch()
+        _, _, console = MACHINES[arch]
+        accel = self.accel_used()
+        env = app_env(artifact.built, limits, artifact.built.app.container_port if port is not None else None)
+        memory = limits.memory_mb or DEFAULT_MEMORY_MB
+# TCG is QEMU's default; asked for by name, QEMU 7.2's microvm boots without a PIT and
+        # the Debian kernel stalls calibrating its clock (minutes under TCG).
+        argv = [qemu.qemu_binary(arch), "-M", self.machine + MACHINE_OPTIONS.get(self.machine, ""),
+                *(["-accel", "kvm", "-cpu", "host"] if accel == "kvm" else []),
+                "-m", f"{int(memory)}M", "-smp", str(qemu.vcpus_for(limits.cpus)),
+                "-nodefaults", "-no-user-config", "-display", "none", "-serial", "stdio", "-no-reboot",
+                "-kernel", artifact.details["kernel"], "-initrd", artifact.ref,
+                "-append", linux_guest.kernel_cmdline(console, env, args)]
+        if port is not None:
+            device = NET_DEVICE[self.machine] + (",romfile=" if NET_DEVICE[self.machine].endswith("-pci") else "")
+            argv += ["-netdev", f"user,id=n0,hostfwd=tcp:127.0.0.1:{port}-:{artifact.built.app.container_port}",
+                     "-device", f"{device},netdev=n0"]
+        return argv
+
+    def _plan(self, artifact: Artifact, limits: Limits, port: int | None, args: list[str]) -> LaunchPlan:
+        self.check_limits(artifact.app, limits)
+        name = self.new_name(artifact.app)
+        logs = self.logs_dir()
+        self.target.run(["mkdir", "-p", logs])
+        tag = f"{LAUNCH_TAG}={name}"
+        # Pinned at launch: every QEMU thread (vCPUs, I/O, user-mode network) inherits the cores.
+        argv = ["env", tag, *qemu.pinned(limits.cpuset), *self.qemu_argv(artifact, limits, port, args)]
+        network = ("none" if port is None else
+                   f"qemu user-mode (slirp) hostfwd tcp::{port}-:{artifact.built.app.container_port}")
+        return LaunchPlan(self.name, artifact.app, name, argv, port or 0, limits=limits,
+                          stdout_path=f"{logs}/{name}.out", stderr_path=f"{logs}/{name}.err",
+                          network_path=network, state={"tag": tag})
+
+    def launch_plan(self, artifact: Artifact, limits: Limits, port: int) -> LaunchPlan:
+        return self._plan(artifact, limits, port, list(artifact.built.app.service_args(artifact.built.app.container_port)))
+
+    def versions_brief(self) -> dict:
+        k = self.kit() or {}
+        return {"kernel_version": k.get("version"), "busybox_version": k.get("busybox_version"),
+                "machine": self.machine}
+
+    def failure_reason(self, plan: LaunchPlan) -> str | None:
+        out = self.target.read_text(plan.stdout_path, missing_ok=True) or ""
+        err = self.target.read_text(plan.stderr_path, missing_ok=True) or ""
+        lines = [x.strip() for x in (out + "\n" + err).replace("\r", "").splitlines() if x.strip()]
+        # A guest too small for its kernel and initramfs panics (panic=-1 -no-reboot: QEMU exits).
+        if any("Kernel panic" in x or "Out of memory" in x for x in lines):
+            lines.append(f"the guest ran out of memory at {plan.limits.memory_mb or DEFAULT_MEMORY_MB:g} MiB; "
+                         "raise the memory limit")
+        return " | ".join(lines[-3:]) or None
+
+    # -- batch -------------------------------------------------------------------------
+    def batch_plan(self, artifact: Artifact, args: list[str], limits: Limits) -> LaunchPlan:
+        plan = self._plan(artifact, limits, None, args)
+        console = f"{self.logs_dir()}/{plan.name}.console"
+        self.watch_batch(plan, ["sh", "-c", _BATCH_LAUNCHER, "linux-vm-batch", console])
+        return plan
+
+
+def kit(target: Target) -> dict | None:
+    """The guest kit on the target (kernel, its version, busybox), or None when it is not there."""
+    root = f"{kit_dir(target)}/root"
+    r = target.run(["sh", "-c", linux_guest.DESCRIBE_KIT, "describe-kit", root], check=False)
+    if not r.ok:
+        return None
+    out = dict(line.split("=", 1) for line in r.stdout.splitlines() if "=" in line)
+    return {**out, "root": root}

@@ -1,0 +1,95 @@
+"""What every runtime whose app runs in a QEMU VM does the same way (Nanos, linux-vm): find its
+QEMU by the launch's tag and read back what it got, refuse TCG when KVM is required, stop QEMU
+(not only its launcher), and say what a batch run's counts cover. How the VM is built and
+launched stays in each runtime's own module."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from edgebench.errors import EdgebenchError
+from edgebench.runtimes import qemu
+from edgebench.runtimes.base import Runtime
+from edgebench.runtimes.contract import BatchOutcome, Instance, LaunchPlan, StartFailed
+from edgebench.runtimes.tags import LAUNCH_TAG, is_alive, kill_pid, tagged
+
+# What a batch row's facts keep from QEMU's state.
+_BATCH_FACTS = ("accelerator_evidence", "accel_requested", "vcpus", "memory_mb", "qemu_cpuset", "qemu_argv")
+
+
+class VmRuntime(Runtime):
+    foreign_clock = ("the app's clock is the VM's, set from the emulated RTC at boot (whole seconds), not the "
+                     "target's")
+    # What the cgroup's fault counts of a batch run cover.
+    batch_faults_scope = "host side: QEMU running the VM (the guest's own faults are not the host's)"
+    batch_rusage_missing = ""
+    require_kvm = False
+
+    def _arch(self) -> str:
+        return self.target.facts().get("arch") or "x86_64"
+
+    def versions_brief(self) -> dict:
+        """What every row of this runtime records about its versions."""
+        return {}
+
+    def attach_details(self, plan: LaunchPlan) -> dict:
+        """Facts beyond QEMU's that a runtime adds to a started instance."""
+        return {}
+
+    def attach(self, plan: LaunchPlan, launcher_pid: int | None) -> Instance:
+        pid = qemu.wait_for_qemu(self.target, plan.state["tag"], 5)
+        if pid is None:
+            raise EdgebenchError(f"{self.name}/{plan.app}: the app answered but no QEMU carrying "
+                                 f"{plan.state['tag']} was found")
+        facts = qemu.read_facts(self.target, pid)
+        self._check_accelerator(facts)
+        facts.update(self.versions_brief(), launcher_pid=launcher_pid, pinned_to=plan.limits.cpuset,
+                     **self.attach_details(plan))
+        plan.state["qemu_pid"] = pid
+        return Instance(self.name, plan.app, plan.name, plan.port, f"http://127.0.0.1:{plan.port}", pid,
+                        plan.limits, qemu.applied_limits(facts), facts["network"] if plan.port else "none", plan,
+                        details=facts, accelerator=facts["accelerator"], pinned_to=plan.limits.cpuset)
+
+    def _check_accelerator(self, facts: dict) -> None:
+        if self.require_kvm and facts["accelerator"] != "kvm":
+            raise StartFailed(f"KVM is required (require_kvm=True) but the VM ran with {facts['accelerator']} "
+                              f"({facts['accelerator_evidence']}); give the user access to /dev/kvm or allow TCG")
+
+    def app_output(self, instance: Instance) -> str:
+        # The serial console: QEMU runs in the foreground with its serial port on stdout.
+        return self.target.read_text(instance.plan.stdout_path, missing_ok=True) or ""
+
+    def stop_plan(self, plan: LaunchPlan, pid: int | None = None) -> None:
+        """QEMU first (a launcher killed does not take it down), then the launcher, then the cgroup."""
+        tag = plan.state.get("tag")
+        if tag:
+            qemu.stop_tagged(self.target, tag)
+        if pid and is_alive(self.target, pid):
+            kill_pid(self.target, pid)
+        cgroup = plan.state.pop("cgroup", None)
+        if cgroup:
+            cgroup.destroy()
+
+    def cleanup(self) -> None:
+        super().cleanup()
+        # Any VM of this run that the bookkeeping lost (a crash between launch and plan).
+        for pid, _ in tagged(self.target, f"{LAUNCH_TAG}=eb-{self.run_tag}-{self.name}-", prefix=True):
+            kill_pid(self.target, pid, grace_s=1.0)
+
+    def watch_batch(self, plan: LaunchPlan, launcher: list[str] = ()) -> None:
+        """Capture QEMU's state beside a batch launch (the VM may exit before anyone asks), and
+        count the launch in a cgroup of its own: the host-side faults of running the VM.
+        `launcher`: a prefix that runs the watched command (and may read its output)."""
+        state_file = f"{self.logs_dir()}/{plan.name}.qemu"
+        plan.state["qemu_state_file"] = state_file
+        plan.argv = [*launcher, *qemu.watched(plan.state["tag"], state_file, plan.argv)]
+        self.count_in_cgroup(plan)
+
+    def batch_outcome(self, plan: LaunchPlan) -> BatchOutcome:
+        scope = BatchOutcome(faults_scope=self.batch_faults_scope, rusage_counts_missing=self.batch_rusage_missing)
+        facts = qemu.state_facts(self.target.read_text(plan.state["qemu_state_file"], missing_ok=True))
+        if facts is None:
+            return replace(scope, details={"accelerator_evidence": "QEMU's state was not captured while it ran"})
+        self._check_accelerator(facts)
+        return replace(scope, limits_applied=qemu.applied_limits(facts), accelerator=facts["accelerator"],
+                       details={k: facts[k] for k in _BATCH_FACTS} | self.versions_brief())
