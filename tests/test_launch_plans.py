@@ -19,6 +19,8 @@ from edgebench.runtimes.ops import image_config, load_base_config
 from edgebench.runtimes.tags import LAUNCH_TAG
 
 LIMITS = Limits(cpus=1, memory_mb=64, cpuset="0")
+# A runtime whose minimum is above 64 MiB gets the same request with more memory.
+LIMITS_FOR = {"linux-vm": Limits(cpus=1, memory_mb=128, cpuset="0")}
 PORT = 18123
 MIB_64 = str(64 * 2**20)
 WORKSPACE = "/root/.cache/edgebench"   # the scripted target's home is /root
@@ -39,6 +41,7 @@ REFS = {
     "docker": "edgebench/go-http:offline",
     "lxd": "edgebench/debian-bookworm",
     "nanos": "/root/.ops/images/edgebench-go-http",
+    "linux-vm": f"{WORKSPACE}/linux-vm/go-http.initramfs",
 }
 
 # Artifact.details, as each runtime's package() records them (their keys do not collide).
@@ -56,6 +59,8 @@ DETAILS = {
     "mounts": {},
     # docker
     "image_id": "sha256:0123456789abcdef",
+    # linux-vm
+    "kernel": f"{WORKSPACE}/linux-vm/kit/root/boot/vmlinuz-6.1.0-56-amd64",
 }
 
 
@@ -68,10 +73,10 @@ def scripted(name: str) -> ScriptedTarget:
     return ScriptedTarget(list(ANSWERS.get(name, [])), facts={"cores": 4, "memory_mb": 4096})
 
 
-def plan_for(name: str, limits: Limits = LIMITS) -> tuple[LaunchPlan, ScriptedTarget, object]:
+def plan_for(name: str) -> tuple[LaunchPlan, ScriptedTarget, object]:
     target = scripted(name)
     rt = RUNTIMES[name](target, "plans")
-    return rt.launch_plan(artifact(name), limits, PORT), target, rt
+    return rt.launch_plan(artifact(name), LIMITS_FOR.get(name, LIMITS), PORT), target, rt
 
 
 # -- each runtime's own configuration ------------------------------------------------------
@@ -141,11 +146,28 @@ def check_nanos(plan, target, rt):
     assert ops[ops.index("-p") + 1] == f"{PORT}-8080"
 
 
+def check_linux_vm(plan, target, rt):
+    argv = plan.argv
+    assert argv[0] == "env" and argv[1] == plan.state["tag"]
+    assert argv[2:5] == ["taskset", "-c", "0"]   # every QEMU thread on the granted core
+    qemu = argv[5:]
+    assert qemu[0] == "qemu-system-x86_64" and qemu[qemu.index("-M") + 1] == "pc"
+    assert qemu[qemu.index("-m") + 1] == "128M" and qemu[qemu.index("-smp") + 1] == "1"
+    # the scripted machine has a usable KVM (facts, and vmx/svm found): asked for by name
+    assert qemu[qemu.index("-accel") + 1] == "kvm"
+    assert qemu[qemu.index("-kernel") + 1] == DETAILS["kernel"] and qemu[qemu.index("-initrd") + 1] == REFS["linux-vm"]
+    assert qemu[qemu.index("-netdev") + 1] == f"user,id=n0,hostfwd=tcp:127.0.0.1:{PORT}-:8080"
+    append = qemu[qemu.index("-append") + 1]
+    assert append.startswith("console=ttyS0 ") and "eb_env=" in append and "eb_args=" not in append
+    assert not any("qemu" in c for c in target.commands)  # nothing started yet
+
+
 SPECIFIC = {
     "native": check_native,
     "docker": check_docker,
     "lxd": check_lxd,
     "nanos": check_nanos,
+    "linux-vm": check_linux_vm,
 }
 
 
@@ -163,7 +185,7 @@ def test_launch_plan_has_what_every_runtime_gives(name):
     plan, target, rt = plan_for(name)
     assert plan.runtime == name and plan.app == "go-http"
     assert plan.port == PORT
-    assert plan.limits is LIMITS
+    assert plan.limits is LIMITS_FOR.get(name, LIMITS)
     assert plan.argv and plan.argv[0]
     assert plan.network_path
     logs = rt.logs_dir() + "/"

@@ -1,0 +1,218 @@
+"""The linux-vm runtime: the guest's parts (module order, kernel command line, /init's exit line)
+on their own, then real VMs: Debian's kernel and busybox-static (fetched by provisioning) under
+this machine's QEMU, under TCG here (a nested /dev/kvm that cannot run guests), which each row
+must say. Every test that starts a VM checks that no QEMU is left behind."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+
+import pytest
+
+from conftest import free_port, need, vm_tagged_processes
+from edgebench.apps import APPS, place_app
+from edgebench.experiments.iomt import parse_record, workload_args
+from edgebench.runtimes import linux_guest
+from edgebench.runtimes.contract import Limits, StartFailed
+from edgebench.runtimes.linux_vm import LinuxVmRuntime
+
+# -- the guest's parts ------------------------------------------------------------------------
+
+# LIST_MODULES' output for Debian 12's kernel (abridged), and a kernel with virtio built in.
+LISTED = """\
+virtio_ring\t/k/drivers/virtio/virtio_ring.ko\t
+virtio\t/k/drivers/virtio/virtio.ko\tvirtio_ring
+virtio_pci_modern_dev\t/k/drivers/virtio/virtio_pci_modern_dev.ko\t
+virtio_pci_legacy_dev\t/k/drivers/virtio/virtio_pci_legacy_dev.ko\t
+virtio_pci\t/k/drivers/virtio/virtio_pci.ko\tvirtio_ring,virtio_pci_modern_dev,virtio_pci_legacy_dev,virtio
+virtio_mmio\t/k/drivers/virtio/virtio_mmio.ko.zst\tvirtio,virtio_ring
+virtio_net\t/k/drivers/net/virtio_net.ko\tvirtio_ring,virtio,net_failover
+net_failover\t/k/drivers/net/net_failover.ko\tfailover
+failover\t/k/net/core/failover.ko\t
+== builtin
+kernel/drivers/tty/serial/8250/8250.ko
+"""
+
+
+def test_modules_load_dependencies_first():
+    modules, builtin = linux_guest.parse_modules(LISTED)
+    assert modules["virtio_mmio"] == ("/k/drivers/virtio/virtio_mmio.ko.zst", ["virtio", "virtio_ring"])
+    assert builtin == {"8250"}
+    order = linux_guest.load_order(("virtio_pci", "virtio_mmio", "virtio_net"), modules, builtin)
+    assert sorted(order) == sorted(modules)  # each once
+    for name, (_, deps) in modules.items():
+        assert all(order.index(d) < order.index(name) for d in deps), (name, order)
+
+
+def test_built_in_modules_are_not_loaded_and_a_missing_one_is_named():
+    modules, _ = linux_guest.parse_modules(LISTED)
+    order = linux_guest.load_order(("virtio_net",), modules, {"virtio", "virtio_ring", "failover"})
+    assert order == ["net_failover", "virtio_net"]
+    with pytest.raises(ValueError, match="net_failover is neither built in nor among.*needed by virtio_net"):
+        linux_guest.load_order(("virtio_net",), {k: v for k, v in modules.items() if k != "net_failover"}, set())
+    with pytest.raises(ValueError, match="cycle"):
+        linux_guest.load_order(("a",), {"a": ("a.ko", ["b"]), "b": ("b.ko", ["a"])}, set())
+
+
+def test_kernel_command_line_carries_env_and_arguments_as_base64_lines():
+    line = linux_guest.kernel_cmdline("ttyS0", ["PORT=8080", "GOMAXPROCS=1"], ["-dir", "/tmp/x y", ""])
+    words = line.split(" ")
+    assert words[:3] == ["console=ttyS0", "quiet", "panic=-1"]
+    fields = dict(w.split("=", 1) for w in words[3:])
+    assert base64.b64decode(fields["eb_env"]).decode() == "PORT=8080\nGOMAXPROCS=1\n"
+    assert base64.b64decode(fields["eb_args"]).decode() == "-dir\n/tmp/x y\n\n"  # spaces and empty words kept
+    assert linux_guest.kernel_cmdline("ttyAMA0", [], []) == "console=ttyAMA0 quiet panic=-1"
+    with pytest.raises(ValueError, match="newline"):
+        linux_guest.kernel_cmdline("ttyS0", [], ["a\nb"])
+
+
+def test_exit_status_is_the_last_exit_line_of_the_console():
+    console = "edgebench-guest: init\r\nedgebench-guest: exec\r\nhello\r\nedgebench-guest: exit 3\r\n[ 2.1] reboot\r\n"
+    assert linux_guest.parse_exit(console) == 3
+    assert linux_guest.parse_exit("edgebench-guest: exec\nKernel panic\n") is None
+
+
+# -- real VMs ---------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def vm(local):
+    rt = LinuxVmRuntime(local, "linuxvmtest")
+    why = rt.availability()
+    need("linux-vm", None if why else why.reason)
+    yield rt
+    rt.cleanup()
+
+
+@pytest.fixture(scope="module")
+def go_vm(vm, local):
+    return vm.package(place_app(local, APPS["go-http"]))
+
+
+def qemu_alive(pid: int | None) -> bool:
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            return not any(line.startswith("State:") and "Z" in line for line in f)
+    except (OSError, TypeError):
+        return False
+
+
+def test_package_packs_busybox_the_modules_and_the_app(vm, go_vm, local):
+    d = go_vm.details
+    assert go_vm.build == "initramfs" and go_vm.ref.endswith("go-http.initramfs")
+    assert go_vm.size_bytes > go_vm.raw_size_bytes  # the app plus busybox and modules
+    kernel = dict((m, v) for m, v, _, _ in go_vm.extra_sizes)["kernel_size"]
+    assert 1_000_000 < kernel < 50_000_000
+    listing = local.run(["sh", "-c", f"{vm.kit()['busybox']} cpio -t <{go_vm.ref}"]).stdout.split()
+    assert {"init", "app/program", "bin/busybox", "etc/modules"} <= {p.removeprefix("./") for p in listing}
+    assert d["modules"][-1] in ("virtio_net", "virtio_mmio") and "virtio_ring" in d["modules"]
+
+
+def test_start_serves_reads_limits_back_and_stop_kills_qemu(vm, go_vm, no_leftovers):
+    rt, artifact, machine = vm, go_vm, "pc"
+    port = free_port()
+    inst, probe = rt.start(artifact, Limits(cpus=1, memory_mb=128, cpuset="0", gomaxprocs=1), port, timeout_s=120)
+    try:
+        assert probe.ready_after_ns and probe.error is None
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/io", timeout=10) as r:
+            assert r.status == 200 and r.read() == b"ok\n"
+        applied = inst.limits_applied
+        assert (applied.cpus, applied.memory_mb, applied.cpuset) == (1.0, 128.0, "0")
+        # No vmx/svm here: the row says TCG, and why, from QEMU's own open files.
+        assert inst.accelerator == ("tcg" if rt.kvm_unusable() else "kvm")
+        assert any(w in inst.details["accelerator_evidence"] for w in ("TCG", "KVM", "kvm"))
+        assert inst.details["machine"] == machine and inst.details["kernel_version"]
+        listening = [json.loads(x) for x in rt.app_output(inst).splitlines() if '"listening"' in x]
+        assert listening and listening[0]["num_cpu"] == 1 and listening[0]["gomaxprocs"] == 1
+        qemu = inst.pid
+        assert qemu_alive(qemu)
+    finally:
+        rt.stop(inst)
+    assert not qemu_alive(qemu)
+    assert not vm_tagged_processes()
+
+
+def test_batch_exit_status_is_the_programs(vm, go_vm, no_leftovers):
+    result = vm.run_batch(go_vm, ["-port", "not-a-port"], Limits(cpus=1, memory_mb=128), timeout_s=120)
+    assert result.exit_code == 2, (result.stdout[-800:], result.stderr[-800:])
+    assert 'invalid value "not-a-port" for flag -port' in result.stdout
+    assert "\r" not in result.stdout
+    assert result.accelerator in ("kvm", "tcg") and result.limits_applied.memory_mb == 128.0
+    assert not vm_tagged_processes()
+
+
+def test_batch_runs_iomt_and_agrees_with_native(vm, local, no_leftovers):
+    from edgebench.runtimes.native import NativeRuntime
+    built = place_app(local, APPS["iomt"])
+    args = workload_args("aes", "100KB", 7, "random", 8, 2, 20)
+    result = vm.run_batch(vm.package(built), args,
+                          Limits(cpus=1, memory_mb=256, cpuset="0"), timeout_s=300)
+    assert result.ok, result.stdout[-800:]
+    rec = parse_record(result.stdout)  # the JSON line among the console's lines
+    assert result.cgroup_faults.pgfault and result.cgroup_faults.pgfault > 1000  # QEMU touching guest RAM
+    assert "host side: QEMU" in result.outcome.faults_scope
+    native = NativeRuntime(local, "linuxvmtest-native")
+    ref = native.run_batch(native.package(built), args, Limits(), timeout_s=120)
+    assert parse_record(ref.stdout)["checksum"] == rec["checksum"]
+
+
+def test_memory_below_the_kernels_need_is_refused_before_anything_starts(vm, go_vm):
+    from edgebench.errors import ConfigError
+    with pytest.raises(ConfigError, match="below what linux-vm can start go-http with"):
+        vm.start(go_vm, Limits(memory_mb=64), free_port())
+    assert not vm_tagged_processes()
+
+
+def test_a_vm_that_never_gets_ready_is_stopped(vm, go_vm, no_leftovers):
+    with pytest.raises(StartFailed):
+        vm.start(go_vm, Limits(memory_mb=128), free_port(), timeout_s=0.5)
+    assert not vm_tagged_processes()
+
+
+def test_an_unknown_machine_is_refused(local):
+    from edgebench.errors import ConfigError
+    with pytest.raises(ConfigError, match="linux-vm machine 'microvm' unknown on x86_64; choose from pc"):
+        LinuxVmRuntime(local, "x", machine="microvm")
+
+
+def test_node_is_refused_with_the_reason(vm, local):
+    from edgebench.errors import ConfigError
+    with pytest.raises(ConfigError, match="node-http \\(node\\) cannot run on linux-vm"):
+        vm.package(place_app(local, APPS["node-http"]))
+
+
+INTERRUPTED = """
+import sys
+from edgebench.experiments.time_to_ready import run_time_to_ready
+run_time_to_ready(runtimes="linux-vm", apps="go-http", repetitions=20, profile="quick", protocols="fair",
+                  cpus="1", memory="128m", run_id=sys.argv[1], progress=False)
+"""
+
+
+def test_interrupted_while_a_vm_boots_leaves_no_vm(vm, tmp_path, no_leftovers):
+    env = dict(os.environ, EDGEBENCH_DATA_DIR=str(tmp_path))
+    proc = subprocess.Popen([sys.executable, "-c", INTERRUPTED, "linux-vm-interrupt"], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not any(comm.startswith("qemu") for _, comm in vm_tagged_processes()):
+            assert proc.poll() is None, proc.communicate()[1][-2000:]
+            assert time.monotonic() < deadline, "no VM started within 120 s"
+            time.sleep(0.05)
+        time.sleep(0.3)  # booting: QEMU is up, the app not yet
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode == -signal.SIGINT, err[-2000:]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert not vm_tagged_processes()
+    # What it measured before the interrupt is on disk (the run's directory exists).
+    assert list(tmp_path.rglob("meta.json"))
