@@ -212,7 +212,8 @@ def test_versions_table_parsing():
 # -- the executor, against a scripted target ---------------------------------------------------
 
 READ_ONLY = ("sh -c 'export PATH=", "dpkg-query ", "apt-cache policy ", "docker version ", "lxc query ",
-             "curl -sfI ", "command -v ", "sh -c 'command -v ", "sha256sum ", "cat ")
+             "curl -sfI ", "command -v ", "sh -c 'command -v ", "sha256sum ", "cat ",
+             "sh -c 'root=$1")  # linux_guest.DESCRIBE_KIT: is the linux-vm kit there
 
 
 def survey(os_id="debian", apt=True, privilege="root", pid1="init", commands=("docker", "dockerd", "curl"),

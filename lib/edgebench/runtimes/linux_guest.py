@@ -50,15 +50,14 @@ ls "$kit"/root/boot/vmlinuz-* >/dev/null
 """
 
 # $1: kit root. Prints the kernel file, its version, busybox's path and version line.
-DESCRIBE_KIT = r"""
-root=$1
+DESCRIBE_KIT = r"""root=$1
 k=$(ls "$root"/boot/vmlinuz-* 2>/dev/null | sort -V | tail -n 1)
 [ -n "$k" ] || exit 3
 [ -x "$root/bin/busybox" ] || exit 4
 echo "kernel=$k"
 echo "version=${k##*/vmlinuz-}"
 echo "busybox=$root/bin/busybox"
-echo "busybox_version=$("$root/bin/busybox" 2>&1 | head -n 1 | tr ' ' '_')"
+echo "busybox_version=$("$root/bin/busybox" 2>&1 | head -n 1 | sed 's/ multi-call binary.*//' | tr ' ' '_')"
 """
 
 # $1: the kernel's module directory. For every module below MODULE_DIRS: name, path, depends.

@@ -79,7 +79,7 @@ class LinuxVmRuntime(VmRuntime):
         if kit(target) is not None:
             return
         arch = linux_guest.DEB_ARCH.get(target.facts().get("arch", ""))
-        if arch is None or "apt-get" not in prep.commands:
+        if arch is None or not target.which("apt-get"):
             prep.missing["linux-vm kit"] = ("no guest kernel: the kit comes from Debian packages (linux-image-<arch>, "
                                             "busybox-static) and this target has no apt-get or an unknown architecture")
             return
