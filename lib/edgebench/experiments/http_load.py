@@ -136,6 +136,8 @@ def run_http_load(experiment: str = "io_bound", target="local", runtimes="auto",
         plan = scenarios(tgt, rich_cpus, rich_memory, constrained_cpus, memory_levels)
         for _, cpus, mem, _ in plan:
             for rt in selection.runtimes:
+                if rt.below_minimum(Limits(memory_mb=mem)):
+                    continue  # a level this runtime cannot boot at: its rows there fail with the reason
                 for app in app_names:
                     rt.check_limits(app, Limits(cpus=cpus, memory_mb=mem))
         with open_run(experiment, params, tgt, extra_columns=EXTRA_COLUMNS, run_id=run_id) as run:

@@ -233,8 +233,12 @@ class Runtime(ABC):
                                                        "perf": perf_text})
 
     # -- shared mechanics ------------------------------------------------------------
+    def below_minimum(self, limits: Limits) -> bool:
+        """Whether the memory asked for is below what this runtime can start anything with."""
+        return limits.memory_mb is not None and limits.memory_mb < self.min_memory_mb
+
     def check_limits(self, app: str, limits: Limits) -> None:
-        if limits.memory_mb is not None and limits.memory_mb < self.min_memory_mb:
+        if self.below_minimum(limits):
             raise ConfigError(f"memory {limits.memory_mb:g} MiB is below what {self.name} can start "
                               f"{app} with (minimum {self.min_memory_mb:g} MiB); raise the memory limit")
         if limits.network is not None and limits.network not in self.network_modes:
