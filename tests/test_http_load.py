@@ -46,6 +46,24 @@ def test_oom_at_a_memory_level_gives_failed_rows(runtime, request, run_dirs, cgr
     assert not df.metric.str.startswith("ol_").any()  # open_loop="none"
 
 
+def test_a_level_below_one_runtimes_minimum_fails_only_its_rows(run_dirs, docker_ready, cgroups_ready, wrk_ready,
+                                                                 no_leftovers):
+    # 5 MiB: below Docker's 6 MiB minimum, not below native's 4 MiB. Docker's rows at that level
+    # fail with the reason (nothing started), and the run goes on with the rest.
+    run_dir = run_http_load("io_bound", runtimes="native,docker", apps="go-http", protocols="fair",
+                            memory_levels="5m", run_id=f"it-minimum-{uuid.uuid4().hex[:6]}", open_loop="none",
+                            **QUICK)
+    run_dirs.append(run_dir)
+    df = load_results(run_dir)
+    rps = df[df.metric == "requests_per_second"]
+    docker_low = rps[(rps.runtime == "docker") & (rps.memory_mb == 5)]
+    assert list(docker_low.status) == ["failed"]
+    assert "below what docker can start go-http with (minimum 6 MiB)" in docker_low.error.iloc[0]
+    assert list(rps[(rps.runtime == "docker") & (rps.scenario == "rich")].status) == ["ok"]
+    assert len(rps[rps.runtime == "native"]) == 2  # its rich and its 5 MiB rows, whatever they measured
+    assert load_meta(run_dir)["status"] == "completed"
+
+
 def test_docker_limit_verified_from_the_cgroup(run_dirs, docker_ready, cgroups_ready, wrk_ready, no_leftovers):
     run_dir = run_http_load("cpu_bound", runtimes="native,docker", apps="go-http", protocols="fair,published",
                             memory_levels="128m", iterations=50, run_id=f"it-load-{uuid.uuid4().hex[:6]}",

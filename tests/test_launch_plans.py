@@ -150,7 +150,10 @@ def check_linux_vm(plan, target, rt):
     argv = plan.argv
     assert argv[0] == "env" and argv[1] == plan.state["tag"]
     assert argv[2:5] == ["taskset", "-c", "0"]   # every QEMU thread on the granted core
-    qemu = argv[5:]
+    # QEMU's console through `probe -stamp` into the plan's stamp file (host clock per line)
+    assert argv[5:7] == ["sh", "-c"] and argv[8:10] == ["console-stamp", plan.state["console_stamps"]]
+    assert argv[10].endswith("/bin/probe")
+    qemu = argv[11:]
     assert qemu[0] == "qemu-system-x86_64" and qemu[qemu.index("-M") + 1] == "pc"
     assert qemu[qemu.index("-m") + 1] == "128M" and qemu[qemu.index("-smp") + 1] == "1"
     # the scripted machine has a usable KVM (facts, and vmx/svm found): asked for by name

@@ -79,6 +79,12 @@ def test_exit_status_is_the_last_exit_line_of_the_console():
     assert linux_guest.parse_exit("edgebench-guest: exec\nKernel panic\n") is None
 
 
+def test_stamped_console_lines_parse_without_the_serials_carriage_returns():
+    from edgebench.runtimes.vm import parse_stamped
+    text = "100\tedgebench-guest: init\r\n250\t{\"event\":\"listening\"}\r\nno stamp\n300\t\n"
+    assert parse_stamped(text) == [(100, "edgebench-guest: init"), (250, '{"event":"listening"}'), (300, "")]
+
+
 # -- real VMs ---------------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
@@ -130,6 +136,9 @@ def test_start_serves_reads_limits_back_and_stop_kills_qemu(vm, go_vm, no_leftov
         assert inst.details["machine"] == machine and inst.details["kernel_version"]
         listening = [json.loads(x) for x in rt.app_output(inst).splitlines() if '"listening"' in x]
         assert listening and listening[0]["num_cpu"] == 1 and listening[0]["gomaxprocs"] == 1
+        # The boot's phases on the host's clock, in order, inside the probe's span.
+        phases, listen = rt.boot_phases(inst), rt.listen_unix_ns(inst)
+        assert probe.start_unix_ns < phases["guest_init"] <= phases["app_exec"] <= listen <= probe.ready_unix_ns
         qemu = inst.pid
         assert qemu_alive(qemu)
     finally:
@@ -141,8 +150,7 @@ def test_start_serves_reads_limits_back_and_stop_kills_qemu(vm, go_vm, no_leftov
 def test_batch_exit_status_is_the_programs(vm, go_vm, no_leftovers):
     result = vm.run_batch(go_vm, ["-port", "not-a-port"], Limits(cpus=1, memory_mb=128), timeout_s=120)
     assert result.exit_code == 2, (result.stdout[-800:], result.stderr[-800:])
-    assert 'invalid value "not-a-port" for flag -port' in result.stdout
-    assert "\r" not in result.stdout
+    assert 'invalid value "not-a-port" for flag -port' in result.stdout  # the console, as it came
     assert result.accelerator in ("kvm", "tcg") and result.limits_applied.memory_mb == 128.0
     assert not vm_tagged_processes()
 

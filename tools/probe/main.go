@@ -10,12 +10,14 @@
 //	      [-stdout FILE] [-stderr FILE] -- COMMAND ARGS...
 //	probe -tcp 127.0.0.1:6379 [-send 'PING\r\n' -expect +PONG] ... -- COMMAND ARGS...
 //	probe -batch [-timeout 60s] [-stdout FILE] [-stderr FILE] -- COMMAND ARGS...
+//	COMMAND | probe -stamp FILE
 //
 // With -tcp and no -expect, an accepted connection is ready; with -expect, the
 // first line read back must start with it (-send is written first, with Go
 // escapes such as \r\n interpreted).
 //
-// With -batch it runs a program to completion instead (see batch.go).
+// With -batch it runs a program to completion instead (see batch.go); with
+// -stamp it timestamps the lines of its input on the host's clock (stamp.go).
 //
 // It prints exactly one JSON line (see result) and exits 0 when ready,
 // 2 on timeout, 3 when the launcher fails, 64 on usage errors. The launched
@@ -83,6 +85,7 @@ func run() int {
 	stderrPath := fs.String("stderr", "", "write the command's stderr to FILE (default /dev/null)")
 	afterLauncher := fs.Bool("after-launcher", false, "start polling only once a detaching launcher (docker run -d) has exited")
 	batch := fs.Bool("batch", false, "run COMMAND to completion and report its timing and exit (no -url)")
+	stamp := fs.String("stamp", "", "copy stdin to stdout, and each line to FILE prefixed with the host's unix ns at its arrival (no COMMAND)")
 	fs.Usage = func() {
 		fmt.Fprintln(os.Stderr, "usage: probe -url URL [flags] -- COMMAND ARGS...")
 		fs.PrintDefaults()
@@ -96,6 +99,9 @@ func run() int {
 		return exitUsage
 	}
 	argv := fs.Args()
+	if *stamp != "" {
+		return runStamp(*stamp, os.Stdin, os.Stdout, time.Now)
+	}
 	if len(argv) == 0 {
 		return usage("missing COMMAND")
 	}

@@ -3,6 +3,8 @@ package main
 import (
 	"bufio"
 	"net"
+	"os"
+	"strings"
 	"testing"
 	"time"
 )
@@ -100,5 +102,32 @@ func TestBadTargetsAreRefused(t *testing.T) {
 	}
 	if _, err := parseTarget("https://x/"); err == nil {
 		t.Error("https accepted")
+	}
+}
+
+func TestStampPrefixesEveryLineWithTheArrivalOfItsFirstByte(t *testing.T) {
+	start := true
+	got := string(stampLines([]byte("a\nb"), 5, &start))
+	got += string(stampLines([]byte("c\n\nd\n"), 7, &start))
+	want := "5\ta\n5\tbc\n7\t\n7\td\n"
+	if got != want {
+		t.Fatalf("stamped %q, want %q", got, want)
+	}
+}
+
+func TestStampCopiesItsInputUnchanged(t *testing.T) {
+	path := t.TempDir() + "/stamps"
+	var out strings.Builder
+	clock := int64(0)
+	now := func() time.Time { clock += 1000; return time.Unix(0, clock) }
+	if code := runStamp(path, strings.NewReader("boot\r\nready\r\n"), &out, now); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	if out.String() != "boot\r\nready\r\n" {
+		t.Fatalf("copied %q", out.String())
+	}
+	data, _ := os.ReadFile(path)
+	if string(data) != "1000\tboot\r\n1000\tready\r\n" {
+		t.Fatalf("stamps %q", data)
 	}
 }

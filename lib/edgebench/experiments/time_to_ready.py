@@ -24,7 +24,6 @@ from edgebench.experiments.protocols import fair_limits, package_all, published_
 from edgebench.experiments.sweep import Point, artifact_for, sweep
 from edgebench.results import Run, new_run_id
 from edgebench.runtimes import Limits, Runtime, StartFailed
-from edgebench.runtimes.base import parse_listen_line
 from edgebench.targets import sh
 
 EXPERIMENT = "time_to_ready"
@@ -62,7 +61,7 @@ def measure_fair(run: Run, rt: Runtime, artifact, limits: Limits, port: int, row
         return
     try:
         output = rt.app_output(instance)
-        listen_ns = parse_listen_line(output)
+        listen_ns = rt.listen_unix_ns(instance)
         run.save_raw(f"probe-{row['app']}-{rt.name}-rep{row['rep']}", command=probe.command, stdout=probe.raw,
                      app_stdout=output, limits_applied=instance.limits_applied,
                      instance_details=instance.details)
@@ -83,6 +82,8 @@ def measure_fair(run: Run, rt: Runtime, artifact, limits: Limits, port: int, row
         else:
             run.add(metric="time_to_listen", value=(listen_ns - probe.start_unix_ns) / 1e6, unit="ms", **row)
             run.add(metric="probe_lag", value=(probe.ready_unix_ns - listen_ns) / 1e6, unit="ms", **row)
+        for phase, ns in rt.boot_phases(instance).items():
+            run.add(metric=f"time_to_{phase}", value=(ns - probe.start_unix_ns) / 1e6, unit="ms", **row)
         run.add(metric="probe_attempts", value=probe.attempts, unit="count", **row)
     finally:
         rt.stop(instance)

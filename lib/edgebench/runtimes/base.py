@@ -365,8 +365,13 @@ class Runtime(ABC):
                 self._live.pop(name, None)
 
     def listen_unix_ns(self, instance: Instance) -> int | None:
-        """The app's own clock reading right after it started listening."""
+        """When the app started listening, on the target's clock: by default its own reading."""
         return parse_listen_line(self.app_output(instance))
+
+    def boot_phases(self, instance: Instance) -> dict[str, int]:
+        """Phases of a start before the app listens that the runtime can time on the target's
+        clock ({name: unix ns}; a VM's console lines); none by default."""
+        return {}
 
 
 def app_env(built: BuiltApp, limits: Limits, port: int | None = None) -> list[str]:

@@ -21,12 +21,12 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from edgebench.apps import BuiltApp
+from edgebench.apps import BuiltApp, place_probe
 from edgebench.errors import ConfigError, EdgebenchError
 from edgebench.needs import Preparation, TargetNeeds
 from edgebench.runtimes import linux_guest, qemu
 from edgebench.runtimes.base import app_env
-from edgebench.runtimes.contract import Artifact, Availability, LaunchPlan, Limits
+from edgebench.runtimes.contract import Artifact, Availability, Instance, LaunchPlan, Limits
 from edgebench.runtimes.tags import LAUNCH_TAG
 from edgebench.runtimes.vm import VmRuntime
 from edgebench.targets import Target
@@ -43,16 +43,16 @@ MACHINES = {
 NET_DEVICE = {"pc": "virtio-net-pci", "virt": "virtio-net-pci"}
 ACCEL_MODES = ("auto", "kvm", "tcg")
 
-# Turns the console's exit line (the guest's /init) into the launcher's exit status; 125 when
-# the guest never printed one (it crashed or was killed). $1: where the console goes.
-_BATCH_LAUNCHER = r"""
-console=$1; shift
-"$@" >"$console"
-tr -d '\r' <"$console"
-code=$(tr -d '\r' <"$console" | sed -n 's/^edgebench-guest: exit \([0-9][0-9]*\)$/\1/p' | tail -n 1)
+# Runs QEMU ("$@") with its serial console through `probe -stamp`, which copies it to stdout and
+# writes each line with the host's clock at its arrival to $1 (the guest's clock is its own).
+# Exits with the status the guest's /init printed for the app (linux_guest.MARK), or 125
+# when it printed none (the guest crashed, or QEMU was killed). $2: the probe on the target.
+_STAMPED = r"""
+stamps=$1; probe=$2; shift 2
+"$@" | "$probe" -stamp "$stamps"
+code=$(tr -d '\r' <"$stamps" | sed -n 's/^[0-9]*[[:space:]]edgebench-guest: exit \([0-9][0-9]*\)$/\1/p' | tail -n 1)
 exit "${code:-125}"
 """
-
 
 def kit_dir(target: Target) -> str:
     return f"{target.workspace}/linux-vm/kit"
@@ -60,6 +60,7 @@ def kit_dir(target: Target) -> str:
 
 class LinuxVmRuntime(VmRuntime):
     name = "linux-vm"
+    foreign_clock = None  # the listening line is timed where it reaches the host (console stamps)
     colour = "#e377c2"
     # Debian's 6.1 kernel with an 8 MB initramfs (QEMU 7.2, pc): 96 MiB serves, 80 MiB panics
     # ("deadlocked on memory"), 64 MiB hangs before its console says anything.
@@ -203,16 +204,28 @@ class LinuxVmRuntime(VmRuntime):
         logs = self.logs_dir()
         self.target.run(["mkdir", "-p", logs])
         tag = f"{LAUNCH_TAG}={name}"
+        stamps = f"{logs}/{name}.console"
         # Pinned at launch: every QEMU thread (vCPUs, I/O, user-mode network) inherits the cores.
-        argv = ["env", tag, *qemu.pinned(limits.cpuset), *self.qemu_argv(artifact, limits, port, args)]
+        argv = ["env", tag, *qemu.pinned(limits.cpuset), "sh", "-c", _STAMPED, "console-stamp", stamps,
+                place_probe(self.target), *self.qemu_argv(artifact, limits, port, args)]
         network = ("none" if port is None else
                    f"qemu user-mode (slirp) hostfwd tcp::{port}-:{artifact.built.app.container_port}")
         return LaunchPlan(self.name, artifact.app, name, argv, port or 0, limits=limits,
                           stdout_path=f"{logs}/{name}.out", stderr_path=f"{logs}/{name}.err",
-                          network_path=network, state={"tag": tag})
+                          network_path=network, state={"tag": tag, "console_stamps": stamps})
 
     def launch_plan(self, artifact: Artifact, limits: Limits, port: int) -> LaunchPlan:
         return self._plan(artifact, limits, port, list(artifact.built.app.service_args(artifact.built.app.container_port)))
+
+    def listen_unix_ns(self, instance: Instance) -> int | None:
+        """When the app's listening line reached the host (its own clock reading is the guest's)."""
+        return next((ns for ns, line in self.console_lines(instance.plan) if '"event":"listening"' in line), None)
+
+    def boot_phases(self, instance: Instance) -> dict[str, int]:
+        """On the host's clock: the guest's /init running (QEMU started, kernel booted, initramfs
+        unpacked) and the app started (modules and network up)."""
+        marks = {f"{linux_guest.MARK} init": "guest_init", f"{linux_guest.MARK} exec": "app_exec"}
+        return {marks[line]: ns for ns, line in self.console_lines(instance.plan) if line in marks}
 
     def versions_brief(self) -> dict:
         k = self.kit() or {}
@@ -232,8 +245,7 @@ class LinuxVmRuntime(VmRuntime):
     # -- batch -------------------------------------------------------------------------
     def batch_plan(self, artifact: Artifact, args: list[str], limits: Limits) -> LaunchPlan:
         plan = self._plan(artifact, limits, None, args)
-        console = f"{self.logs_dir()}/{plan.name}.console"
-        self.watch_batch(plan, ["sh", "-c", _BATCH_LAUNCHER, "linux-vm-batch", console])
+        self.watch_batch(plan)
         return plan
 
 

@@ -28,6 +28,13 @@ class VmRuntime(Runtime):
     def _arch(self) -> str:
         return self.target.facts().get("arch") or "x86_64"
 
+    def console_lines(self, plan: LaunchPlan) -> list[tuple[int, str]]:
+        """[(host unix ns, line)] of the console so far, as `probe -stamp` wrote it to
+        plan.state["console_stamps"]; [] when the launch does not stamp its console."""
+        path = plan.state.get("console_stamps")
+        text = self.target.read_text(path, missing_ok=True) if path else None
+        return parse_stamped(text or "")
+
     def versions_brief(self) -> dict:
         """What every row of this runtime records about its versions."""
         return {}
@@ -93,3 +100,13 @@ class VmRuntime(Runtime):
         self._check_accelerator(facts)
         return replace(scope, limits_applied=qemu.applied_limits(facts), accelerator=facts["accelerator"],
                        details={k: facts[k] for k in _BATCH_FACTS} | self.versions_brief())
+
+
+def parse_stamped(text: str) -> list[tuple[int, str]]:
+    """`probe -stamp` output: 'unix_ns<TAB>line' per line, the serial's carriage returns dropped."""
+    out = []
+    for line in text.splitlines():
+        ns, tab, rest = line.partition("\t")
+        if tab and ns.isdigit():
+            out.append((int(ns), rest.rstrip("\r")))
+    return out
