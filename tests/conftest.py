@@ -126,6 +126,51 @@ def vm_tagged_processes() -> list[tuple[int, str]]:
     return tags.tagged(LocalTarget(), f"{tags.LAUNCH_TAG}=eb-{TAG_PREFIX}", prefix=True)
 
 
+def qemu_alive(pid: int | None) -> bool:
+    """Whether a QEMU process (or any) still runs (a zombie does not)."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            return not any(line.startswith("State:") and "Z" in line for line in f)
+    except (OSError, TypeError):
+        return False
+
+
+_INTERRUPTED = """
+import sys
+from edgebench.experiments.time_to_ready import run_time_to_ready
+run_time_to_ready(runtimes=sys.argv[2], apps="go-http", repetitions=20, profile="quick", protocols="fair",
+                  cpus="1", memory="128m", run_id=sys.argv[1], progress=False)
+"""
+
+
+def interrupt_while_a_vm_boots(runtime: str, sig, data_dir) -> None:
+    """Time to ready of `runtime` in a child process, sent `sig` once its first QEMU is up and the
+    app is not yet: the child must die of the signal (as Python does for SIGINT) with no VM left."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+    env = dict(os.environ, EDGEBENCH_DATA_DIR=str(data_dir))
+    proc = subprocess.Popen([sys.executable, "-c", _INTERRUPTED, f"{runtime}-interrupt-{int(sig)}", runtime],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not any(comm.startswith("qemu") for _, comm in vm_tagged_processes()):
+            assert proc.poll() is None, proc.communicate()[1][-2000:]
+            assert time.monotonic() < deadline, "no VM started within 120 s"
+            time.sleep(0.05)
+        time.sleep(0.3)  # booting: QEMU is up, the app not yet
+        proc.send_signal(sig)
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode == -signal.SIGINT, err[-2000:]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert not vm_tagged_processes()
+
+
 @pytest.fixture
 def no_leftovers():
     """Use in every test that starts something: it must all be gone afterwards."""

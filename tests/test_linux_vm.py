@@ -7,16 +7,12 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 import signal
-import subprocess
-import sys
-import time
 import urllib.request
 
 import pytest
 
-from conftest import free_port, need, vm_tagged_processes
+from conftest import free_port, interrupt_while_a_vm_boots, need, qemu_alive, vm_tagged_processes
 from edgebench.apps import APPS, place_app
 from edgebench.experiments.iomt import parse_record, workload_args
 from edgebench.runtimes import linux_guest
@@ -99,14 +95,6 @@ def vm(local):
 @pytest.fixture(scope="module")
 def go_vm(vm, local):
     return vm.package(place_app(local, APPS["go-http"]))
-
-
-def qemu_alive(pid: int | None) -> bool:
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            return not any(line.startswith("State:") and "Z" in line for line in f)
-    except (OSError, TypeError):
-        return False
 
 
 def test_package_packs_busybox_the_modules_and_the_app(vm, go_vm, local):
@@ -195,32 +183,6 @@ def test_node_is_refused_with_the_reason(vm, local):
         vm.package(place_app(local, APPS["node-http"]))
 
 
-INTERRUPTED = """
-import sys
-from edgebench.experiments.time_to_ready import run_time_to_ready
-run_time_to_ready(runtimes="linux-vm", apps="go-http", repetitions=20, profile="quick", protocols="fair",
-                  cpus="1", memory="128m", run_id=sys.argv[1], progress=False)
-"""
-
-
 def test_interrupted_while_a_vm_boots_leaves_no_vm(vm, tmp_path, no_leftovers):
-    env = dict(os.environ, EDGEBENCH_DATA_DIR=str(tmp_path))
-    proc = subprocess.Popen([sys.executable, "-c", INTERRUPTED, "linux-vm-interrupt"], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        deadline = time.monotonic() + 120
-        while not any(comm.startswith("qemu") for _, comm in vm_tagged_processes()):
-            assert proc.poll() is None, proc.communicate()[1][-2000:]
-            assert time.monotonic() < deadline, "no VM started within 120 s"
-            time.sleep(0.05)
-        time.sleep(0.3)  # booting: QEMU is up, the app not yet
-        proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=60)
-        assert proc.returncode == -signal.SIGINT, err[-2000:]
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    assert not vm_tagged_processes()
-    # What it measured before the interrupt is on disk (the run's directory exists).
-    assert list(tmp_path.rglob("meta.json"))
+    interrupt_while_a_vm_boots("linux-vm", signal.SIGINT, tmp_path)
+    assert list(tmp_path.rglob("meta.json"))  # the run's record is on disk

@@ -16,7 +16,7 @@ import urllib.request
 
 import pytest
 
-from conftest import need, vm_tagged_processes
+from conftest import interrupt_while_a_vm_boots, need, qemu_alive, vm_tagged_processes
 from edgebench.apps import APPS, place_app
 from edgebench.errors import ConfigError
 from edgebench.experiments.iomt import parse_record, workload_args
@@ -44,16 +44,6 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-def qemu_alive(pid: int | None) -> bool:
-    if not pid:
-        return False
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            return not any(line.startswith("State:") and "Z" in line for line in f)
-    except OSError:
-        return False
 
 
 def test_package_records_image_and_kernel_sizes(go_image):
@@ -163,36 +153,9 @@ def test_batch_runs_iomt_to_completion_and_agrees_with_native(nanos, local, no_l
     assert parse_record(ref.stdout)["checksum"] == rec["checksum"]
 
 
-INTERRUPTED = """
-import sys
-from edgebench.experiments.time_to_ready import run_time_to_ready
-run_time_to_ready(runtimes="nanos", apps="go-http", repetitions=20, profile="quick", protocols="fair",
-                  cpus="1", memory="128m", run_id=sys.argv[1], progress=False)
-"""
-
-
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_interrupted_while_a_vm_boots_leaves_no_vm(nanos, sig, tmp_path, no_leftovers):
-    import os
-    import sys
-    env = dict(os.environ, EDGEBENCH_DATA_DIR=str(tmp_path))
-    proc = subprocess.Popen([sys.executable, "-c", INTERRUPTED, f"nanos-interrupt-{sig}"], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        deadline = time.monotonic() + 120
-        while not any(comm.startswith("qemu") for _, comm in vm_tagged_processes()):
-            assert proc.poll() is None, proc.communicate()[1][-2000:]
-            assert time.monotonic() < deadline, "no VM started within 120 s"
-            time.sleep(0.05)
-        time.sleep(0.3)  # booting: QEMU is up, the app not yet
-        proc.send_signal(sig)
-        _, err = proc.communicate(timeout=60)
-        assert proc.returncode == -signal.SIGINT, err[-2000:]
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    assert not vm_tagged_processes()
+    interrupt_while_a_vm_boots("nanos", sig, tmp_path)
 
 
 def test_node_runs_as_the_node_binary_with_its_libraries(nanos, local, no_leftovers):
