@@ -143,6 +143,15 @@ def test_batch_exit_status_is_the_programs(vm, go_vm, no_leftovers):
     assert not vm_tagged_processes()
 
 
+def test_a_service_whose_app_exited_says_so(vm, go_vm, tmp_path):
+    plan = vm.launch_plan(go_vm, Limits(memory_mb=128), free_port())  # nothing started
+    console = "edgebench-guest: exec\r\nlisten tcp :8080: bind: address already in use\r\nedgebench-guest: exit 1\r\n"
+    plan.stdout_path, plan.stderr_path = str(tmp_path / "out"), str(tmp_path / "err")
+    (tmp_path / "out").write_text(console)
+    reason = vm.failure_reason(plan)
+    assert "address already in use" in reason and "the app exited with status 1" in reason
+
+
 def test_batch_runs_iomt_and_agrees_with_native(vm, local, no_leftovers):
     from edgebench.runtimes.native import NativeRuntime
     built = place_app(local, APPS["iomt"])

@@ -14,7 +14,8 @@
   that line into its own exit status.
 
 The guest's clock is set from the emulated RTC at boot, so the app's own 'listening' reading is
-not compared with the target's (as for Nanos).
+not used: the console goes through `probe -stamp`, and the listening line (and the boot's
+phases) are timed where they reach the host.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from edgebench.targets import Target
 
 # A VM has a memory size even when the run sets no limit.
 DEFAULT_MEMORY_MB = 512
-# (machine types, default, console device, network device per machine) per architecture.
+# (machine types, default machine, serial console device) per architecture.
 MACHINES = {
     # Not microvm yet: under TCG (QEMU 7.2) Debian's kernel stalls calibrating its TSC in some
     # boots (no PIT by default; 25-60 s or more), and with the PIT asked for, in most.
@@ -53,6 +54,7 @@ stamps=$1; probe=$2; shift 2
 code=$(tr -d '\r' <"$stamps" | sed -n 's/^[0-9]*[[:space:]]edgebench-guest: exit \([0-9][0-9]*\)$/\1/p' | tail -n 1)
 exit "${code:-125}"
 """
+
 
 def kit_dir(target: Target) -> str:
     return f"{target.workspace}/linux-vm/kit"
@@ -237,6 +239,9 @@ class LinuxVmRuntime(VmRuntime):
         err = self.target.read_text(plan.stderr_path, missing_ok=True) or ""
         lines = [x.strip() for x in (out + "\n" + err).replace("\r", "").splitlines() if x.strip()]
         # A guest too small for its kernel and initramfs panics (panic=-1 -no-reboot: QEMU exits).
+        code = linux_guest.parse_exit(out)
+        if code is not None:
+            lines.append(f"the app exited with status {code} and the guest powered off")
         if any("Kernel panic" in x or "Out of memory" in x for x in lines):
             lines.append(f"the guest ran out of memory at {plan.limits.memory_mb or DEFAULT_MEMORY_MB:g} MiB; "
                          "raise the memory limit")
