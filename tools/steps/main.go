@@ -3,7 +3,12 @@
 // each one's timing and output, for tools whose benchmark has phases, such as
 // `sysbench fileio prepare`, `run`, `cleanup`:
 //
-//	steps [-dir DIR] CMD ARGS... [::: CMD ARGS...]...
+//	steps [-dir DIR] [-path DIR] [-env NAME=VALUE]... CMD ARGS... [::: CMD ARGS...]...
+//
+// -path puts a directory in front of PATH (a program built on the target,
+// which a container has in /usr/local/bin, natively lives in the workspace);
+// -env sets a variable for every step (OMP_NUM_THREADS for OpenMP programs),
+// the same way in every runtime.
 //
 // It prints exactly one JSON line: every step with its argv, start time,
 // elapsed nanoseconds, exit code and captured stdout/stderr. It stops at the
@@ -18,6 +23,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -33,12 +39,35 @@ type step struct {
 
 const separator = ":::"
 
+// envFlags collects repeated -env NAME=VALUE flags.
+type envFlags []string
+
+func (e *envFlags) String() string { return strings.Join(*e, " ") }
+
+func (e *envFlags) Set(v string) error {
+	if name, _, ok := strings.Cut(v, "="); !ok || name == "" {
+		return fmt.Errorf("-env wants NAME=VALUE, got %q", v)
+	}
+	*e = append(*e, v)
+	return nil
+}
+
 func main() {
 	dir := flag.String("dir", "", "run every step in DIR (created if missing)")
+	path := flag.String("path", "", "look programs up in DIR before PATH")
+	var env envFlags
+	flag.Var(&env, "env", "NAME=VALUE set for every step (repeatable)")
 	flag.Usage = func() {
-		fmt.Fprintln(os.Stderr, "usage: steps [-dir DIR] CMD ARGS... [::: CMD ARGS...]...")
+		fmt.Fprintln(os.Stderr, "usage: steps [-dir DIR] [-path DIR] [-env NAME=VALUE]... CMD ARGS... [::: CMD ARGS...]...")
 	}
 	flag.Parse()
+	if *path != "" {
+		os.Setenv("PATH", *path+string(os.PathListSeparator)+os.Getenv("PATH"))
+	}
+	for _, kv := range env {
+		name, value, _ := strings.Cut(kv, "=")
+		os.Setenv(name, value)
+	}
 	commands := split(flag.Args())
 	if len(commands) == 0 {
 		flag.Usage()

@@ -22,3 +22,15 @@ func TestRunReportsExitCodeAndOutput(t *testing.T) {
 		t.Fatalf("a missing command should exit 127, got %+v", s)
 	}
 }
+
+func TestEnvFlagWantsNameAndValue(t *testing.T) {
+	var e envFlags
+	if err := e.Set("OMP_NUM_THREADS=2"); err != nil || len(e) != 1 {
+		t.Fatalf("a NAME=VALUE flag should be taken, got %v %v", e, err)
+	}
+	for _, bad := range []string{"OMP_NUM_THREADS", "=2"} {
+		if err := e.Set(bad); err == nil {
+			t.Fatalf("-env %q should be refused", bad)
+		}
+	}
+}
