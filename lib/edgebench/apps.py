@@ -2,9 +2,11 @@
 
 Go programs are cross-compiled on the controlling machine for the target's architecture
 (static, CGO_ENABLED=0) and uploaded; Node apps run with the target's own `node`. Tools
-(sysbench, iperf3) are the target's own binaries, run through `tools/steps` so that a tool's
+(sysbench, iperf3, fio) are the target's own binaries, run through `tools/steps` so that a tool's
 phases (prepare, run, cleanup) share one container and are timed apart; a tool started as a
-service (the iperf3 server) runs as itself, with its `args`.
+service (the iperf3 server) runs as itself, with its `args`. A tool that is not a command on the
+target's PATH says where its binary is (`App.locate`): the project's C programs (STREAM) are
+compiled on the target with its own compiler, and NPB's binaries are where provisioning built them.
 """
 
 from __future__ import annotations
@@ -13,8 +15,10 @@ import hashlib
 import os
 import shutil
 import subprocess
+import posixpath
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 from edgebench.errors import ConfigError, EdgebenchError, MissingTool
 from edgebench.paths import APPS_DIR, BUILD_DIR, TOOLS_DIR
@@ -72,6 +76,10 @@ class App:
     container_port: int = 8080
     package: str = ""      # tool: the Debian package that provides it (for the error message)
     args: tuple[str, ...] = ()  # a tool run as a service: its arguments, "{port}" the port it listens on
+    # A tool that is not a command on the target's PATH: returns its binary's path there (building
+    # it if need be) or raises MissingTool saying what to do. Its version is not asked (running an
+    # NPB binary with --version runs the benchmark).
+    locate: Callable[[Target], str] | None = field(default=None, compare=False)
 
     @property
     def is_service(self) -> bool:
@@ -100,6 +108,11 @@ APPS: dict[str, App] = {
                     package="sysbench"),
     "iperf3": App("iperf3", "tool", TOOLS_DIR / "steps", "iperf3", kind="tcp", readiness=TCP_CONNECT,
                   container_port=5201, package="iperf3", args=("-s", "-p", "{port}")),
+    # Container overhead (paper 003): fio for the disk, and STREAM's kernels (apps/stream, C and
+    # OpenMP) compiled on the target, so every runtime runs the same binary with the same libgomp.
+    "fio": App("fio", "tool", TOOLS_DIR / "steps", "fio", kind="tool", readiness=None, package="fio"),
+    "stream": App("stream", "tool", APPS_DIR / "stream", "stream", kind="tool", readiness=None, package="gcc",
+                  locate=lambda target: c_build(target, APPS_DIR / "stream", "stream")),
 }
 # The apps that serve paper 000's endpoints: what time to ready and the HTTP load experiments run.
 HTTP_APPS = tuple(name for name, app in APPS.items() if set(PAPER_ENDPOINTS) <= set(app.endpoints))
@@ -191,17 +204,46 @@ def place_app(target: Target, app: App) -> BuiltApp:
         return BuiltApp(app, arch, script, size, [node, script],
                         details={"node": version or None, "node_binary_bytes": node_size})
     if app.language == "tool":
-        path = target.which(app.entry)
+        path = app.locate(target) if app.locate else target.which(app.entry)
         if not path:
             raise MissingTool(app.entry, f"{target.name} has no `{app.entry}`; install it there (`apt-get install "
                               f"{app.package or app.entry}`, or `make provision TARGET=...`)")
         steps = place_steps(target)
         size = int(target.run(["stat", "-L", "-c", "%s", path]).stdout.strip())
-        version = target.run([path, "--version"], check=False).stdout.strip().splitlines()
-        # Run as `steps TOOL ARGS [::: TOOL ARGS]`: TOOL is found on PATH in every runtime.
-        return BuiltApp(app, arch, path, size, [steps],
+        version = [] if app.locate else target.run([path, "--version"], check=False).stdout.strip().splitlines()
+        # Run as `steps TOOL ARGS [::: TOOL ARGS]`: TOOL is found on PATH in every runtime (a
+        # container has it in /usr/local/bin; natively a located tool's directory goes first).
+        argv = [steps, "-path", posixpath.dirname(path)] if app.locate else [steps]
+        return BuiltApp(app, arch, path, size, argv,
                         details={"tool": path, "version": version[0] if version else None, "steps": steps})
     raise ConfigError(f"app {app.name}: unsupported language {app.language!r}")
+
+
+C_BUILD_TIMEOUT_S = 300
+
+
+def c_build(target: Target, source_dir: Path, name: str, cflags: tuple[str, ...] = ("-O2", "-fopenmp"),
+            libs: tuple[str, ...] = ("-lm",)) -> str:
+    """Compile the project's C program on the target with the target's own compiler (so it links
+    the libc and libgomp every runtime then bundles), once per source digest; its path there."""
+    cc = target.which("cc") or target.which("gcc")
+    if not cc:
+        raise MissingTool("cc", f"{target.name} has no C compiler to build {name}; install gcc there "
+                          "(`apt-get install gcc`, or `make provision TARGET=...`)")
+    sources = sorted(p for p in source_dir.rglob("*.c"))
+    digest = _source_digest(sources)
+    base = f"{target.workspace}/apps/{name}"
+    binary = f"{base}/bin-{digest}/{name}"
+    if target.run(["test", "-x", binary], check=False).ok:
+        return binary
+    remote = [target.upload_if_changed(f, f"{base}/src/{f.relative_to(source_dir)}") for f in sources]
+    target.run(["mkdir", "-p", posixpath.dirname(binary)])
+    r = target.run([cc, *cflags, "-o", f"{binary}.tmp", *remote, *libs], timeout=C_BUILD_TIMEOUT_S, check=False)
+    if not r.ok:
+        raise EdgebenchError(f"building {name} on {target.name} failed ({cc} {' '.join(cflags)}):\n"
+                             f"{r.stderr[-1500:]}")
+    target.run(["mv", f"{binary}.tmp", binary])
+    return binary
 
 
 def place_probe(target: Target) -> str:

@@ -3,7 +3,7 @@ checking them against what the kernel holds, and building artifacts before any c
 
 from __future__ import annotations
 
-from edgebench.apps import APPS, place_app
+from edgebench.apps import APPS, App, place_app
 from edgebench.cgroups import cpuset_for
 from edgebench.errors import EdgebenchError
 from edgebench.results import Run
@@ -60,12 +60,15 @@ def with_instance(row: dict, limits: Limits, instance: Instance) -> dict:
     return with_applied(row, limits, instance.limits_applied)
 
 
-def package_all(run: Run, target: Target, runtimes, app_names, docker_build: str) -> dict:
-    """Build every artifact before any clock starts; a failure is kept under raw/."""
+def package_all(run: Run, target: Target, runtimes, apps, docker_build: str) -> dict:
+    """Build every artifact before any clock starts; a failure is kept under raw/. `apps`: names
+    from the registry, or App records (one per NPB binary); artifacts are keyed by (name, runtime)."""
     artifacts = {}
-    for app in app_names:
+    for app in apps:
+        record = app if isinstance(app, App) else APPS[app]
+        app = record.name
         try:
-            built = place_app(target, APPS[app])
+            built = place_app(target, record)
         except EdgebenchError as e:
             run.save_raw(f"build-{app}", command="place_app", stderr=str(e))
             continue

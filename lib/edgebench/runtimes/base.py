@@ -22,7 +22,7 @@ from typing import ClassVar
 
 from edgebench.apps import BuiltApp, place_probe
 from edgebench.cgroups import FaultCounters, NativeCgroup, create_counting_cgroup, read_fault_counters
-from edgebench.counters import EVENTS, Count, perf_stat_argv, perf_support, parse_perf_csv
+from edgebench.counters import EVENTS, Count, PerfSupport, perf_stat_argv, perf_support, parse_perf_csv
 from edgebench.errors import ConfigError, EdgebenchError
 from edgebench.needs import Preparation, TargetNeeds
 from edgebench.runtimes.contract import (Artifact, Availability, BatchOutcome, BatchResult, Instance,
@@ -180,7 +180,8 @@ class Runtime(ABC):
             raise ConfigError(f"protocol {protocol!r} unknown; use 'fair' or 'published'")
         self.check_limits(artifact.app, limits)
         probe = place_probe(self.target)
-        support = self.perf_support(tuple(events))
+        # No events: nothing counted (a benchmark that reports its own numbers needs no perf).
+        support = self.perf_support(tuple(events)) if events else PerfSupport(False, False, reason="not asked")
         plan = self.batch_plan(artifact, args, limits)
         self._live[plan.name] = plan
         logs = self.logs_dir()
@@ -259,6 +260,17 @@ class Runtime(ABC):
         if self.shares_host_filesystem:
             return f"{self.target.workspace}/scratch/{self.run_tag}"
         return "/tmp/edgebench"
+
+    def scratch_storage(self) -> str:
+        """What holds scratch_dir() (a disk benchmark's row names it): the host's filesystem
+        natively; a runtime with its own root filesystem says what backs it."""
+        if self.shares_host_filesystem:
+            # df names ext4 as such (`stat -f` says ext2/ext3 for all three).
+            r = self.target.run(["df", "-PT", self.target.workspace], check=False)
+            lines = r.stdout.strip().splitlines()
+            fstype = lines[-1].split()[1] if r.ok and len(lines) > 1 else "type unknown"
+            return f"host filesystem ({fstype}), {self.scratch_dir()}"
+        return f"{self.name} root filesystem, {self.scratch_dir()}"
 
     def new_name(self, app: str) -> str:
         self._seq += 1

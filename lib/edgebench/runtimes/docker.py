@@ -180,6 +180,14 @@ class DockerRuntime(Runtime):
                 return f"container {status} with exit code {code} {error} {logs.stderr.strip()[-300:]}".strip()
         return daemon_error(err)
 
+    def scratch_storage(self) -> str:
+        r = self.target.run(["docker", "info", "-f", "{{.Driver}}|{{range .DriverStatus}}{{index . 0}}="
+                             "{{index . 1}};{{end}}"], check=False, timeout=30)
+        driver, _, status = r.stdout.strip().partition("|")
+        backing = dict(kv.split("=", 1) for kv in status.split(";") if "=" in kv).get("Backing Filesystem")
+        return (f"container layer ({driver or 'storage driver unknown'}"
+                f"{' on ' + backing if backing else ''}), {self.scratch_dir()}")
+
     def memory_thrash(self, plan: LaunchPlan) -> str | None:
         name = plan.state.get("container")
         pid = int(self.inspect(name, "{{.State.Pid}}") or 0) if name else 0

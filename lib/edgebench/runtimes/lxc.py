@@ -217,6 +217,13 @@ class Lxc:
             return f"LXD's default profile on {t.name} has no root disk; run tools/lxd/setup.sh"
         return None
 
+    def root_storage(self) -> str:
+        """The default profile's root disk pool and its driver (dir, btrfs, zfs, lvm ...)."""
+        profile = lxc_query(self.target, "/1.0/profiles/default") or {}
+        pool = ((profile.get("devices") or {}).get("root") or {}).get("pool") or "default"
+        driver = (lxc_query(self.target, f"/1.0/storage-pools/{pool}") or {}).get("driver")
+        return f"LXD storage pool {pool} ({driver or 'driver unknown'})"
+
     def has_base_image(self) -> bool:
         images = lxc_query(self.target, "/1.0/images?recursion=1") or []
         return any((i.get("properties") or {}).get("edgebench") == "base" for i in images)

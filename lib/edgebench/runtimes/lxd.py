@@ -160,6 +160,9 @@ class LxdRuntime(Runtime):
                                                   f"{image.suite} {image.mirror}; lxc image import "
                                                   f"--alias {image.alias}; app pushed at each start"})
 
+    def scratch_storage(self) -> str:
+        return f"container root filesystem ({self.lxc.root_storage()}), {self.scratch_dir()}"
+
     # -- names and limits -------------------------------------------------------------
     def new_name(self, app: str) -> str:
         self._seq += 1
