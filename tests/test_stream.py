@@ -1,0 +1,77 @@
+"""STREAM: the parser on recorded outputs (apps/stream, a failing validation, stress-ng), and the
+real program built and run here with its thread count checked."""
+
+from pathlib import Path
+
+import pytest
+
+from conftest import need_tool
+from edgebench import stream
+from edgebench.apps import APPS, c_build
+from edgebench.errors import EdgebenchError
+
+DATA = Path(__file__).parent / "data" / "stream"
+
+
+def test_parse_recorded_report():
+    text = (DATA / "stream-2threads.out").read_text()
+    parsed = stream.parse(text)
+    assert parsed["validates"] and parsed["validation"] == "validates"
+    assert parsed["threads_counted"] == 2 and parsed["elements"] == 200000 and parsed["ntimes"] == 5
+    line = next(l for l in text.splitlines() if l.startswith("Triad:"))
+    assert parsed["kernels"]["triad"]["best_rate_mb_s"] == float(line.split()[1])
+    for k in stream.KERNELS:
+        kern = parsed["kernels"][k]
+        assert kern["min_time_s"] <= kern["avg_time_s"] <= kern["max_time_s"]
+
+
+def test_best_rate_is_bytes_over_min_time():
+    """STREAM counts 2 arrays for Copy/Scale and 3 for Add/Triad, in 10^6 bytes per second."""
+    parsed = stream.parse((DATA / "stream-2threads.out").read_text())
+    n = parsed["elements"]
+    for kernel, arrays in (("copy", 2), ("scale", 2), ("add", 3), ("triad", 3)):
+        k = parsed["kernels"][kernel]
+        expected = arrays * 8 * n / k["min_time_s"] / 1e6
+        assert k["best_rate_mb_s"] == pytest.approx(expected, rel=0.02)  # times are printed to 1 us
+
+
+def test_failed_validation_is_reported():
+    parsed = stream.parse((DATA / "stream-fails-validation.out").read_text())
+    assert not parsed["validates"]
+    assert "Failed Validation on array a[]" in parsed["validation"]
+
+
+def test_parse_rejects_truncated_output():
+    text = (DATA / "stream-2threads.out").read_text()
+    with pytest.raises(EdgebenchError, match="lacks kernels"):
+        stream.parse(text.split("Add:")[0])
+
+
+def test_sizes_and_command():
+    assert stream.elements_for_mib(25.4) == round(25.4 * 2**20 / 8)
+    assert stream.command(100, 10) == ["stream", "100", "10"]
+    with pytest.raises(EdgebenchError):
+        stream.command(100, 1)
+
+
+def test_stress_ng_rate_is_read_plus_write_times_instances():
+    parsed = stream.parse_stress_ng_stream((DATA / "stress-ng-stream.out").read_text())
+    assert parsed["instances"] == 2
+    assert parsed["rate_mb_s"] == pytest.approx((parsed["read_mb_s"] + parsed["write_mb_s"]) * 2)
+    assert parsed["read_mb_s"] > parsed["write_mb_s"] > 0  # its kernel reads more than it writes
+
+
+def test_stress_ng_too_short_says_why():
+    with pytest.raises(EdgebenchError, match="too short"):
+        stream.parse_stress_ng_stream((DATA / "stress-ng-stream-short.out").read_text())
+
+
+def test_built_on_the_target_and_counts_its_threads(local, tmp_path):
+    """apps/stream compiled here with the target's compiler, once per source; OMP_NUM_THREADS reaches it."""
+    need_tool(local, "cc")
+    binary = APPS["stream"].locate(local)
+    assert binary == c_build(local, APPS["stream"].source_dir, "stream")  # cached: same path, no rebuild
+    r = local.run(["env", "OMP_NUM_THREADS=2", binary, "100000", "3"])
+    parsed = stream.parse(r.stdout)
+    assert parsed["validates"] and parsed["threads_counted"] == 2
+    assert not local.run([binary, "10"], check=False).ok  # usage error, not a silent run
