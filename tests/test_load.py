@@ -96,9 +96,11 @@ def test_parse_report_and_commands():
 
 def test_load_generators_are_chosen_by_name_through_one_interface(local):
     from edgebench.load import LoadGenerator, load_generator
-    with pytest.raises(ConfigError, match="unknown load generator 'ab'; choose from wrk"):
-        load_generator(local, "ab")
+    from edgebench.load import Ab
+    with pytest.raises(ConfigError, match="unknown load generator 'siege'; choose from wrk, ab"):
+        load_generator(local, "siege")
     assert issubclass(Wrk, LoadGenerator) and Wrk.name == "wrk"
+    assert issubclass(Ab, LoadGenerator) and Ab.name == "ab"
 
 
 def test_readiness_is_what_the_app_declares():

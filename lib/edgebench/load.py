@@ -146,7 +146,94 @@ class Wrk(LoadGenerator):
         return parse_report(r.stdout, r.command, r.stderr)
 
 
-LOAD_GENERATORS: dict[str, type[LoadGenerator]] = {"wrk": Wrk}
+# -- ApacheBench (paper 003's tool) ---------------------------------------------------------------
+
+AB_MAX_REQUESTS = 10_000_000   # with -t, ab stops at the time limit (without -n it caps at 50,000)
+_AB_NUMBERS = {
+    "requests": r"Complete requests:\s+(\d+)",
+    "seconds": r"Time taken for tests:\s+([\d.]+) seconds",
+    "bytes": r"Total transferred:\s+(\d+) bytes",
+    "requests_per_second": r"Requests per second:\s+([\d.]+)",
+    "time_per_request_ms": r"Time per request:\s+([\d.]+) \[ms\] \(mean\)",
+    "failed": r"Failed requests:\s+(\d+)",
+    "non_2xx": r"Non-2xx responses:\s+(\d+)",
+}
+_AB_FAILED = re.compile(r"\(Connect: (\d+), Receive: (\d+), Length: (\d+), Exceptions: (\d+)\)")
+_AB_CSV = re.compile(r"^(\d{1,3}),([\d.]+)$", re.M)
+_AB_TOTAL = re.compile(r"^Total:\s+(\d+)\s+(\d+)\s+([\d.]+)\s+(\d+)\s+(\d+)", re.M)
+
+
+def ab_command(url: str, connections: int, *, requests: int = 0, duration_s: int = 0, timeout_s: int = 30,
+               cpuset: str | None = None) -> list[str]:
+    """ab as the paper ran it (new connection per request, HTTP/1.0), a fixed number of requests
+    or (-t) a fixed time; `-e /dev/stdout` prints every percentile with microsecond resolution
+    (its table rounds to whole milliseconds)."""
+    if (requests > 0) == (duration_s > 0):
+        raise ConfigError("ab takes either a number of requests or a duration")
+    if connections < 1 or (requests and requests < connections):
+        raise ConfigError(f"ab needs connections >= 1 and requests >= connections (got {connections}, {requests})")
+    count = ["-n", str(requests)] if requests else ["-t", str(int(duration_s)), "-n", str(AB_MAX_REQUESTS)]
+    return pinned(["ab", "-q", "-c", str(connections), *count, "-s", str(int(timeout_s)), "-e", "/dev/stdout",
+                   url], cpuset)
+
+
+def parse_ab(stdout: str, command: str = "", stderr: str = "") -> LoadReport:
+    """ab's report as a LoadReport: latency in microseconds from its percentile CSV (the mean from
+    'Time per request (mean)'); errors by ab's classes (connect, receive as read, length, exceptions)
+    and non-2xx answers as status."""
+    values = {}
+    for key, pattern in _AB_NUMBERS.items():
+        m = re.search(pattern, stdout)
+        values[key] = float(m.group(1)) if m else None
+    if values["requests"] is None or values["seconds"] is None:
+        raise EdgebenchError(f"ab printed no report: {(stderr or stdout).strip()[-300:]}")
+    percentiles = {int(p): float(ms) * 1000 for p, ms in _AB_CSV.findall(stdout)}
+    latency = {"mean": (values["time_per_request_ms"] or 0) * 1000 if values["time_per_request_ms"] else None}
+    for key, pct in (("min", 0), ("p50", 50), ("p90", 90), ("p99", 99), ("max", 100)):
+        latency[key] = percentiles.get(pct)
+    total = _AB_TOTAL.search(stdout)
+    latency["stdev"] = float(total.group(3)) * 1000 if total else None
+    failed = _AB_FAILED.search(stdout)
+    connect, receive, length, exceptions = (int(x) for x in failed.groups()) if failed else (0, 0, 0, 0)
+    errors = {"connect": connect, "read": receive, "length": length, "exceptions": exceptions,
+              "status": int(values["non_2xx"] or 0)}
+    requests = int(values["requests"])
+    return LoadReport(requests, int(values["seconds"] * 1e6), int(values["bytes"] or 0),
+                      values["requests_per_second"] or 0.0, latency, errors, command, stdout, stderr)
+
+
+class Ab(LoadGenerator):
+    """ApacheBench (Debian: apache2-utils), closed loop without keep-alive, as paper 003 used it."""
+    name = "ab"
+
+    def __init__(self, host: Target):
+        super().__init__(host)
+        if not host.which("ab"):
+            raise MissingTool("ab", f"{host.name} has no `ab`; install it there (apt-get install apache2-utils, "
+                              "or `make provision`) or choose another load-generator host")
+
+    def _run(self, argv: list[str], limit_s: float) -> LoadReport:
+        r = self.host.run(argv, timeout=limit_s + 60, check=False)
+        if not r.ok:
+            raise EdgebenchError(f"ab on {self.host.name} exited {r.exit_code}: "
+                                 f"{(r.stderr or r.stdout).strip()[-300:]}")
+        return parse_ab(r.stdout, r.command, r.stderr)
+
+    def run(self, url: str, settings: LoadSettings, cpuset: str | None = None,
+            duration_s: int | None = None) -> LoadReport:
+        settings.check()
+        d = int(duration_s if duration_s is not None else settings.duration_s)
+        argv = ab_command(url, settings.connections, duration_s=d, timeout_s=settings.timeout_s, cpuset=cpuset)
+        return self._run(argv, d + settings.timeout_s)
+
+    def run_requests(self, url: str, requests: int, connections: int, timeout_s: int = 30,
+                     cpuset: str | None = None) -> LoadReport:
+        """The paper's form: a fixed number of requests (`ab -n N -c C`)."""
+        argv = ab_command(url, connections, requests=requests, timeout_s=timeout_s, cpuset=cpuset)
+        return self._run(argv, 3600)
+
+
+LOAD_GENERATORS: dict[str, type[LoadGenerator]] = {"wrk": Wrk, "ab": Ab}
 
 
 def load_generator(host: Target, name: str = "wrk") -> LoadGenerator:

@@ -1,0 +1,83 @@
+"""ApacheBench: command lines, the parser on recorded outputs, and a real run against a local server."""
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import free_port, need_tool
+from edgebench.errors import ConfigError, EdgebenchError
+from edgebench.load import Ab, LoadSettings, ab_command, parse_ab
+
+DATA = Path(__file__).parent / "data" / "ab"
+
+
+def test_parse_fixed_requests():
+    text = (DATA / "ab-requests.out").read_text()
+    r = parse_ab(text)
+    assert r.requests == 300 and len(r.latency_us) == 7 and r.error_count == 0
+    assert r.requests_per_second == float(text.split("Requests per second:")[1].split()[0])
+    assert r.latency_us["mean"] == pytest.approx(1000 * float(text.split("Time per request:")[1].split()[0]))
+    csv = dict(line.split(",") for line in text.splitlines() if line[:1].isdigit() and "," in line)
+    assert r.latency_us["p99"] == pytest.approx(float(csv["99"]) * 1000)
+    assert r.latency_us["min"] <= r.latency_us["p50"] <= r.latency_us["p90"] <= r.latency_us["p99"] <= r.latency_us["max"]
+
+
+def test_parse_counts_failure_classes():
+    text = (DATA / "ab-timed.out").read_text()
+    r = parse_ab(text)
+    length = int(text.split("(Connect:")[1].split("Length: ")[1].split(",")[0])
+    assert length > 0 and r.errors["length"] == length and r.errors["connect"] == 0 and r.error_count == length
+    assert r.duration_us == int(float(text.split("Time taken for tests:")[1].split()[0]) * 1e6)
+
+
+def test_refused_output_is_no_report():
+    with pytest.raises(EdgebenchError, match="Connection refused"):
+        parse_ab((DATA / "ab-refused.out").read_text())
+
+
+def test_command_forms():
+    timed = ab_command("http://h:1/io", 10, duration_s=5, cpuset="1")
+    assert timed[:3] == ["taskset", "-c", "1"] and timed[timed.index("-t") + 1] == "5"
+    assert timed.index("-n") > timed.index("-t")  # -n after -t, else ab caps the run at 50,000 requests
+    fixed = ab_command("http://h:1/io", 10, requests=2000)
+    assert fixed[fixed.index("-n") + 1] == "2000" and "-t" not in fixed
+    for bad in (dict(), dict(requests=5, duration_s=5), dict(requests=5)):
+        with pytest.raises(ConfigError):
+            ab_command("http://h:1/io", 10, **bad)
+
+
+@pytest.fixture
+def http_server(tmp_path):
+    (tmp_path / "index.html").write_text("x" * 612)
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1"], cwd=tmp_path,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(50):
+            time.sleep(0.1)
+            if subprocess.run(["sh", "-c", f"exec 3<>/dev/tcp/127.0.0.1/{port}"], executable="/bin/bash",
+                              capture_output=True).returncode == 0:
+                break
+        yield f"http://127.0.0.1:{port}/index.html", port
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_real_ab_fixed_and_timed(local, http_server):
+    need_tool(local, "ab")
+    url, port = http_server
+    ab = Ab(local)
+    fixed = ab.run_requests(url, 50, 2)
+    assert fixed.requests == 50 and fixed.error_count == 0 and fixed.bytes > 50 * 612
+    timed = ab.run(url, LoadSettings(threads=1, connections=2, duration_s=1))
+    assert timed.requests > 0 and 0.9e6 <= timed.duration_us < 3e6
+
+
+def test_real_ab_names_an_unreachable_server(local):
+    need_tool(local, "ab")
+    with pytest.raises(EdgebenchError, match="ab on local exited"):
+        Ab(local).run_requests(f"http://127.0.0.1:{free_port()}/", 4, 2)
