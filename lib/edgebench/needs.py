@@ -59,6 +59,12 @@ def _tool(purpose: str, package: str, command: str, version_argv: tuple[str, ...
                        (by_hand or package,))
 
 
+# NPB's row in the provisioning table: the version `npb.install` wrote beside the binaries
+# (EDGEBENCH_NPB_DIR: binaries built elsewhere).
+NPB_VERSION_CHECK = ("sh", "-c", 'd="${EDGEBENCH_NPB_DIR:-$HOME/.cache/edgebench/npb/bin}"; '
+                                 'ls "$d"/*.x >/dev/null 2>&1 || { echo "no NPB binaries in $d"; exit 1; }; '
+                                 'cat "$d/VERSION" 2>/dev/null || echo "NPB3.4-OMP binaries in $d"')
+
 # What the experiments run besides the runtimes (load generators, baselines, comparisons).
 TOOL_NEEDS: tuple[TargetNeeds, ...] = (
     _tool("http load (wrk)", "wrk", "wrk", ("wrk", "--version"), any_exit=True),
@@ -78,9 +84,27 @@ TOOL_NEEDS: tuple[TargetNeeds, ...] = (
     TargetNeeds("open-loop http load (oha)", versions=(Version("oha", ("oha", "--version")),),
                 by_hand=("oha (cargo install oha)",), prepare=lambda prep: _install_oha(prep),
                 prepare_for_tests=False),
+    # Container overhead (paper 003): fio for the disk, ab for HTTP, a C compiler for STREAM
+    # (apps/stream is compiled on the target), stress-ng to cross-check STREAM's rates.
+    _tool("disk benchmark (fio)", "fio", "fio", ("fio", "--version")),
+    _tool("http benchmark (ab)", "apache2-utils", "ab", ("ab", "-V"), by_hand="apache2-utils (ab)"),
+    _tool("c programs (STREAM)", "gcc", "cc", ("cc", "--version"), by_hand="gcc (cc)"),
+    _tool("memory cross-check", "stress-ng", "stress-ng", ("stress-ng", "--version")),
+    # NPB: built from NASA's sources on the target (minutes), so `make figures` does it and
+    # `make test` does not; without it the HPC rows are missing with the reason.
+    TargetNeeds("hpc (NAS Parallel Benchmarks)", (Need("gfortran", (("gfortran",),)),),
+                versions=(Version("npb", NPB_VERSION_CHECK),),
+                by_hand=("gfortran; NPB (make provision builds it where nas.nasa.gov answers, or set "
+                         "EDGEBENCH_NPB_DIR)",),
+                prepare=lambda prep: _install_npb(prep), prepare_for_tests=False),
     # Go builds on the controlling machine; a target's own Go is only recorded.
     TargetNeeds("go on the target (recorded only)", versions=(Version("go", ("go", "version"), recorded_only=True),)),
 )
+def _install_npb(prep: "Preparation") -> None:
+    from edgebench import npb
+    npb.install(prep)
+
+
 def _install_oha(prep: "Preparation") -> None:
     from edgebench.load import Oha  # load imports targets, which imports nothing of this module
     Oha.install(prep)

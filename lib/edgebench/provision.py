@@ -309,7 +309,7 @@ class Provisioner:
         for needs in TOOL_NEEDS:
             if needs.prepare is None:
                 continue
-            name = needs.versions[0].name
+            name = needs.versions[0].name if needs.versions else needs.purpose
             if self.for_tests and not needs.prepare_for_tests:
                 if name not in self.commands:
                     self.missing[name] = "not installed by `make test` (too long a build); `make provision` installs it"

@@ -1,0 +1,62 @@
+"""NPB: the report parser on recorded outputs of every benchmark (NPB 3.4.2, built in a lab
+folder outside the project), finding binaries on a target, and a real run where NPB is built."""
+
+import re
+from pathlib import Path
+
+import pytest
+
+from conftest import need
+from edgebench import npb
+from edgebench.errors import EdgebenchError
+
+DATA = Path(__file__).parent / "data" / "npb"
+RECORDED = sorted(DATA.glob("*.[SW].out"))
+
+
+def test_every_benchmark_has_a_recorded_class_s_output():
+    assert {p.name.split(".")[0] for p in DATA.glob("*.S.out")} == set(npb.BENCHMARKS)
+
+
+@pytest.mark.parametrize("path", RECORDED, ids=lambda p: p.name)
+def test_parse_recorded(path):
+    text = path.read_text()
+    bench, cls = path.name.split(".")[:2]
+    parsed = npb.parse(text)
+    assert parsed["benchmark"] == bench and parsed["class"] == cls
+    assert parsed["verified"] is True and parsed["verification"] == "SUCCESSFUL"
+    assert parsed["threads"] == 2 and parsed["version"] == npb.VERSION
+    time_line = re.search(r"Time in seconds =\s+([\d.]+)", text).group(1)
+    assert parsed["time_s"] == float(time_line)
+    assert parsed["mops_total"] > 0
+
+
+def test_unsuccessful_verification_is_false():
+    parsed = npb.parse((DATA / "lu.S.unsuccessful.out").read_text())
+    assert parsed["verified"] is False and parsed["verification"] == "UNSUCCESSFUL"
+
+
+def test_no_result_block_is_an_error():
+    text = (DATA / "cg.S.out").read_text()
+    with pytest.raises(EdgebenchError, match="no result block"):
+        npb.parse(text.split("Benchmark Completed")[0])
+
+
+def test_find_binaries_names_what_is_missing(local, tmp_path, monkeypatch):
+    for name in ("ep.S.x", "cg.S.x", "ep.W.x"):
+        (tmp_path / name).write_text("")
+    monkeypatch.setenv(npb.DIR_VARIABLE, str(tmp_path))
+    found, missing = npb.find_binaries(local, ["ep", "cg"], ["S", "W"])
+    assert found == {("ep", "S"): f"{tmp_path}/ep.S.x", ("cg", "S"): f"{tmp_path}/cg.S.x",
+                     ("ep", "W"): f"{tmp_path}/ep.W.x"}
+    assert list(missing) == [("cg", "W")] and "cg.W.x" in missing[("cg", "W")]
+    assert npb.DIR_VARIABLE in missing[("cg", "W")] and "make provision" in missing[("cg", "W")]
+
+
+def test_real_npb_run_verifies(local, tmp_path):
+    """Where NPB is built (provisioning, or EDGEBENCH_NPB_DIR): EP class S runs and verifies."""
+    found, missing = npb.find_binaries(local, ["ep"], ["S"])
+    need("npb", missing.get(("ep", "S")))
+    r = local.run(f"cd {tmp_path} && OMP_NUM_THREADS=2 {found[('ep', 'S')]}", timeout=120)
+    parsed = npb.parse(r.stdout)
+    assert parsed["verified"] is True and parsed["threads"] == 2 and parsed["class"] == "S"
