@@ -26,6 +26,10 @@ def quick_figures(tmp_path, runtimes: str, only: str):
     return r
 
 
+# Rows an experiment may fail on a machine without the part, each with its reason in the row.
+MISSING_PARTS = {"container_overhead": r"no power meter|no `iozone`|no NPB binary"}
+
+
 def check_rendered(tmp_path, nb, summary: str, runtimes: set[str]):
     import pandas as pd
     exp = experiment_of(nb)
@@ -41,7 +45,11 @@ def check_rendered(tmp_path, nb, summary: str, runtimes: set[str]):
     df = pd.read_csv(runs[0] / "results.csv")
     # Every runtime measured, every row ok.
     assert runtimes <= set(df["runtime"]), df["runtime"].unique()
-    assert (df["status"] == "ok").all(), df[df["status"] != "ok"][["runtime", "error"]]
+    failed = df[df["status"] != "ok"]
+    if exp in MISSING_PARTS:
+        failed = failed[~failed["error"].astype(str).str.contains(MISSING_PARTS[exp])]
+        assert (df["status"] == "ok").any()
+    assert failed.empty, failed[["runtime", "error"]]
     assert exp in summary
     # Nothing from the partial/failed write-then-move is left as a product.
     assert not list((tmp_path / "figures").rglob("*.partial.ipynb"))

@@ -70,6 +70,9 @@ _EXPERIMENTS = [
     Experiment("microbenchmarks", "08_microbenchmarks.ipynb",
                "edgebench.experiments.microbench:run_microbenchmarks",
                ("paper001_table2_sysbench.csv", "paper001_network.csv")),
+    Experiment("container_overhead", "09_container_overhead.ipynb",
+               "edgebench.experiments.container_overhead:run_container_overhead",
+               ("paper003_container_overhead.csv",), HTTP_APPS),
 ]
 EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in _EXPERIMENTS}
 

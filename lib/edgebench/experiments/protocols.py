@@ -60,10 +60,18 @@ def with_instance(row: dict, limits: Limits, instance: Instance) -> dict:
     return with_applied(row, limits, instance.limits_applied)
 
 
-def package_all(run: Run, target: Target, runtimes, apps, docker_build: str) -> dict:
-    """Build every artifact before any clock starts; a failure is kept under raw/. `apps`: names
-    from the registry, or App records (one per NPB binary); artifacts are keyed by (name, runtime)."""
-    artifacts = {}
+class Artifacts(dict):
+    """(app, runtime) -> Artifact, and `failures`: (app, runtime) -> why it could not be packaged."""
+
+    def __init__(self):
+        super().__init__()
+        self.failures: dict[tuple[str, str], str] = {}
+
+
+def package_all(run: Run, target: Target, runtimes, apps, docker_build: str) -> Artifacts:
+    """Build every artifact before any clock starts; a failure is kept under raw/ and its reason
+    in `failures`. `apps`: names from the registry, or App records (one per NPB binary)."""
+    artifacts = Artifacts()
     for app in apps:
         record = app if isinstance(app, App) else APPS[app]
         app = record.name
@@ -71,10 +79,12 @@ def package_all(run: Run, target: Target, runtimes, apps, docker_build: str) -> 
             built = place_app(target, record)
         except EdgebenchError as e:
             run.save_raw(f"build-{app}", command="place_app", stderr=str(e))
+            artifacts.failures.update({(app, rt.name): str(e) for rt in runtimes})
             continue
         for rt in runtimes:
             try:
                 artifacts[(app, rt.name)] = rt.package(built, rt.build_for(docker_build))
             except EdgebenchError as e:
                 run.save_raw(f"package-{app}-{rt.name}", command="package", stderr=str(e))
+                artifacts.failures[(app, rt.name)] = str(e)
     return artifacts

@@ -59,5 +59,6 @@ def artifact_for(artifacts: dict, app: str, rt: Runtime) -> Artifact:
     """The artifact packaged before the sweep, or the error its row records."""
     artifact = artifacts.get((app, rt.name))
     if artifact is None:
-        raise EdgebenchError("packaging failed (see raw/)")
+        why = getattr(artifacts, "failures", {}).get((app, rt.name))
+        raise EdgebenchError(f"packaging {app} for {rt.name} failed: {why}" if why else "packaging failed (see raw/)")
     return artifact

@@ -1,0 +1,173 @@
+"""Container overhead (paper 003): each container's loss against native per benchmark operation,
+and its Energy-Delay Product against native's, beside the paper's relative numbers (the paper
+prints only relative numbers for Docker on a Raspberry Pi 2)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from edgebench.plotting.style import (PROTOCOL_TITLE, figure_legend, in_runtime_order, mark_paper_values,
+                                      protocol_grid, protocols_in, runtime_artist)
+from edgebench.plotting.tables import NoData, mark_emulated
+
+PAPER = "paper 003"
+BENCHMARK_ORDER = ("disk", "memory", "hpc", "network")
+# The value each benchmark is compared on, and whether more is better.
+MAIN_METRIC = {"disk": ("throughput", True), "memory": ("best_rate", True), "hpc": ("time", False),
+               "network": ("requests_per_second", True)}
+# The paper groups NPB's benchmarks when it gives EDP.
+NPB_GROUP = {**dict.fromkeys(("is", "ep", "cg", "mg", "ft"), "kernels"),
+             **dict.fromkeys(("bt", "sp", "lu"), "pseudo_apps"), **dict.fromkeys(("ua", "dc"), "io")}
+BASELINE = "native"
+
+
+def _labelled(df: pd.DataFrame) -> pd.DataFrame:
+    """`label`: what is compared (the runtime; for HTTP, the runtime and its network mode);
+    `size`: the point within an operation (file size, array size, NPB class; for HTTP the app)."""
+    df = mark_emulated(df)
+    network = df["benchmark"] == "network"
+    return df.assign(label=np.where(network, df["point"], df["runtime"]),
+                     size=np.where(network, df["app"], df["point"]))
+
+
+def _paper_value(reference: pd.DataFrame, metric: str, benchmark: str, operation: str) -> float:
+    """The paper's number for one operation: its own, else its NPB group's, else the benchmark's 'all'."""
+    ref = reference[(reference["metric"] == metric) & (reference["benchmark"] == benchmark)]
+    for key in (operation, NPB_GROUP.get(operation) if benchmark == "hpc" else None, "all"):
+        hit = ref[ref["operation"] == key]["value"].dropna()
+        if key and not hit.empty:
+            return float(hit.iloc[0])
+    return np.nan
+
+
+def _relative(rows: pd.DataFrame, higher_better: dict, reference: pd.DataFrame, ref_metric: str,
+              column: str) -> pd.DataFrame:
+    keys = ["benchmark", "operation", "size", "protocol"]
+    g = rows.groupby([*keys, "label"])["value"].agg(["median", "count"]).reset_index()
+    base = g[g["label"] == BASELINE][[*keys, "median"]].rename(columns={"median": "native_median"})
+    table = g[g["label"] != BASELINE].merge(base, on=keys, how="left")
+    ratio = table["median"] / table["native_median"]
+    better = table["benchmark"].map(higher_better).fillna(True).astype(bool)
+    table[column] = np.where(better, (1 - ratio) * 100, (ratio - 1) * 100)
+    # The paper measured Docker (its default bridge for HTTP): its numbers sit on those rows.
+    docker = table["label"].isin(["docker", "docker (bridge)"])
+    table["published_pct"] = [(_paper_value(reference, ref_metric, r.benchmark, r.operation) if d else np.nan)
+                              for r, d in zip(table.itertuples(), docker)]
+    order = {b: i for i, b in enumerate(BENCHMARK_ORDER)}
+    return table.sort_values(["benchmark", "protocol", "operation", "size", "label"],
+                             key=lambda c: c.map(order) if c.name == "benchmark" else c).reset_index(drop=True)
+
+
+def overhead_table(df: pd.DataFrame, reference: pd.DataFrame) -> pd.DataFrame:
+    """Per benchmark, operation, size, protocol and container: medians, native's median, and
+    `overhead_pct`, the container's performance loss (positive: slower or less throughput), with
+    the paper's where it printed one. HTTP compares ab's rows (the paper's tool)."""
+    df = _labelled(df)
+    wanted = pd.Series(False, index=df.index)
+    for bench, (metric, _) in MAIN_METRIC.items():
+        wanted |= (df["benchmark"] == bench) & (df["metric"] == metric)
+    wanted &= (df["benchmark"] != "network") | (df["load_tool"] == "ab")
+    rows = df[wanted & (df["status"] == "ok") & df["value"].notna()]
+    if rows.empty:
+        raise NoData(f"no successful measurement to compare: {failure_summary(df)}")
+    higher = {b: hb for b, (_, hb) in MAIN_METRIC.items()}
+    return _relative(rows, higher, reference, "overhead_pct", "overhead_pct")
+
+
+def edp_table(df: pd.DataFrame, reference: pd.DataFrame) -> pd.DataFrame:
+    """The same for the Energy-Delay Product (`edp_change_pct`: positive = the container's EDP is
+    larger). Raises NoData with the reason when no run had a power meter."""
+    df = _labelled(df)
+    rows = df[(df["metric"] == "edp") & (df["status"] == "ok") & df["value"].notna()]
+    if rows.empty:
+        failed = df[(df["metric"] == "edp") & (df["status"] == "failed")]
+        why = "; ".join(sorted(set(failed["error"].astype(str))))[:400] or "no energy rows"
+        raise NoData(f"no energy measured, so no EDP: {why}")
+    return _relative(rows, dict.fromkeys(BENCHMARK_ORDER, False), reference, "edp_change_pct", "edp_change_pct")
+
+
+def failure_summary(df: pd.DataFrame) -> str:
+    failed = df[df["status"] == "failed"]
+    return "; ".join(sorted(set(failed["error"].astype(str))))[:500] or "no rows"
+
+
+def _relative_figure(table: pd.DataFrame, column: str, ylabel: str, title: str):
+    benchmarks = [b for b in BENCHMARK_ORDER if b in set(table["benchmark"])]
+    protocols = protocols_in(table["protocol"])
+    fig, axes = protocol_grid(len(benchmarks), protocols, panel_size=(6.5, 3.2), sharey=False)
+    for i, bench in enumerate(benchmarks):
+        for j, proto in enumerate(protocols):
+            ax = axes[i][j]
+            sub = table[(table["benchmark"] == bench) & (table["protocol"] == proto)]
+            if sub.empty:
+                ax.set_axis_off()
+                continue
+            cells = list(dict.fromkeys(zip(sub["operation"], sub["size"])))
+            labels = in_runtime_order(sub["label"])
+            width = 0.8 / len(labels)
+            for k, label in enumerate(labels):
+                g = sub[sub["label"] == label].set_index(["operation", "size"]).reindex(cells)
+                x = np.arange(len(cells)) - 0.4 + width * (k + 0.5)
+                ax.bar(x, g[column], width * 0.9, label=label, **runtime_artist(label))
+                mark_paper_values(ax, x, g["published_pct"], label, PAPER)
+            ax.axhline(0, color="black", linewidth=0.8)
+            names = [op if sub["size"].nunique() == 1 else f"{op}\n{size}" for op, size in cells]
+            ax.set_xticks(range(len(cells)), names, fontsize=7, rotation=0 if len(cells) < 8 else 45)
+            ax.set_ylabel(ylabel)
+            ax.set_title(f"{bench}, {PROTOCOL_TITLE.get(proto, proto)}", fontsize=9)
+            ax.grid(axis="y", alpha=0.3)
+    fig.suptitle(title, fontsize=10)
+    figure_legend(fig)
+    return fig
+
+
+def overhead_figure(table: pd.DataFrame):
+    """One row per benchmark, one column per protocol: each container's loss against native per
+    operation (bars), the paper's Docker numbers as crosses."""
+    if table.empty:
+        raise NoData("the overhead table is empty")
+    return _relative_figure(table, "overhead_pct", "loss vs native (%)",
+                            "Container overhead against native (positive: slower)")
+
+
+def edp_figure(table: pd.DataFrame):
+    if table.empty:
+        raise NoData("the EDP table is empty")
+    return _relative_figure(table, "edp_change_pct", "EDP vs native (%)",
+                            "Energy-Delay Product against native (positive: worse)")
+
+
+def crosscheck_table(df: pd.DataFrame) -> pd.DataFrame:
+    """apps/stream's native rates (fair protocol, its largest array) against an independent tool
+    run natively in the same run: the ratio says whether our kernels measure the same memory."""
+    cross = df[(df["benchmark"] == "memory_crosscheck") & (df["status"] == "ok")]
+    ours = df[(df["benchmark"] == "memory") & (df["runtime"] == BASELINE) & (df["protocol"] == "fair")
+              & (df["metric"] == "best_rate") & (df["status"] == "ok")]
+    if cross.empty or ours.empty:
+        raise NoData("no cross-check: it needs native STREAM rows (fair) and a stress-ng or sysbench run "
+                     f"({failure_summary(df[df['benchmark'] == 'memory_crosscheck'])})")
+    ours = ours[ours["array_mib"] == ours["array_mib"].max()]
+    rates = ours.groupby("operation")["value"].median()
+    out = []
+    for tool, value in cross.groupby("tool")["value"].median().items():
+        for kernel in ("copy", "triad"):
+            if kernel in rates:
+                out.append({"independent tool": tool, "its rate (MB/s)": value, "stream kernel": kernel,
+                            "stream best rate (MB/s)": rates[kernel], "ratio stream / tool": rates[kernel] / value})
+    return pd.DataFrame(out)
+
+
+def findings(table: pd.DataFrame) -> str:
+    """One line per benchmark and protocol: each container's median loss over its operations,
+    beside the paper's."""
+    lines = []
+    for (bench, proto), sub in table.groupby(["benchmark", "protocol"], sort=False):
+        parts = []
+        for label in in_runtime_order(sub["label"]):
+            s = sub[sub["label"] == label]
+            paper = s["published_pct"].dropna()
+            paper_text = f" (paper, Docker: {paper.median():+.2f}%)" if not paper.empty else ""
+            parts.append(f"{label} {s['overhead_pct'].median():+.1f}%{paper_text}")
+        lines.append(f"- **{bench}**, {proto}: median loss vs native over its operations: " + "; ".join(parts))
+    return "\n".join(lines)
