@@ -448,7 +448,7 @@ def settings_for(profile: str, stream_mib=None, npb_classes=None, npb_benchmarks
 
 
 def run_container_overhead(target="local", runtimes="auto", benchmarks="all", protocols="fair,published",
-                           apps="go-http", cpus=None, memory=None, repetitions: int | None = None,
+                           apps="go-http,node-http", cpus=None, memory=None, repetitions: int | None = None,
                            profile: str = "standard", stream_mib=None, npb_classes=None, npb_benchmarks=None,
                            file_mb=None, power_meter: str = "auto", crosscheck: bool = True,
                            load_generator="local", run_id: str | None = None, progress: bool = True) -> Path:
