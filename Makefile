@@ -16,6 +16,8 @@ RUNTIMES ?= auto
 APPS ?= all
 REPS ?=
 ONLY ?=
+# Several devices at once: TARGET=pi1,pi2 or a fleet file naming each with its load generator.
+FLEET ?=
 PYTEST_ARGS ?=
 # `make figures` and `make test` set their target up first (idempotent: seconds when nothing is
 # missing; without root it only says what is missing). PROVISION=no uses only what is there.
@@ -28,12 +30,13 @@ provision_first = $(if $(filter no,$(PROVISION)),@echo "PROVISION=no: using only
 	$(PY) -m edgebench.provision --target '$(1)' --before-run $(2))
 
 FIGURE_ARGS = --profile '$(PROFILE)' --target '$(TARGET)' --runtimes '$(RUNTIMES)' --apps '$(APPS)' \
-	$(if $(REPS),--repetitions '$(REPS)') $(if $(ONLY),--only '$(ONLY)')
+	$(if $(REPS),--repetitions '$(REPS)') $(if $(ONLY),--only '$(ONLY)') $(if $(FLEET),--fleet '$(FLEET)') \
+	$(if $(filter no,$(PROVISION)),,--provision)
 
 .PHONY: help setup provision figures replot lab test bench clean
 
 help: ## Show this help
-	@echo "edgebench: make <goal> [PROFILE=quick|standard] [TARGET=local|user@host] [RUNTIMES=auto|native,docker] [APPS=all|go-http] [REPS=N] [ONLY=name] [PROVISION=yes|no]"
+	@echo "edgebench: make <goal> [PROFILE=quick|standard] [TARGET=local|user@host|a,b] [FLEET=file.yml] [RUNTIMES=auto|native,docker] [APPS=all|go-http] [REPS=N] [ONLY=name] [PROVISION=yes|no]"
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-9s %s\n", $$1, $$2}'
 
 setup: $(STAMP) ## Create .venv and install edgebench with its dependencies (quick when done)
@@ -48,8 +51,7 @@ $(STAMP): pyproject.toml
 provision: setup ## Install and start what the experiments need on TARGET (CHECK=1: only show it)
 	$(PY) -m edgebench.provision --target '$(TARGET)' $(if $(CHECK),--check) $(if $(FOR_TESTS),--for-tests)
 
-figures: setup ## Provision TARGET, run every experiment notebook headless there, render the figures
-	$(call provision_first,$(TARGET))
+figures: setup ## Provision TARGET, run every experiment notebook headless there, render the figures (TARGET=a,b or FLEET=file: every device in parallel)
 	$(PY) -m edgebench.figures $(FIGURE_ARGS)
 
 replot: setup ## Re-render every notebook from its latest data, measuring nothing

@@ -169,7 +169,7 @@ def go_build(source_dir: Path, out_name: str, arch: str) -> Path:
                GOFLAGS="-mod=mod")
     if goarm:
         env["GOARM"] = goarm
-    tmp = out.with_suffix(".tmp")
+    tmp = out.with_name(f"{out.name}.tmp-{os.getpid()}")  # drivers for several devices may build at once
     r = subprocess.run([go, "build", "-trimpath", "-ldflags=-s -w", "-o", str(tmp), "."],
                        cwd=source_dir, env=env, capture_output=True, text=True, timeout=GO_BUILD_TIMEOUT_S)
     if r.returncode != 0:

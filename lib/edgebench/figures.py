@@ -22,6 +22,7 @@ import sys
 import time
 from pathlib import Path
 
+from edgebench import plan
 from edgebench.errors import ConfigError
 from edgebench.experiments import NOTEBOOKS_DIR, for_notebook
 from edgebench.lab import KERNEL_NAME, ensure_kernel
@@ -30,7 +31,7 @@ from edgebench.results import close_unfinished, find_run, load_meta, load_result
 from edgebench.signals import Stopper
 
 # What `make figures` can set; each notebook gets only those its parameters cell declares.
-PASSED_THROUGH = ("target", "runtimes", "apps", "profile", "repetitions")
+PASSED_THROUGH = ("target", "runtimes", "apps", "profile", "repetitions", "load_generator")
 
 
 def _short(path: Path) -> str:
@@ -127,14 +128,60 @@ def summary(experiments: list[str], since: dict[str, str] | None = None) -> str:
     return "\n".join(lines)
 
 
+def planned(todo: list[Path], per_notebook: dict[Path, dict], params: dict) -> dict[Path, "plan.NotebookPlan"]:
+    """Print what will run and for about how long (edgebench.plan); an estimate that cannot be
+    made is said and the run goes on without one."""
+    from edgebench.targets import connect
+    target = params.get("target") or "local"
+    try:
+        with connect(target) as t:
+            available = plan.available_runtimes(t)
+        plans = {nb: plan.make_plan(nb, per_notebook[nb], available) for nb in todo}
+    except Exception as e:  # noqa: BLE001 - an estimate is a courtesy; the run itself reports real errors
+        print(f"== plan: no estimate ({type(e).__name__}: {e})", file=sys.stderr, flush=True)
+        return {}
+    print(f"== plan for {target}, profile {params.get('profile') or 'standard'}:\n{plan.table(list(plans.values()))}",
+          file=sys.stderr, flush=True)
+    return plans
+
+
+def provision_first(target: str, for_tests: bool = False) -> None:
+    """What `make figures` does before measuring: install and start what is missing on the
+    target, saying only what changed; a target that cannot be provisioned goes on with what it has."""
+    from edgebench import provision
+    code = provision.main(["--target", target, "--before-run", *(["--for-tests"] if for_tests else [])])
+    if code == 1:
+        raise ConfigError(f"provisioning {target} failed (see above)")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--replot", action="store_true", help="re-render from the latest data, measure nothing")
     ap.add_argument("--only", help="run only notebooks whose name contains this (comma-separated: any of these)")
     ap.add_argument("--quiet", action="store_true", help="do not stream notebook output")
+    ap.add_argument("--provision", action="store_true", help="provision the target(s) first, as `make figures` does")
+    ap.add_argument("--fleet", help="a fleet file (YAML) naming several devices; see edgebench.fleet")
     for name in PASSED_THROUGH:
         ap.add_argument(f"--{name}", default=None)
     args = ap.parse_args(argv)
+    from edgebench import fleet
+    try:
+        devices = fleet.load_fleet(args.fleet) if args.fleet else fleet.parse_targets(args.target or "local")
+    except ConfigError as e:
+        print(f"make figures: {e}", file=sys.stderr)
+        return 2
+    if args.fleet or len(devices) > 1:
+        if args.replot:
+            print("make figures: --replot re-renders one device's latest data; leave TARGET/FLEET out",
+                  file=sys.stderr)
+            return 2
+        return fleet.run_fleet(devices, args, passed=PASSED_THROUGH)
+    if args.provision and not args.replot:
+        try:
+            provision_first(args.target or "local")
+        except ConfigError as e:
+            print(f"make figures: {e}", file=sys.stderr)
+            return 1
     params = {k: getattr(args, k) for k in PASSED_THROUGH if getattr(args, k) not in (None, "")}
     if "repetitions" in params:
         params["repetitions"] = int(params["repetitions"])
@@ -149,6 +196,8 @@ def main(argv=None) -> int:
     except ConfigError as e:
         print(f"make figures: {e}", file=sys.stderr)
         return 2
+    plans = {} if args.replot else planned(todo, per_notebook, params)
+    progress = plan.Progress(list(plans.values())) if plans else None
     stopper = Stopper().install()
     failures, ran, since = [], [], {}
     for nb in todo:
@@ -158,11 +207,19 @@ def main(argv=None) -> int:
         ran.append(nb)
         since[experiment_of(nb)] = started_at
         print(f"== {nb.name} {per_notebook[nb]}", file=sys.stderr, flush=True)
+        if progress:
+            progress.begin(plans[nb])
         try:
             out = run_notebook(nb, per_notebook[nb], log_output=not args.quiet, stopper=stopper)
             print(f"== {nb.name} done in {time.monotonic() - start:.0f} s -> {_short(out)}",
                   file=sys.stderr)
+            if plans:
+                plan.record(plans[nb], time.monotonic() - start, "completed")
+                progress.end(plans[nb])
         except BaseException as e:  # papermill's PapermillExecutionError carries the cell's traceback
+            if plans:
+                plan.record(plans[nb], time.monotonic() - start, "interrupted" if stopper.stopped else "failed")
+                progress.end(plans[nb])
             if not stopper.stopped and not isinstance(e, Exception):
                 raise
             if stopper.stopped:
@@ -177,6 +234,8 @@ def main(argv=None) -> int:
             print(f"== {nb.name} FAILED: {str(e).strip().splitlines()[-1] if str(e).strip() else e}",
                   file=sys.stderr)
     stopper.done()
+    if progress:
+        progress.close()
     print("\n" + summary([experiment_of(nb) for nb in ran], None if args.replot else since), flush=True)
     if stopper.stopped:
         print(f"\nstopped by {stopper.name}: {len(ran)} of {len(todo)} notebooks started", flush=True)
