@@ -29,6 +29,7 @@ class Experiment:
     references: tuple[str, ...] = ()   # data/reference/ files with its published numbers
     apps: tuple[str, ...] = ()         # the apps it can run; () = its own program
     fixed: dict = field(default_factory=dict)  # what the notebook passes the function as a constant
+    plan: str = ""                     # "module:function": (parameters, runtimes) -> plan.Work
 
     @property
     def notebook_path(self) -> Path:
@@ -37,6 +38,13 @@ class Experiment:
     def function(self) -> Callable:
         module, _, attr = self.measure.partition(":")
         return getattr(importlib.import_module(module), attr)
+
+    def plan_work(self, params: dict, runtimes: list[str]):
+        """The experiment's model of a run with these parameters (edgebench.plan)."""
+        if not self.plan:
+            raise ConfigError(f"{self.name} has no plan function")
+        module, _, attr = self.plan.partition(":")
+        return getattr(importlib.import_module(module), attr)({**params, **self.fixed}, runtimes)
 
     def parameters(self) -> set[str]:
         """What the measuring function takes, beyond what the notebook fixes."""

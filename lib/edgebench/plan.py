@@ -1,0 +1,206 @@
+"""What `make figures` is about to do, and for how long.
+
+Before measuring, the driver prints one line per notebook: runtimes, apps, what it sweeps,
+repetitions, how many measurements, and an estimate of the time. The estimate comes from the
+experiment's own model of its settings (each experiment's `plan_*` function: how many points,
+seconds per point from its durations, packaging per runtime), or, once this device has run the
+notebook, from that run's wall time scaled by the number of points: a device's own history beats
+any model made on another machine. Every finished notebook appends its wall time to
+data/history/timings.jsonl for the next estimate.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from edgebench.paths import DATA_DIR
+
+HISTORY_FILE = "history/timings.jsonl"
+
+
+@dataclass
+class Work:
+    """An experiment's model of one notebook's work: what its plan function returns."""
+    points: int                  # measurements (launches, load runs, benchmark runs)
+    seconds: float               # the model's estimate, on this project's reference machine
+    apps: list[str] = field(default_factory=list)
+    levels: str = ""             # what it sweeps besides runtimes and apps, in words
+    repetitions: int = 0
+    runtimes: list[str] | None = None  # those of the given it will use (None: all of them)
+
+
+@dataclass
+class NotebookPlan:
+    notebook: str
+    experiment: str
+    target: str
+    profile: str
+    runtimes: list[str]
+    work: Work
+    estimate_s: float
+    basis: str                   # "model" or "history: ..."
+
+    def line(self) -> str:
+        w = self.work
+        what = ", ".join(x for x in (
+            "runtimes " + ",".join(self.runtimes) if self.runtimes else "",
+            "apps " + ",".join(w.apps) if w.apps else "", w.levels,
+            f"{w.repetitions} reps" if w.repetitions else "") if x)
+        return f"{self.notebook:<30} {w.points:>5} points  ~{duration(self.estimate_s):>8}  {what}  [{self.basis}]"
+
+
+def duration(seconds: float) -> str:
+    s = int(round(seconds))
+    return f"{s // 3600}h{s % 3600 // 60:02d}m" if s >= 3600 else f"{s // 60}m{s % 60:02d}s" if s >= 60 else f"{s}s"
+
+
+def notebook_defaults(nb: Path) -> dict:
+    """The notebook's parameters cell as values (papermill gives them as source text)."""
+    import papermill as pm
+    out = {}
+    for name, p in pm.inspect_notebook(str(nb)).items():
+        try:
+            out[name] = ast.literal_eval(p["default"])
+        except (ValueError, SyntaxError):
+            out[name] = p["default"]
+    return out
+
+
+# -- history ------------------------------------------------------------------------------
+
+def history_path(data_dir: Path | None = None) -> Path:
+    return Path(data_dir or DATA_DIR) / HISTORY_FILE
+
+
+def record(plan: NotebookPlan, seconds: float, status: str, data_dir: Path | None = None) -> None:
+    """Append one notebook's wall time (what the next estimate on this device starts from)."""
+    from edgebench.results import utc_now
+    path = history_path(data_dir)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    entry = {"experiment": plan.experiment, "target": plan.target, "profile": plan.profile,
+             "runtimes": plan.runtimes, "points": plan.work.points, "model_s": round(plan.work.seconds, 1),
+             "seconds": round(seconds, 1), "status": status, "finished_at": utc_now()}
+    with open(path, "a") as f:
+        f.write(json.dumps(entry) + "\n")
+
+
+def history(data_dir: Path | None = None) -> list[dict]:
+    path = history_path(data_dir)
+    if not path.exists():
+        return []
+    out = []
+    for line in path.read_text().splitlines():
+        try:
+            out.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue  # a line cut by a crash: the others still count
+    return out
+
+
+def from_history(experiment: str, target: str, profile: str, runtimes: list[str], points: int,
+                 entries: list[dict]) -> tuple[float, str] | None:
+    """The newest completed run of this notebook on this device with this profile, scaled by
+    points (and preferring one with the same runtimes)."""
+    same = [e for e in entries if e.get("experiment") == experiment and e.get("target") == target
+            and e.get("profile") == profile and e.get("status") == "completed" and e.get("points")]
+    if not same:
+        return None
+    best = ([e for e in same if e.get("runtimes") == runtimes] or same)[-1]
+    seconds = best["seconds"] * points / best["points"]
+    return seconds, f"history: {duration(best['seconds'])} for {best['points']} points on {best['finished_at'][:10]}"
+
+
+# -- the plan -------------------------------------------------------------------------------
+
+def make_plan(nb: Path, params: dict, available: list[str], data_dir: Path | None = None) -> NotebookPlan:
+    """The plan of one notebook run with `params` (what make figures passes), on a target whose
+    available runtimes are `available`."""
+    from edgebench.figures import experiment_of
+    from edgebench.experiments import for_notebook
+    effective = {**notebook_defaults(nb), **params}
+    requested = str(effective.get("runtimes") or "auto")
+    runtimes = available if requested == "auto" else [r.strip() for r in requested.split(",") if r.strip()]
+    work = for_notebook(nb).plan_work(effective, runtimes)
+    target = str(effective.get("target") or "local")
+    profile = str(effective.get("profile") or "standard")
+    runtimes = work.runtimes if work.runtimes is not None else runtimes
+    found = from_history(experiment_of(nb), target, profile, runtimes, work.points, history(data_dir))
+    estimate, basis = found if found else (work.seconds, "model")
+    return NotebookPlan(nb.name, experiment_of(nb), target, profile, runtimes, work, estimate, basis)
+
+
+def table(plans: list[NotebookPlan]) -> str:
+    total = sum(p.estimate_s for p in plans)
+    lines = [p.line() for p in plans]
+    lines.append(f"{'total':<30} {sum(p.work.points for p in plans):>5} points  ~{duration(total):>8}")
+    return "\n".join(lines)
+
+
+__all__ = ["Work", "NotebookPlan", "make_plan", "table", "record", "history", "from_history", "duration",
+           "notebook_defaults", "HISTORY_FILE"]
+
+
+def available_runtimes(target) -> list[str]:
+    """The runtimes `runtimes="auto"` would choose on this target (each one's availability check)."""
+    from edgebench.runtimes import RUNTIMES
+    return [name for name, cls in RUNTIMES.items() if cls(target, "plan").availability()]
+
+
+class Progress:
+    """One overall bar for the whole `make figures`, in estimated seconds of work: it moves with
+    the clock inside a notebook (never past that notebook's estimate) and jumps to the sum of
+    finished notebooks' estimates as each ends, so its ETA reflects a run going slower or faster
+    than planned. Printed as a whole line every `every_s` and at each notebook's start and end:
+    notebook output streams to the same terminal, so a bar that redraws itself would tear."""
+
+    def __init__(self, plans: list[NotebookPlan], every_s: float = 30.0, write=None):
+        import sys
+        import threading
+        import time
+        self._time = time.monotonic
+        self.plans, self.every_s = plans, every_s
+        self.total = sum(p.estimate_s for p in plans) or 1.0
+        self.done_estimate, self.current, self.current_start = 0.0, None, None
+        self.start = self._time()
+        self.finished = 0
+        self._write = write or (lambda line: print(line, file=sys.stderr, flush=True))
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._tick, daemon=True, name="edgebench-progress")
+        self._thread.start()
+
+    def position(self) -> float:
+        if self.current is None:
+            return self.done_estimate
+        return self.done_estimate + min(self._time() - self.current_start, self.current.estimate_s * 0.99)
+
+    def line(self) -> str:
+        from tqdm import tqdm
+        elapsed = self._time() - self.start
+        pos = self.position()
+        # Remaining = what is left of the plan at the pace seen so far (estimated work per second).
+        pace = pos / elapsed if elapsed > 5 and pos > 0 else 1.0
+        left = (self.total - pos) / pace
+        bar = tqdm.format_meter(pos, self.total, elapsed, ncols=40, bar_format="{bar}")
+        return (f"== overall [{bar}] {100 * pos / self.total:3.0f}%  {self.finished}/{len(self.plans)} notebooks, "
+                f"{duration(elapsed)} elapsed, ETA {duration(left)}")
+
+    def begin(self, plan: NotebookPlan) -> None:
+        self.current, self.current_start = plan, self._time()
+        self._write(self.line() + f"  (now {plan.notebook}, ~{duration(plan.estimate_s)})")
+
+    def end(self, plan: NotebookPlan) -> None:
+        self.done_estimate += plan.estimate_s
+        self.current = None
+        self.finished += 1
+        self._write(self.line())
+
+    def _tick(self) -> None:
+        while not self._stop.wait(self.every_s):
+            if self.current is not None:
+                self._write(self.line())
+
+    def close(self) -> None:
+        self._stop.set()
