@@ -81,6 +81,8 @@ _EXPERIMENTS = [
     Experiment("container_overhead", "09_container_overhead.ipynb",
                "edgebench.experiments.container_overhead:run_container_overhead",
                ("paper003_container_overhead.csv",), HTTP_APPS),
+    Experiment("min_memory", "10_min_memory.ipynb", "edgebench.experiments.min_memory:run_min_memory",
+               ("paper002_min_memory.csv",), HTTP_APPS),
 ]
 EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in _EXPERIMENTS}
 

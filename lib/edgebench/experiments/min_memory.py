@@ -1,0 +1,207 @@
+"""Minimum memory (paper 002, Unikraft's Fig. 4): the least memory each runtime can serve an app in.
+
+Per app, runtime and repetition, a bisection on the memory limit (one CPU, no swap beyond the
+limit, as the fair protocol of the other experiments): a trial passes when the app becomes ready
+through the same probe as time to ready AND, `hold_s` later, is still alive and passes that check
+again. "Boots" or "answers ping" are not enough: an app that is OOM-killed on its
+first request does not run in that much memory. Every trial is a row (`ready_at_memory`, 1 or 0,
+with the reason it failed), the result one `min_memory` row per bisection.
+
+The search starts at `start_mb`, doubles until a trial passes (up to `ceiling_mb`), then bisects
+down to `resolution_mb`, never below what the runtime can be asked for (its floor: dockerd refuses
+--memory below 6 MiB; a VM needs room for its kernel). An app that passes at the floor is reported
+at the floor with bound "runtime floor", meaning "at most this". The search assumes that more
+memory never hurts and never tries below a size that failed, so a flaky boundary (an app that
+sometimes fits) shows as minima that differ between repetitions, every trial kept as a row.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+from urllib.parse import urlsplit
+
+from edgebench.apps import HTTP_APPS, place_probe
+from edgebench.cgroups import cpuset_for
+from edgebench.errors import ConfigError
+from edgebench.experiments.common import (check_apps, check_profile, check_repetitions, open_run, resolve_limits,
+                                          runtime_options, session)
+from edgebench.experiments.protocols import package_all, with_instance
+from edgebench.experiments.sweep import Point, artifact_for, sweep
+from edgebench.results import new_run_id
+from edgebench.runtimes import Limits, Runtime, StartFailed
+
+EXPERIMENT = "min_memory"
+EXTRA_COLUMNS = ["trial", "bound", "build", "network", "accelerator", "cpus_applied", "memory_mb_applied",
+                 "cpuset_applied", "limits_note", "note"]
+PORT_BASE = 18600
+
+
+@dataclass(frozen=True)
+class Settings:
+    repetitions: int
+    resolution_mb: float   # bisection stops when the pass/fail interval is this narrow
+    trial_timeout_s: float  # a trial that is not ready by then fails (a thrashing VM can take forever)
+
+
+PROFILE_SETTINGS = {
+    "quick": Settings(repetitions=1, resolution_mb=4, trial_timeout_s=30),
+    "standard": Settings(repetitions=3, resolution_mb=1, trial_timeout_s=60),
+}
+
+
+@dataclass
+class Bisection:
+    """The outcome of one search: `minimum_mb` None when no trial passed."""
+    minimum_mb: float | None
+    bound: str                                     # "bisected", "runtime floor" or "" (none passed)
+    trials: list[tuple[float, bool, str]] = field(default_factory=list)  # (memory, passed, why not)
+    note: str = ""
+
+
+def bisect_minimum(passes: Callable[[float], tuple[bool, str]], *, floor_mb: float, start_mb: float,
+                   ceiling_mb: float, resolution_mb: float) -> Bisection:
+    """Smallest memory on the `resolution_mb` grid above `floor_mb` at which `passes` holds."""
+    if not (0 < floor_mb <= start_mb <= ceiling_mb) or resolution_mb <= 0:
+        raise ConfigError(f"memory search needs 0 < floor ({floor_mb:g}) <= start ({start_mb:g}) <= ceiling "
+                          f"({ceiling_mb:g}) MiB and a positive resolution ({resolution_mb:g})")
+    result = Bisection(None, "")
+
+    def trial(mb: float) -> bool:
+        ok, why = passes(mb)
+        result.trials.append((mb, ok, why))
+        return ok
+
+    hi = start_mb
+    while not trial(hi):
+        if hi >= ceiling_mb:
+            result.note = f"not ready even with {ceiling_mb:g} MiB"
+            return result
+        hi = min(hi * 2, ceiling_mb)
+    if hi > floor_mb and trial(floor_mb):
+        hi = floor_mb
+    if hi == floor_mb:
+        result.minimum_mb, result.bound = floor_mb, "runtime floor"
+        return result
+    lo = floor_mb  # failed (or, if hi came from doubling, everything below start is unknown)
+    lo = max(lo, max((mb for mb, ok, _ in result.trials if not ok and mb < hi), default=lo))
+    while hi - lo > resolution_mb:
+        steps = max(1, int((hi - lo) / resolution_mb) // 2)
+        mid = lo + steps * resolution_mb
+        if trial(mid):
+            hi = mid
+        else:
+            lo = mid
+    result.minimum_mb, result.bound = hi, "bisected"
+    return result
+
+
+def settings_for(profile: str, repetitions=None, resolution_mb=None) -> Settings:
+    check_profile(profile)
+    s = PROFILE_SETTINGS[profile]
+    reps = check_repetitions(repetitions if repetitions not in (None, "", 0) else s.repetitions)
+    res = float(resolution_mb) if resolution_mb not in (None, "", 0) else s.resolution_mb
+    if res <= 0:
+        raise ConfigError(f"resolution_mb={resolution_mb!r}: give a positive number of MiB")
+    return Settings(reps, res, s.trial_timeout_s)
+
+
+def serves(rt: Runtime, instance, readiness, hold_s: float) -> str | None:
+    """None when the instance is alive `hold_s` after ready and passes its readiness check again
+    (the same probe: HTTP 200 on the app's path, or a service's own exchange); else why not."""
+    target = rt.target
+    target.run(["sleep", f"{hold_s:g}"], check=False)
+    gone = rt.died(instance.plan)
+    if gone:
+        return f"died after becoming ready: {gone}"
+    host = urlsplit(instance.url).hostname or "127.0.0.1"
+    # `true` as the launch: the app already runs, so the probe only checks it (5 s to answer).
+    r = target.run([place_probe(target), *readiness.probe_args(instance.port, host), "-interval", "1ms",
+                    "-timeout", "5s", "-after-launcher", "--", "true"], timeout=30, check=False)
+    if r.exit_code != 0:
+        detail = (r.stdout.strip() or r.stderr.strip())[-300:]
+        return f"ready, then no longer answering its readiness check {hold_s:g} s later: {detail}"
+    return None
+
+
+def run_min_memory(target="local", runtimes="auto", apps="all", repetitions: int | None = None, cpus="1",
+                   start_mb: float = 256, ceiling_mb: float = 2048, resolution_mb=None, hold_s: float = 1.0,
+                   docker_build: str = "offline", profile: str = "standard", run_id: str | None = None,
+                   progress: bool = True, require_kvm=False, nanos_accel: str | None = None) -> Path:
+    """Bisect every (app, runtime) `repetitions` times, runtimes interleaved."""
+    settings = settings_for(profile, repetitions, resolution_mb)
+    app_names = check_apps(apps, HTTP_APPS)
+    start_mb, ceiling_mb, hold_s = float(start_mb), float(ceiling_mb), float(hold_s)
+    if not 0 < start_mb <= ceiling_mb:
+        raise ConfigError(f"start_mb={start_mb:g} and ceiling_mb={ceiling_mb:g}: need 0 < start <= ceiling (MiB)")
+    run_id = run_id or new_run_id()
+    params = dict(target=str(target), runtimes=runtimes, apps=app_names, repetitions=settings.repetitions, cpus=cpus,
+                  start_mb=start_mb, ceiling_mb=ceiling_mb, resolution_mb=settings.resolution_mb, hold_s=hold_s,
+                  docker_build=docker_build, profile=profile)
+    with session(target, runtimes, run_id, app_names, runtime_options(require_kvm, nanos_accel)) as (tgt, selection):
+        cpus_v, _, clip_note = resolve_limits(tgt, cpus, None)
+        pinned = cpuset_for(cpus_v, tgt.facts()["cores"])
+        gomaxprocs = max(1, int(-(-cpus_v // 1))) if cpus_v else None
+
+        def limits_at(mb: float) -> Limits:
+            return Limits(cpus=cpus_v, memory_mb=mb, cpuset=pinned, swap=False, gomaxprocs=gomaxprocs)
+
+        with open_run(EXPERIMENT, params, tgt, extra_columns=EXTRA_COLUMNS, run_id=run_id) as run:
+            run.note("skipped_runtimes", selection.skipped)
+            place_probe(tgt)
+            artifacts = package_all(run, tgt, selection.runtimes, app_names, docker_build)
+            ports = itertools.count()
+
+            def row_for(p: Point) -> dict:
+                artifact = artifacts.get((p.inner, p.runtime.name))
+                return dict(app=p.inner, runtime=p.runtime.name, protocol="fair", rep=p.rep, cpus=cpus_v,
+                            limits_note=clip_note, build=artifact.build if artifact else "")
+
+            def measure(p: Point, row: dict) -> None:
+                rt, artifact = p.runtime, artifact_for(artifacts, p.inner, p.runtime)
+                trial_no = itertools.count(1)
+                seen = {}  # what the trials read back that the result row carries (the VM's accelerator)
+
+                def passes(mb: float) -> tuple[bool, str]:
+                    n, limits = next(trial_no), limits_at(mb)
+                    trial_row = dict(row, memory_mb=mb, trial=n)
+                    try:
+                        instance, _ = rt.start(artifact, limits, PORT_BASE + next(ports) % 200,
+                                               timeout_s=settings.trial_timeout_s)
+                    except StartFailed as e:
+                        run.add(metric="ready_at_memory", value=0, unit="bool", note=str(e)[:400], **trial_row)
+                        return False, str(e)
+                    try:
+                        why = serves(rt, instance, artifact.built.app.readiness, hold_s)
+                        run.save_raw(f"trial-{p.inner}-{rt.name}-rep{p.rep}-{n}", command=f"{mb:g} MiB",
+                                     stdout=rt.app_output(instance)[-4000:], exit_code=None)
+                    finally:
+                        rt.stop(instance)
+                    if instance.accelerator:
+                        seen["accelerator"] = instance.accelerator
+                    run.add(metric="ready_at_memory", value=0 if why else 1, unit="bool", note=why or "",
+                            **with_instance(trial_row, limits, instance))
+                    return why is None, why or ""
+
+                found = bisect_minimum(passes, floor_mb=rt.min_memory_mb, start_mb=max(start_mb, rt.min_memory_mb),
+                                       ceiling_mb=max(ceiling_mb, rt.min_memory_mb),
+                                       resolution_mb=settings.resolution_mb)
+                result = dict(row, memory_mb=found.minimum_mb, bound=found.bound, trial=len(found.trials),
+                              note=found.note, **seen)
+                if found.minimum_mb is None:
+                    run.failed(metric="min_memory", unit="MiB", error=f"{found.note}; last: {found.trials[-1][2]}"[:400],
+                               **result)
+                else:
+                    run.add(metric="min_memory", value=found.minimum_mb, unit="MiB", **result)
+
+            sweep(run, selection.runtimes, reps=settings.repetitions, inner=app_names, row_for=row_for,
+                  measure=measure, failed=("min_memory", "MiB"), desc="minimum memory", progress=progress)
+            return run.dir
+
+
+def collect(run_id: str = "", **params) -> Path:
+    """Replot run_id ('latest' or an id) if given, else measure now."""
+    from edgebench.experiments.common import collect as _collect
+    return _collect(EXPERIMENT, run_min_memory, run_id, **params)

@@ -1,0 +1,108 @@
+"""Minimum memory (paper 002, Fig. 4): the bisection on recorded pass/fail answers, and a real
+search with native and Docker."""
+
+from __future__ import annotations
+
+import pytest
+
+from edgebench.errors import ConfigError
+from edgebench.experiments import min_memory as mm
+from edgebench.results import load_results
+
+
+def threshold(needed: float, also_fails: tuple[float, ...] = ()):
+    calls = []
+
+    def passes(mb: float):
+        calls.append(mb)
+        ok = mb >= needed and mb not in also_fails
+        return ok, "" if ok else f"OOM at {mb:g}"
+    return passes, calls
+
+
+def test_bisects_down_to_the_resolution_from_a_passing_start():
+    passes, calls = threshold(37)
+    found = mm.bisect_minimum(passes, floor_mb=4, start_mb=256, ceiling_mb=2048, resolution_mb=1)
+    assert found.minimum_mb == 37 and found.bound == "bisected" and not found.note
+    assert calls[:2] == [256, 4] and len(calls) <= 2 + 8  # start, floor, then ~log2(252) halvings
+    assert [ok for mb, ok, _ in found.trials if mb == 36] == [False]
+
+
+def test_doubles_from_a_failing_start_and_never_retries_below_what_failed():
+    passes, calls = threshold(700)
+    found = mm.bisect_minimum(passes, floor_mb=6, start_mb=256, ceiling_mb=2048, resolution_mb=4)
+    assert calls[:3] == [256, 512, 1024] and 696 < found.minimum_mb <= 704
+    assert min(calls[3:]) > 512 or calls[3] == 6
+
+
+def test_an_app_that_runs_at_the_floor_is_reported_as_at_most_the_floor():
+    passes, _ = threshold(1)
+    found = mm.bisect_minimum(passes, floor_mb=6, start_mb=256, ceiling_mb=2048, resolution_mb=1)
+    assert (found.minimum_mb, found.bound) == (6, "runtime floor")
+
+
+def test_none_when_nothing_passes_and_never_below_a_size_that_failed():
+    passes, _ = threshold(10_000)
+    found = mm.bisect_minimum(passes, floor_mb=4, start_mb=256, ceiling_mb=1024, resolution_mb=1)
+    assert found.minimum_mb is None and "1024" in found.note
+    # A flaky boundary: 256 failed once although 20 would do. The search trusts the failure.
+    passes, calls = threshold(20, also_fails=(256,))
+    found = mm.bisect_minimum(passes, floor_mb=4, start_mb=256, ceiling_mb=1024, resolution_mb=1)
+    assert found.minimum_mb == 257 and min(c for c in calls if c != 4) == 256
+
+
+@pytest.mark.parametrize("kw, message", [
+    (dict(floor_mb=8, start_mb=4, ceiling_mb=64, resolution_mb=1), "floor"),
+    (dict(floor_mb=4, start_mb=8, ceiling_mb=64, resolution_mb=0), "positive resolution"),
+])
+def test_bad_search_bounds_are_refused(kw, message):
+    with pytest.raises(ConfigError, match=message):
+        mm.bisect_minimum(lambda mb: (True, ""), **kw)
+
+
+def test_bad_parameters_fail_before_anything_starts():
+    with pytest.raises(ConfigError, match="start_mb"):
+        mm.run_min_memory(runtimes="native", start_mb=0, profile="quick")
+    with pytest.raises(ConfigError, match="resolution_mb"):
+        mm.settings_for("quick", resolution_mb=-1)
+
+
+@pytest.mark.integration
+def test_native_and_docker_find_a_minimum_that_serves(local, docker_ready, cgroups_ready, no_leftovers):
+    run_dir = mm.run_min_memory(runtimes="native,docker", apps="go-http", profile="quick", start_mb=64,
+                                progress=False)
+    df = load_results(run_dir)
+    found = df[df["metric"] == "min_memory"].set_index("runtime")
+    assert set(found.index) == {"native", "docker"} and (found["status"] == "ok").all()
+    trials = df[df["metric"] == "ready_at_memory"]
+    for rt, row in found.iterrows():
+        mine = trials[trials["runtime"] == rt]
+        minimum = float(row["value"])
+        # A passing trial at the minimum, read back from the cgroup; none passed below it.
+        at = mine[mine["memory_mb"].astype(float) == minimum]
+        assert (at["value"].astype(float) == 1).all() and len(at)
+        assert (at["memory_mb_applied"].astype(float) - minimum).abs().max() <= 1
+        below = mine[mine["memory_mb"].astype(float) < minimum]
+        assert (below["value"].astype(float) == 0).all()
+        assert row["bound"] in ("bisected", "runtime floor") and minimum <= 64
+
+
+def test_table_and_figure_keep_emulated_vms_apart_and_mark_floors():
+    import pandas as pd
+    from edgebench.plotting.min_memory import min_memory_figure, min_memory_findings, min_memory_table
+    from edgebench.reference import load_reference
+    rows = [dict(app="go-http", runtime="native", metric="min_memory", value=v, status="ok", bound="bisected",
+                 accelerator=None, rep=i) for i, v in enumerate((10, 12, 14), 1)]
+    rows += [dict(app="go-http", runtime="linux-vm", metric="min_memory", value=96, status="ok",
+                  bound="runtime floor", accelerator="tcg", rep=1),
+             dict(app="go-http", runtime="native", metric="ready_at_memory", value=0, status="ok", bound="",
+                  accelerator=None, rep=1)]
+    table = min_memory_table(pd.DataFrame(rows))
+    assert list(table["runtime"]) == ["native", "linux-vm (TCG)"]
+    native = table.iloc[0]
+    assert (native["min_MiB"], native["lowest_MiB"], native["highest_MiB"], native["trials"]) == (12, 10, 14, 1)
+    reference = load_reference("min_memory")
+    assert "linux-vm (TCG) ≤96 MiB" in min_memory_findings(table, reference)
+    assert "2-6 MB" in min_memory_findings(table, reference)
+    fig = min_memory_figure(table, reference)
+    assert [a.get_title() for a in fig.axes] == ["go-http"]
