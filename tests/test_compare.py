@@ -1,0 +1,341 @@
+"""edgebench.compare: runs side by side as ratios to the same device's native, beside the papers'.
+Synthetic data folders in tmp_path (two devices, two dates), the papers' real reference CSVs, and
+notebooks/compare.ipynb run headless against a synthetic data folder."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+from matplotlib.patches import Rectangle
+
+from edgebench import compare
+from edgebench.errors import ConfigError
+from edgebench.plotting import compare as plot
+from edgebench.plotting.tables import NoData
+from edgebench.reference import load_reference
+from edgebench.results import CORE_COLUMNS
+
+HTTP_COLUMNS = ["scenario", "endpoint", "network", "build", "cpus_applied"]
+IOMT_COLUMNS = ["workload", "input_size", "entropy", "checksum"]
+
+
+def write_run(data_dir, experiment, run_id, target, started_at, rows, *, status="completed", commit="abcdef0123",
+              dirty=False, profile="quick", hostname="box", extra_columns=HTTP_COLUMNS):
+    """A run folder as edgebench.results writes one: meta.json and results.csv."""
+    run_dir = data_dir / experiment / run_id
+    run_dir.mkdir(parents=True)
+    meta = {"experiment": experiment, "run_id": run_id, "status": status, "started_at": started_at,
+            "ended_at": started_at, "parameters": {"profile": profile},
+            "project": {"commit": commit, "dirty": dirty}, "target": {"target": target, "hostname": hostname}}
+    (run_dir / "meta.json").write_text(json.dumps(meta))
+    columns = CORE_COLUMNS + extra_columns
+    with open(run_dir / "results.csv", "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=columns)
+        writer.writeheader()
+        for row in rows:
+            writer.writerow({c: "" for c in columns} | dict(experiment=experiment, run_id=run_id, target=target,
+                                                            status="ok") | row)
+    return run_dir
+
+
+def http_rows(values: dict[tuple[str, str], list[float]], **extra) -> list[dict]:
+    """{(app, runtime): [requests/s per repetition]} at the rich level, fair protocol."""
+    rows = []
+    for (app, runtime), reps in values.items():
+        for rep, value in enumerate(reps, 1):
+            rows.append(dict(app=app, runtime=runtime, protocol="fair", cpus=2, memory_mb=2048, rep=rep,
+                             metric="requests_per_second", value=value, unit="req/s", status="ok", scenario="rich",
+                             endpoint="/io", network="host" if runtime == "native" else "bridge",
+                             cpus_applied=1.9 + rep / 100, **extra))
+    return rows
+
+
+@pytest.fixture
+def fleet_data(tmp_path):
+    """pi1 and pi2 (absolute numbers 10x apart, Docker's cost 20% and 10%), pi1 measured twice,
+    its newest run interrupted; node-http was never run natively on pi1."""
+    data = tmp_path / "data"
+    write_run(data, "io_bound", "r-pi1-old", "pi@pi1", "2026-01-01T10:00:00.000+00:00",
+              http_rows({("go-http", "native"): [1000, 1100, 900], ("go-http", "docker"): [800, 790, 5000],
+                         ("node-http", "docker"): [300, 310]}), commit="1111111aaa")
+    write_run(data, "io_bound", "r-pi1-new", "pi@pi1", "2026-02-01T10:00:00.000+00:00",
+              http_rows({("go-http", "native"): [1000], ("go-http", "docker"): [500]}), status="interrupted",
+              commit="2222222bbb", dirty=True)
+    write_run(data, "io_bound", "r-pi2", "pi@pi2", "2026-01-15T10:00:00.000+00:00",
+              http_rows({("go-http", "native"): [10000, 10000], ("go-http", "docker"): [9000, 9000]}),
+              commit="2222222bbb")
+    return data
+
+
+# -- runs ----------------------------------------------------------------------------------
+
+def test_index_lists_every_run_and_notes_an_unreadable_one(fleet_data):
+    broken = fleet_data / "io_bound" / "r-broken"
+    broken.mkdir()
+    (broken / "meta.json").write_text("{not json")
+    (fleet_data / "reference").mkdir()  # not an experiment's folder
+    index = compare.runs_index(fleet_data)
+    assert set(index["run_id"]) == {"r-pi1-old", "r-pi1-new", "r-pi2"}
+    assert len(index.attrs["skipped"]) == 1 and "r-broken" in index.attrs["skipped"][0]
+    new = index.set_index("run_id").loc["r-pi1-new"]
+    assert new["status"] == "interrupted" and new["version"] == "2222222+dirty" and new["device"] == "pi@pi1"
+    assert (new["rows_ok"], new["rows_failed"]) == (2, 0)
+    assert index.set_index("run_id").loc["r-pi1-old", "profile"] == "quick"
+
+
+def test_local_runs_of_two_machines_stay_apart(tmp_path):
+    for host in ("lab-a", "lab-b"):
+        write_run(tmp_path, "io_bound", f"r-{host}", "local", "2026-01-01T00:00:00+00:00", [], hostname=host)
+    assert set(compare.runs_index(tmp_path)["device"]) == {"local (lab-a)", "local (lab-b)"}
+
+
+def test_latest_is_each_devices_newest_completed_run(fleet_data):
+    index = compare.runs_index(fleet_data)
+    latest = compare.select_runs(index, runs="latest")
+    assert set(latest["run_id"]) == {"r-pi1-old", "r-pi2"}  # pi1's newer run was interrupted
+    assert list(latest["label"]) == ["pi@pi1", "pi@pi2"]     # one run per device: the device names it
+    every = compare.select_runs(index, runs="all")
+    assert set(every["run_id"]) == {"r-pi1-old", "r-pi2"}
+    named = compare.select_runs(index, runs="r-pi1-new,r-pi1-old")
+    assert set(named["run_id"]) == {"r-pi1-new", "r-pi1-old"}  # named runs, whatever their status
+    assert set(named["label"]) == {"pi@pi1 2026-01-01 10:00 1111111", "pi@pi1 2026-02-01 10:00 2222222+dirty"}
+    assert set(compare.select_runs(index, targets="pi@pi2")["run_id"]) == {"r-pi2"}
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(experiments="cpu_bound"), "no runs of cpu_bound.*runs exist of: io_bound"),
+    (dict(targets="pi9"), "no runs on pi9.*pi@pi1"),
+    (dict(runs="r-nope"), "no run r-nope"),
+])
+def test_a_selection_naming_nothing_says_what_exists(fleet_data, kwargs, message):
+    with pytest.raises(ConfigError, match=message):
+        compare.select_runs(compare.runs_index(fleet_data), **kwargs)
+
+
+# -- ratios --------------------------------------------------------------------------------
+
+def test_ratio_is_median_over_median_within_device_and_run(fleet_data):
+    index = compare.runs_index(fleet_data)
+    ratios = compare.ratios_to_native(compare.load_runs(compare.select_runs(index)))
+    assert BASELINE_NOT_IN(ratios)
+    got = ratios.set_index(["run_id", "app"])
+    # Medians, not means: docker's 5000 outlier on pi1 does not count.
+    assert got.loc[("r-pi1-old", "go-http"), "ratio"] == pytest.approx(800 / 1000)
+    assert got.loc[("r-pi2", "go-http"), "ratio"] == pytest.approx(0.9)
+    assert got.loc[("r-pi1-old", "go-http"), "n"] == 3
+    # Docker's `network` differs from native's (bridge vs host): native's only one is used, and said.
+    assert got.loc[("r-pi1-old", "go-http"), "native_variant"] == "network=host"
+    # node-http was never run natively there: no ratio, never 1.0, and why.
+    node = got.loc[("r-pi1-old", "node-http")]
+    assert np.isnan(node["ratio"]) and node["why"] == "native has no row at this point"
+    assert ratios["key"].str.contains("scenario=rich").all()
+    assert "cpus_applied" not in ratios.columns  # a reading, not a coordinate
+
+
+def BASELINE_NOT_IN(ratios) -> bool:
+    return compare.BASELINE not in set(ratios["runtime"])
+
+
+def test_a_native_that_failed_gives_no_ratio():
+    rows = http_rows({("go-http", "docker"): [800.0]})
+    rows += [dict(rows[0], runtime="native", value=np.nan, status="failed", error="start: OOM killed")]
+    df = pd.DataFrame(rows).assign(experiment="io_bound", run_id="r", target="pi")
+    (row,) = compare.ratios_to_native(df).to_dict("records")
+    assert np.isnan(row["ratio"]) and row["why"] == "native failed at this point"
+
+
+def network_rows(points: dict[str, tuple[str, str, float]]) -> pd.DataFrame:
+    """container_overhead's HTTP rows: the point names the runtime and its network mode."""
+    rows = [dict(experiment="container_overhead", run_id="r", target="pi", app="go-http", runtime=rt,
+                 protocol="fair", rep=1, metric="requests_per_second", value=v, unit="req/s", status="ok",
+                 benchmark="network", operation="ab", load_tool="ab", point=point, network=net)
+            for point, (rt, net, v) in points.items()]
+    return pd.DataFrame(rows)
+
+
+def test_a_runtimes_own_network_mode_is_compared_with_natives_only_one():
+    df = network_rows({"native": ("native", "loopback", 1000.0), "docker (bridge)": ("docker", "bridge", 400.0),
+                       "docker (host)": ("docker", "host network", 990.0)})
+    got = compare.ratios_to_native(df).set_index("point")
+    assert got.loc["docker (bridge)", "ratio"] == pytest.approx(0.4)
+    assert got.loc["docker (host)", "ratio"] == pytest.approx(0.99)
+    assert got.loc["docker (host)", "native_variant"] == "network=loopback, point=native"
+    # Two native variants: which one would be a guess, so there is none.
+    two = pd.concat([df, network_rows({"native (2)": ("native", "other", 500.0)})])
+    assert compare.ratios_to_native(two)["ratio"].isna().all()
+
+
+def test_an_emulated_vm_is_its_own_runtime():
+    rows = http_rows({("go-http", "native"): [1000.0], ("go-http", "nanos"): [100.0]})
+    df = pd.DataFrame(rows).assign(experiment="io_bound", run_id="r", target="pi",
+                                   accelerator=["", "tcg"])
+    assert list(compare.ratios_to_native(df)["runtime"]) == ["nanos (TCG)"]
+
+
+def test_headline_metrics_are_kept_only_where_they_mean_something():
+    df = pd.DataFrame([dict(experiment="microbenchmarks", metric="total_time", protocol=p, benchmark="cpu")
+                       for p in ("fair", "published")]
+                      + [dict(experiment="microbenchmarks", metric="latency_max", protocol="fair", benchmark="cpu")])
+    kept = compare.headline_rows(df)
+    # A fair run lasts a fixed time: its total time says nothing; the published points' does.
+    assert kept[["metric", "protocol"]].values.tolist() == [["total_time", "published"]]
+    for exp, metrics in compare.HEADLINE_METRICS.items():
+        assert metrics, exp
+
+
+def test_verdict_reads_the_ratio_in_the_metrics_direction():
+    rate, time = compare.headline("io_bound", "requests_per_second"), compare.headline("iomt", "end_to_end_latency")
+    assert rate.higher_is_better and not time.higher_is_better
+    assert compare.verdict(0.8, rate) == "20% slower" and compare.verdict(1.25, time) == "25% slower"
+    assert compare.verdict(0.8, time) == "20% faster" and compare.verdict(3.0, time) == "3.0x slower"
+    assert compare.verdict(1.002, rate) == "as native" and compare.verdict(np.nan, rate) == ""
+    assert compare.verdict(2.8, compare.headline("static_footprint", "image_size")) == "2.8x larger"
+
+
+# -- the papers' ratios (data/reference) ---------------------------------------------------
+
+def paper_at(paper: pd.DataFrame, **where) -> pd.Series:
+    sel = paper
+    for k, v in where.items():
+        sel = sel[sel[k] == v]
+    assert len(sel) == 1, sel
+    return sel.iloc[0]
+
+
+def test_paper_ratios_where_a_table_prints_both_runtimes():
+    iomt = compare.paper_ratios("iomt")  # Table 4: Docker 15 s vs native 10 s for LZW at 10 KB
+    assert paper_at(iomt, workload="lzw", input_size="10KB", runtime="docker")["paper_ratio"] == pytest.approx(1.5)
+    assert paper_at(iomt, workload="aes", input_size="100MB")["paper_ratio"] == pytest.approx(15.0)
+    sysbench = compare.paper_ratios("microbenchmarks")  # Table 2: 134 s vs 95 s, the published points
+    row = paper_at(sysbench, benchmark="cpu", point="1MB / 10T")
+    assert row["paper_ratio"] == pytest.approx(134 / 95) and row["protocol"] == "published"
+    assert row["metric"] == "total_time" and row["qualifier"] == "exact"
+    sizes = compare.paper_ratios("static_footprint")
+    assert paper_at(sizes, app="node-http", runtime="docker")["paper_ratio"] == pytest.approx(127 / 45)
+    faults = compare.paper_ratios("page_faults")  # perf counted the docker client: our published perf count
+    assert paper_at(faults, workload="lzw", input_size="100MB")["paper_ratio"] == pytest.approx(6300 / 235000)
+    assert set(faults["metric"]) == {"perf_page_faults"} and set(faults["protocol"]) == {"published"}
+
+
+def test_paper_000_prints_no_native_number_so_it_gives_no_ratio():
+    for exp in ("io_bound", "cpu_bound", "time_to_ready"):
+        assert compare.BASELINE not in set(load_reference(exp)["runtime"].dropna())
+        assert compare.paper_ratios(exp).empty
+
+
+def test_printed_ratios_and_percentages():
+    lxd = compare.paper_ratios("lxd_appendix")
+    cpu = paper_at(lxd, benchmark="cpu")  # "the 3x degradation" at 10,000 threads, printed
+    assert cpu["paper_ratio"] == 3 and cpu["threads"] == "10000" and cpu["metric"] == "total_time"
+    assert cpu["qualifier"] == "exact"  # the printed ratio, not 30 s / 10 s from the rounded prose
+    memory = paper_at(lxd, benchmark="memory")  # "10-20% latency increase"
+    assert (memory["paper_low"], memory["paper_high"]) == pytest.approx((1.10, 1.20))
+    assert memory["qualifier"] == "range" and memory["paper_ratio"] == pytest.approx(1.15)
+    assert "fileio" in set(lxd["benchmark"]) and len(lxd) == 3  # (b)'s plateau vs maximum is left out
+
+
+def test_container_overhead_percentages_follow_the_metrics_direction():
+    co = compare.paper_ratios("container_overhead")
+    # STREAM Add: "rise of 0.17%" in memory throughput; ab: a 23.9% overhead (less throughput).
+    assert paper_at(co, metric="best_rate", operation="add")["paper_ratio"] == pytest.approx(1.0017)
+    ab = paper_at(co, metric="requests_per_second")
+    assert ab["paper_ratio"] == pytest.approx(0.761) and ab["point"] == "docker (bridge)"
+    disk = paper_at(co, metric="throughput")
+    assert disk["paper_ratio"] == pytest.approx(0.9847) and disk["operation"] == ""  # every operation
+    assert set(co["metric"]) == {"throughput", "best_rate", "requests_per_second"}  # EP has no number; no EDP
+
+
+def test_the_most_specific_paper_ratio_sits_beside_each_row():
+    df = network_rows({"native": ("native", "loopback", 1000.0), "docker (bridge)": ("docker", "bridge", 400.0),
+                       "docker (host)": ("docker", "host network", 990.0)})
+    got = compare.with_paper(compare.ratios_to_native(df), compare.paper_ratios("container_overhead"))
+    got = got.set_index("point")
+    assert got.loc["docker (bridge)", "paper_ratio"] == pytest.approx(0.761)
+    assert np.isnan(got.loc["docker (host)", "paper_ratio"])  # the paper ran Docker's default bridge
+    assert got.loc["docker (bridge)", "paper_source"].startswith("paper 003")
+
+
+# -- what the notebook shows ---------------------------------------------------------------
+
+def test_one_run_is_shown_and_said_to_have_nothing_beside_it(tmp_path):
+    write_run(tmp_path, "io_bound", "r1", "pi@pi1", "2026-01-01T00:00:00+00:00",
+              http_rows({("go-http", "native"): [1000], ("go-http", "docker"): [800]}))
+    result = compare.collect(data_dir=tmp_path)
+    assert "Nothing to compare side by side yet" in result.summary()
+    assert result.ratios["ratio"].tolist() == [pytest.approx(0.8)]
+
+
+def test_nothing_to_show_raises_before_any_figure(tmp_path):
+    with pytest.raises(NoData, match="no runs under"):
+        compare.collect(data_dir=tmp_path)
+    write_run(tmp_path, "io_bound", "r1", "pi@pi1", "2026-01-01T00:00:00+00:00",
+              http_rows({("go-http", "docker"): [800]}))
+    with pytest.raises(NoData, match="no ratio to native"):
+        compare.collect(data_dir=tmp_path)
+    with pytest.raises(NoData, match="no completed run matches"):
+        compare.collect(data_dir=tmp_path, profile="standard")
+
+
+def test_table_has_a_column_per_device_and_the_papers_beside(fleet_data):
+    result = compare.collect(data_dir=fleet_data)
+    table = plot.compare_table(result.ratios)
+    assert list(table.columns) == ["pi@pi1", "pi@pi2", plot.PAPER_COLUMN]
+    go = table.xs("go-http, fair, scenario=rich, endpoint=/io, network=bridge, cpus=2, memory_mb=2048", level="at")
+    assert go.loc[("io_bound", "requests_per_second", "docker"), "pi@pi1"] == pytest.approx(0.8)
+    text = plot.compare_table(result.ratios, text=True)
+    assert (text == "0.80, 20% slower").any().any() and (text == "0.90, 10% slower").any().any()
+
+
+def test_figure_draws_one_bar_per_device_from_the_line_at_one(fleet_data):
+    import matplotlib.pyplot as plt
+    result = compare.collect(data_dir=fleet_data)
+    fig = plot.compare_figure(result.ratios)
+    (ax,) = [a for a in fig.axes if a.has_data()]
+    bars = [p for p in ax.patches if isinstance(p, Rectangle) and p.get_gid() == "docker"]
+    assert len(bars) == 2
+    assert sorted(round(b.get_y() + b.get_height(), 6) for b in bars) == [0.8, 0.9]
+    assert all(b.get_y() == 1 for b in bars)
+    assert any(list(line.get_ydata()) == [1, 1] for line in ax.get_lines())
+    plt.close(fig)
+    nan_only = result.ratios.assign(ratio=np.nan)
+    with pytest.raises(NoData):
+        plot.compare_figure(nan_only)
+
+
+def test_the_papers_ratio_is_marked_in_the_figure(tmp_path):
+    rows = [dict(app="iomt", workload="lzw", input_size="10KB", entropy="random", runtime=rt, protocol="fair",
+                 rep=1, metric="end_to_end_latency", value=v, unit="s") for rt, v in (("native", 1.0), ("docker", 1.2))]
+    write_run(tmp_path, "iomt", "r1", "pi@pi1", "2026-01-01T00:00:00+00:00", rows, extra_columns=IOMT_COLUMNS)
+    result = compare.collect(data_dir=tmp_path)
+    assert result.ratios["paper_ratio"].tolist() == [pytest.approx(1.5)]
+    fig = plot.compare_figure(result.ratios)
+    (ax,) = [a for a in fig.axes if a.has_data()]
+    marks = [c for c in ax.collections if c.get_gid() == "docker" and len(c.get_offsets())]
+    assert [list(c.get_offsets()[0]) for c in marks] == [[0, pytest.approx(1.5)]]
+
+
+@pytest.mark.slow
+def test_make_compare_runs_the_notebook_headless(fleet_data, tmp_path):
+    env = dict(os.environ, EDGEBENCH_DATA_DIR=str(fleet_data), EDGEBENCH_FIGURES_DIR=str(tmp_path / "figures"))
+    r = subprocess.run([sys.executable, "-m", "edgebench.compare", "--quiet"], env=env, capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    out = tmp_path / "figures" / "compare"
+    assert (out / "compare.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and (out / "compare.pdf").exists()
+    cells = json.loads((out / "compare.ipynb").read_text())["cells"]
+    outputs = [o for c in cells if c["cell_type"] == "code" for o in c["outputs"]]
+    assert not [o for o in outputs if o["output_type"] == "error"]
+    assert not list(out.glob("*.partial.ipynb")) and not list(out.glob("*.failed.ipynb"))
+    shown = json.dumps(outputs)
+    assert "pi@pi2" in shown and "20% slower" in shown and "Nothing to compare" not in shown
+    # A selection that matches nothing is refused before a kernel starts.
+    r = subprocess.run([sys.executable, "-m", "edgebench.compare", "--quiet", "--targets", "pi9"], env=env,
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and "no runs on pi9" in r.stderr
