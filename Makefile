@@ -33,7 +33,7 @@ FIGURE_ARGS = --profile '$(PROFILE)' --target '$(TARGET)' --runtimes '$(RUNTIMES
 	$(if $(REPS),--repetitions '$(REPS)') $(if $(ONLY),--only '$(ONLY)') $(if $(FLEET),--fleet '$(FLEET)') \
 	$(if $(filter no,$(PROVISION)),,--provision)
 
-.PHONY: help setup provision figures replot compare lab test bench clean
+.PHONY: help setup provision figures replot compare report lab test bench clean
 
 help: ## Show this help
 	@echo "edgebench: make <goal> [PROFILE=quick|standard] [TARGET=local|user@host|a,b] [FLEET=file.yml] [RUNTIMES=auto|native,docker] [APPS=all|go-http] [REPS=N] [ONLY=name] [PROVISION=yes|no]"
@@ -62,6 +62,9 @@ compare: setup ## Runs side by side (devices, dates, versions) as ratios to each
 		$(if $(filter command line environment,$(origin TARGET)),--targets '$(TARGET)') \
 		$(if $(filter command line environment,$(origin RUNTIMES)),--runtimes '$(RUNTIMES)') \
 		$(if $(filter command line environment,$(origin PROFILE)),--profile '$(PROFILE)'))
+
+report: setup ## Static HTML site of every experiment with data, from the file system: figures/report/index.html
+	$(PY) -m edgebench.report
 
 lab: setup ## JupyterLab on notebooks/ with the project's kernel, as any user (LAB_IP, LAB_PORT; Ctrl-C stops it)
 	$(call provision_first,$(TARGET))

@@ -110,8 +110,13 @@ def _install_oha(prep: "Preparation") -> None:
     Oha.install(prep)
 
 
-# Only for `make test` (--for-tests): the second "hosts" of the SSH tests run their own sshd.
-TEST_NEEDS = TargetNeeds("ssh test hosts (make test)", (Need("openssh-server", (("sshd",),)),))
+# Only for `make test` (--for-tests): the second "hosts" of the SSH tests run their own sshd, and
+# `make report`'s pages are checked in a real headless browser.
+TEST_NEEDS = (
+    TargetNeeds("ssh test hosts (make test)", (Need("openssh-server", (("sshd",),)),)),
+    TargetNeeds("headless browser for the report test (make test)",
+                (Need("chromium", (("chromium",),)),), (Version("chromium", ("chromium", "--version")),)),
+)
 
 
 def runtime_needs(arch: str) -> dict[str, TargetNeeds]:
@@ -121,7 +126,7 @@ def runtime_needs(arch: str) -> dict[str, TargetNeeds]:
 
 
 def all_needs(arch: str, for_tests: bool = False) -> list[TargetNeeds]:
-    return [*runtime_needs(arch).values(), *TOOL_NEEDS, *([TEST_NEEDS] if for_tests else [])]
+    return [*runtime_needs(arch).values(), *TOOL_NEEDS, *(TEST_NEEDS if for_tests else ())]
 
 
 def versions_for(arch: str) -> list[Version]:

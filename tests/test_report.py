@@ -1,0 +1,119 @@
+"""`make report`: pages of executed notebooks without code, an index of every experiment, links
+to the raw data; checked in a real headless Chromium from the file system."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+import pytest
+from conftest import need
+
+from edgebench import report
+
+
+def _executed_notebook(path: Path, run_dir: Path) -> None:
+    """A small notebook executed for real (nbclient): prints its run directory like the
+    experiment notebooks, shows a table and draws a matplotlib figure."""
+    import nbformat
+    from nbclient import NotebookClient
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        nbformat.v4.new_markdown_cell("# Tiny experiment\n\nMeasured beside published."),
+        nbformat.v4.new_code_cell(f"print({str(run_dir)!r})"),
+        nbformat.v4.new_code_cell("import pandas as pd\npd.DataFrame({'runtime': ['native', 'docker'], "
+                                  "'measured': [1.0, 1.2], 'published': [1.0, 1.5]})"),
+        nbformat.v4.new_code_cell("import matplotlib\nmatplotlib.use('Agg')\nimport matplotlib.pyplot as plt\n"
+                                  "%matplotlib inline\nplt.bar(['native', 'docker'], [1, 1.2]); plt.show()"),
+    ]
+    NotebookClient(nb, timeout=120, kernel_name="python3").execute()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nb, str(path))
+
+
+def _run(data: Path, experiment: str, run_id: str, target: str = "local") -> Path:
+    run_dir = data / experiment / run_id
+    (run_dir / "raw").mkdir(parents=True)
+    (run_dir / "results.csv").write_text("experiment,metric,value\n")
+    (run_dir / "meta.json").write_text(json.dumps({
+        "run_id": run_id, "status": "completed", "started_at": "2026-11-24T10:00:00", "ended_at": "2026-11-24T10:01:00",
+        "rows": {"ok": 2, "failed": 1}, "parameters": {"profile": "quick"},
+        "project": {"commit": "0123456789abcdef", "dirty": False},
+        "target": {"target": target, "arch": "aarch64", "cores": 4, "memory_mb": 3792, "os": "Debian", "kernel": "6.1",
+                   "cgroup_version": 2}}))
+    return run_dir
+
+
+@pytest.fixture
+def site(tmp_path):
+    data, figures = tmp_path / "data", tmp_path / "figures"
+    _executed_notebook(figures / "time_to_ready" / "02_time_to_ready.ipynb", _run(data, "time_to_ready", "r1"))
+    _executed_notebook(figures / "devices" / "pi2" / "time_to_ready" / "02_time_to_ready.ipynb",
+                       _run(data, "time_to_ready", "r2", target="pi@pi2"))
+    (figures / "time_to_ready" / "02_time_to_ready.failed.ipynb").write_text("{}")  # never a product
+    index = report.build(figures, data, experiments=["time_to_ready", "iomt"])
+    return index, data
+
+
+def test_index_lists_pages_per_device_and_says_what_has_no_data(site):
+    index, _ = site
+    text = index.read_text()
+    assert 'href="time_to_ready.html"' in text and 'href="devices/pi2/time_to_ready.html"' in text
+    assert "this machine" in text and "pi2" in text
+    assert "no data yet" in text and "make figures ONLY=iomt" in text
+    assert "failed.ipynb" not in text
+
+
+def test_a_page_has_no_code_its_run_and_relative_links_to_raw_data(site):
+    index, data = site
+    page = (index.parent / "devices" / "pi2" / "time_to_ready.html").read_text()
+    assert "plt.bar" not in page and "print(" not in page  # code hidden
+    assert "pi@pi2" in page and "aarch64" in page and "0123456789ab" in page and "ok 2, failed 1" in page
+    assert 'src="data:image/png;base64,' in page  # the figure travels with the page
+    assert "<script" not in page  # nothing to fetch: it opens offline
+    links = [part.split('"')[0] for part in page.split('href="')[1:] if not part.startswith("#")]
+    for link in links:
+        assert not link.startswith(("/", "http")), link
+        assert (index.parent / "devices" / "pi2" / link).resolve().exists(), link
+    assert any(link.endswith("r2/results.csv") for link in links)
+
+
+@pytest.mark.integration
+def test_report_in_a_real_headless_browser(site, tmp_path):
+    index, _ = site
+    chromium = shutil.which("chromium")
+    need("chromium", None if chromium else "no `chromium` on this machine (`apt-get install chromium`; "
+                                           "`make test` provisions it)")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError as e:
+        need("chromium", f"the playwright Python package is missing ({e}); `make setup` installs it")
+    problems: list[str] = []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
+        try:
+            page = browser.new_page()
+            page.on("console", lambda m: problems.append(f"console: {m.text}") if m.type == "error" else None)
+            page.on("pageerror", lambda e: problems.append(f"page error: {e}"))
+            page.goto(index.as_uri())
+            assert page.title() == "edgebench report"
+            hrefs = page.eval_on_selector_all("a", "els => els.map(e => e.href)")
+            pages = [h for h in hrefs if h.endswith(".html")]
+            assert len(pages) == 2
+            for url in pages:
+                response = page.goto(url)
+                assert response is None or response.ok, url
+                images = page.evaluate("Array.from(document.images).map(i => i.complete && i.naturalWidth)")
+                assert images and all(images), (url, images)
+                for raw in page.eval_on_selector_all("a", "els => els.map(e => e.href)"):
+                    parts = urlsplit(raw)
+                    if parts.scheme == "file":
+                        assert Path(unquote(parts.path)).exists(), raw
+            shot = tmp_path / "report.png"
+            page.screenshot(path=str(shot), full_page=True)
+            assert shot.stat().st_size > 10_000
+        finally:
+            browser.close()
+    assert not problems, problems
