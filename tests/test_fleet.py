@@ -112,3 +112,15 @@ def test_two_devices_measured_in_parallel_and_a_dead_one_fails_alone(tmp_path, t
         assert (df["target"] == device).all() and (df["status"] == "ok").any()
         assert load_meta(run_dir)["status"] == "completed"
     assert not (tmp_path / "figures" / "devices" / "dev-dead").exists()
+
+
+def test_parallel_drivers_kernels_never_share_sockets():
+    """Two drivers of a fleet start kernels from the same notebooks/ folder at once; jupyter_client's
+    own default would give both the sockets kernel-ipc-1..5 there, and each kernel would then read the
+    other's messages (CI saw "Invalid Signature")."""
+    from edgebench.figures import ipc_kernel_manager
+
+    cls = ipc_kernel_manager()
+    a, b = cls(), cls()
+    assert a.transport == "ipc" and a.ip != b.ip
+    assert Path(a.ip).is_absolute() and Path(a.ip).parent == Path(b.ip).parent

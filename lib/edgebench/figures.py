@@ -72,11 +72,22 @@ def ipc_kernel_manager():
     """A kernel manager whose kernel talks over Unix sockets in Jupyter's private runtime folder,
     not over TCP on loopback: nothing else on the machine can reach it, and the kernel has no
     reason to print "Kernel is running over TCP without encryption" into every notebook."""
+    import uuid
+
     from jupyter_client.manager import AsyncKernelManager
+    from jupyter_core.paths import jupyter_runtime_dir
     from traitlets import CaselessStrEnum
 
     class IpcKernelManager(AsyncKernelManager):
         transport = CaselessStrEnum(["tcp", "ipc"], default_value="ipc", config=True)
+
+        def _ip_default(self) -> str:
+            # jupyter_client names the sockets "kernel-ipc-<n>" in the current folder when it has no
+            # connection file yet: two drivers of a fleet share notebooks/ and their kernels then
+            # read each other's messages ("Invalid Signature"). One unique prefix per kernel.
+            runtime = Path(jupyter_runtime_dir())
+            runtime.mkdir(parents=True, exist_ok=True)
+            return str(runtime / f"edgebench-{uuid.uuid4().hex[:12]}-ipc")
 
     return IpcKernelManager
 
