@@ -329,7 +329,10 @@ class SSHTarget(Target):
         try:
             r = conn.run(cmd, hide=True, warn=True, timeout=timeout,
                          in_stream=io.StringIO(stdin) if stdin is not None else False)
-            return CommandResult(self.name, cmd, r.stdout, r.stderr, r.exited, time.monotonic() - start)
+            # -1 is paramiko's "no exit status came back": the channel closed first, as when
+            # invoke's timer kills a command but the timer thread has not yet marked it timed out.
+            exited = None if r.exited == -1 else r.exited
+            return CommandResult(self.name, cmd, r.stdout, r.stderr, exited, time.monotonic() - start)
         except CommandTimedOut as e:
             return CommandResult(self.name, cmd, e.result.stdout, e.result.stderr, None,
                                  time.monotonic() - start)
