@@ -40,6 +40,24 @@ def pytest_runtest_call(item):
         need(e.tool, str(e))
 
 
+def plant_tree(root: Path, tree: Path) -> Path:
+    """A recorded sysfs tree under root, from a .tree file (tests/data/*/*.tree): `path = content`
+    lines are files, `path -> target` lines symlinks, `#` lines comments."""
+    for line in tree.read_text().splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        if " -> " in line:
+            path, target = line.split(" -> ", 1)
+            (root / path).parent.mkdir(parents=True, exist_ok=True)
+            (root / path).symlink_to(target)
+        else:
+            path, _, value = line.partition(" = ")
+            (root / path).parent.mkdir(parents=True, exist_ok=True)
+            (root / path).write_text(value + "\n")
+    return root
+
+
 def free_port() -> int:
     """A port nothing listens on now (the kernel's choice), so tests never collide on a fixed one."""
     import socket

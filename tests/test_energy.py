@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import need
+from conftest import need, plant_tree
 from edgebench import energy
 from edgebench.energy import (CommandMeter, HwmonMeter, Measurement, PowercapMeter, check_spec, edp,
                               energy_above_idle, find_meter, integrate, measurement_rows, missing_rows)
@@ -28,20 +28,8 @@ RAPL_MAX_UJ = 262143328850
 
 
 def build_tree(root: Path, name: str) -> Path:
-    """The recorded tree `name` under root: `path = content` files, `path -> target` symlinks."""
-    for line in (DATA / f"{name}.tree").read_text().splitlines():
-        line = line.strip()
-        if not line or line.startswith("#"):
-            continue
-        if " -> " in line:
-            path, target = line.split(" -> ", 1)
-            (root / path).parent.mkdir(parents=True, exist_ok=True)
-            (root / path).symlink_to(target)
-        else:
-            path, _, value = line.partition(" = ")
-            (root / path).parent.mkdir(parents=True, exist_ok=True)
-            (root / path).write_text(value + "\n")
-    return root
+    """The recorded tree `name` under root (conftest.plant_tree)."""
+    return plant_tree(root, DATA / f"{name}.tree")
 
 
 def write(path: Path, value: int | str) -> None:

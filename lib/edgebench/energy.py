@@ -56,13 +56,13 @@ from __future__ import annotations
 
 import re
 import shlex
-import threading
 import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from edgebench.errors import ConfigError, EdgebenchError
+from edgebench.errors import ConfigError
+from edgebench.sensors import Periodic, SensorReadError, failure as _failed, message as _message, run_read
 from edgebench.targets import CommandResult, Target
 
 DEFAULT_ROOT = "/sys"
@@ -76,7 +76,7 @@ HOW_TO_ADD = ("pass power_meter='command:watts:<cmd>' (or 'command:joules:<cmd>'
 METRICS = (("energy", "J"), ("energy_total", "J"), ("average_power", "W"), ("edp", "J*s"))
 
 
-class PowerMeterError(EdgebenchError):
+class PowerMeterError(SensorReadError):
     """A meter could not be read; the message names the file or command and why."""
 
 
@@ -139,8 +139,7 @@ class Sampler:
         self.meter = meter
         self.interval_s = interval_s
         self.measurement = Measurement(meter.describe(), meter.kind)
-        self.thread: threading.Thread | None = None
-        self._stop = threading.Event()
+        self.thread: Periodic | None = None
         self._last: list[float] | None = None
         self._joules = 0.0
         self._error = ""
@@ -157,13 +156,13 @@ class Sampler:
         self._last = values
         self.measurement.samples.append((t, self._joules))
 
-    def _loop(self) -> None:
-        while not self._stop.wait(self.interval_s):
-            try:
-                self._take()
-            except Exception as e:  # noqa: BLE001 - any failure makes the run's energy missing
-                self._error = _message(e)
-                return
+    def _tick(self) -> bool:
+        try:
+            self._take()
+            return True
+        except Exception as e:  # noqa: BLE001 - any failure makes the run's energy missing
+            self._error = _message(e)
+            return False
 
     def __enter__(self) -> Measurement:
         try:
@@ -172,19 +171,15 @@ class Sampler:
             self.measurement.error = f"the power meter failed before the run: {_message(e)}"
             return self.measurement
         if self.meter.periodic:
-            self.thread = threading.Thread(target=self._loop, daemon=True,
-                                           name=f"edgebench-power-{self.meter.name}")
+            self.thread = Periodic(self._tick, self.interval_s, name=f"edgebench-power-{self.meter.name}")
             self.thread.start()
         return self.measurement
 
     def __exit__(self, exc_type, exc, tb) -> bool:
         m = self.measurement
         try:
-            self._stop.set()
-            if self.thread is not None:
-                self.thread.join(self.meter.read_timeout_s + self.interval_s + 5)
-                if self.thread.is_alive():
-                    self._error = self._error or "the sampling thread did not stop (a read hung)"
+            if self.thread is not None and not self.thread.stop(self.meter.read_timeout_s + self.interval_s + 5):
+                self._error = self._error or "the sampling thread did not stop (a read hung)"
         finally:
             if m.error:
                 pass
@@ -207,10 +202,6 @@ class Sampler:
         (t0, _), (t1, last) = m.samples[0], m.samples[-1]
         m.duration_s = t1 - t0
         m.energy_j = integrate(m.samples) if self.meter.kind == "power" else last
-
-
-def _message(e: BaseException) -> str:
-    return str(e) or type(e).__name__
 
 
 # -- meters ------------------------------------------------------------------------------
@@ -294,18 +285,7 @@ class PowerMeter(ABC):
 
 
 def _run(target: Target, command, timeout: float) -> CommandResult:
-    try:
-        return target.run(command, check=False, timeout=timeout)
-    except (EdgebenchError, OSError) as e:
-        raise PowerMeterError(f"cannot run a read on {target.name}: {e}") from e
-
-
-def _failed(target: Target, what: str, r: CommandResult, hint: str = "") -> str:
-    if r.exit_code is None:
-        return f"reading {what} on {target.name} timed out"
-    tail = (r.stderr.strip().splitlines() or r.stdout.strip().splitlines() or ["no output"])[-1]
-    why = f"cannot read {what} on {target.name}: {tail} (exit {r.exit_code})"
-    return f"{why}; {hint}" if hint and "permission denied" in r.stderr.lower() else why
+    return run_read(target, command, timeout, PowerMeterError)
 
 
 def _read_numbers(target: Target, paths: list[str], timeout: float, hint: str = "") -> list[int]:

@@ -2,6 +2,11 @@
 
 A row is appended and flushed per repetition, so an interrupted run keeps what it measured.
 Nothing is averaged here; aggregation happens in the notebook.
+
+A run opened on a target (experiments.common.open_run) carries a HealthMonitor (edgebench.health):
+it samples the device into health.csv from the run's start to its end, and each row's `health`
+column says whether the device throttled or was busy while that row was measured ("" when it was
+fine, "unknown" where that cannot be told; the rule is in edgebench.health).
 """
 
 from __future__ import annotations
@@ -22,10 +27,11 @@ from typing import Any
 import pandas as pd
 
 from edgebench.errors import ConfigError
+from edgebench.health import UNKNOWN
 from edgebench.paths import DATA_DIR, PROJECT_ROOT
 
 CORE_COLUMNS = ["experiment", "run_id", "target", "app", "runtime", "protocol", "cpus", "memory_mb",
-                "rep", "metric", "value", "unit", "status", "error"]
+                "rep", "metric", "value", "unit", "status", "error", "health"]
 _RUN_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
@@ -78,6 +84,9 @@ class Run:
         self.counts = {"ok": 0, "failed": 0}
         self._raw_seq = 0
         self._lock = threading.Lock()
+        # The device's health (edgebench.health.HealthMonitor), set before `with`: sampled from
+        # __enter__ to the end of the run. Without one, every row's health is "unknown".
+        self.health = None
         self.meta = {
             "experiment": experiment, "run_id": self.run_id, "status": "running",
             "started_at": utc_now(), "ended_at": None, "parameters": params,
@@ -103,6 +112,8 @@ class Run:
         if unknown:
             raise ValueError(f"columns {sorted(unknown)} not declared for {self.experiment}")
         row.update({k: ("" if v is None else v) for k, v in context.items()})
+        if "health" not in context:
+            row["health"] = self.health.row_health() if self.health is not None else UNKNOWN
         row.update(metric=metric, unit=unit, status=status,
                    value="" if value is None or (isinstance(value, float) and math.isnan(value)) else value,
                    error=" ".join(str(error).split())[:500])
@@ -142,7 +153,29 @@ class Run:
         self.meta.setdefault("notes", {})[key] = value
         self._write_meta()
 
+    # -- measured points (experiments.sweep): the health monitor judges "busy" at their start ----
+    def begin_point(self) -> None:
+        if self.health is not None:
+            self.health.begin_point()
+
+    def end_point(self) -> None:
+        if self.health is not None:
+            self.health.end_point()
+
+    def _stop_health(self) -> None:
+        if self.health is not None:
+            try:
+                self.health.stop()
+            finally:
+                self.meta.setdefault("notes", {})["health"] = self.health.summary()
+
     def finish(self, status: str = "completed", error: str | None = None) -> None:
+        try:
+            self._stop_health()
+        finally:
+            self._close(status, error)
+
+    def _close(self, status: str, error: str | None) -> None:
         if not self._csv.closed:
             self._csv.close()
         # Counted from the file: a signal between a row's write and its tally cannot skew it.
@@ -159,6 +192,13 @@ class Run:
         if threading.current_thread() is threading.main_thread():
             # `kill`/timeouts send SIGTERM: turn it into the same unwinding as Ctrl-C.
             self._old_sigterm = signal.signal(signal.SIGTERM, _raise_interrupt)
+        if self.health is not None:
+            try:
+                self.health.start()
+                self.note("health", self.health.summary())
+            except BaseException as e:  # Ctrl-C while probing: the run still says how it ended
+                self.__exit__(type(e), e, e.__traceback__)
+                raise
         return self
 
     def __exit__(self, exc_type, exc, tb) -> None:
@@ -202,9 +242,12 @@ def find_run(experiment: str, run_id: str = "latest", data_dir: Path = DATA_DIR)
 
 def load_results(run_dir: Path) -> pd.DataFrame:
     df = pd.read_csv(Path(run_dir) / "results.csv", keep_default_na=False, na_values=[""],
-                     dtype={"error": str, "status": str, "cpuset_applied": str, "loadgen_cpuset": str})
+                     dtype={"error": str, "status": str, "health": str, "cpuset_applied": str,
+                            "loadgen_cpuset": str})
     df["value"] = pd.to_numeric(df["value"], errors="coerce")
     df["error"] = df["error"].fillna("")
+    if "health" in df:  # runs recorded before health was sampled have no such column
+        df["health"] = df["health"].fillna("")
     return df
 
 

@@ -11,6 +11,7 @@ from typing import Iterable, Iterator
 
 from edgebench.apps import APPS, HTTP_APPS, get_app
 from edgebench.errors import ConfigError
+from edgebench.health import HealthMonitor
 from edgebench.needs import tool_versions
 from edgebench.results import Run
 from edgebench.runtimes import RUNTIMES, Availability, Runtime, check_runtime_names
@@ -81,8 +82,12 @@ class Selection:
 
 
 def open_run(experiment: str, params: dict, target: Target, **options) -> Run:
-    """A Run that records the target's facts and the versions of what the runtimes and tools run."""
-    return Run(experiment, params, target.facts(), tool_versions=tool_versions(target), **options)
+    """A Run that records the target's facts and the versions of what the runtimes and tools run,
+    and samples the target's health (temperature, throttling, frequency, load from others) while
+    it is open: health.csv beside results.csv, a `health` mark on every row."""
+    run = Run(experiment, params, target.facts(), tool_versions=tool_versions(target), **options)
+    run.health = HealthMonitor(target, run.dir)
+    return run
 
 
 def select_runtimes(target: Target, requested, run_tag: str, apps: Iterable[str] = (),

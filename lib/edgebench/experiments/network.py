@@ -72,6 +72,7 @@ def measure_docker_networking(run: Run, target, selection, reps: int, seconds: i
         address = target.address
         steps = [(rep, p) for rep in range(1, reps + 1) for p in (points if rep % 2 else points[::-1])]
         for k, (rep, (rt, mode, point)) in enumerate(tqdm(steps, desc="network", disable=not progress)):
+            run.begin_point()  # its own loop, not experiments.sweep: each point still gets a quiet check
             artifact = artifacts[rt.name]
             row = dict(base, runtime=rt.name, point=point, rep=rep, build=artifact.build,
                        note=f"iperf3 -c {address} -t {seconds}, from {host.name}")
@@ -99,3 +100,4 @@ def measure_docker_networking(run: Run, target, selection, reps: int, seconds: i
             run.add(metric="network_throughput", value=received / 1e9, unit="Gbps", **row)
             run.add(metric="network_rtt", value=rtt_us / 1000 if rtt_us is not None else None, unit="ms",
                     **dict(row, note=row["note"] + "; mean TCP RTT of the stream (tcp_info)"))
+        run.end_point()

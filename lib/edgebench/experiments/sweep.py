@@ -4,6 +4,9 @@ It owns what the experiments used to copy: the order (runtimes alternate, and th
 with each repetition, A B then B A, so drift favours none), the progress bar, and turning an
 error a measurement raises into a `failed` row with the reason, after which the sweep goes on.
 Experiments supply two functions: `row_for(point)` (the row's columns) and `measure(point, row)`.
+Each point is bracketed by `run.begin_point()` / `run.end_point()`: the run's health monitor checks
+there, while nothing of the point runs yet, whether other processes keep the device busy, and
+marks the point's rows with what it saw (edgebench.health).
 """
 
 from __future__ import annotations
@@ -49,10 +52,13 @@ def sweep(run: Run, runtimes: Sequence[Runtime], *, reps: int, row_for: Callable
     metric, unit = failed
     for point in tqdm(points(runtimes, reps, outer, inner, protocols), desc=desc, disable=not progress):
         row = row_for(point)
+        run.begin_point()
         try:
             measure(point, row)
         except EdgebenchError as e:
             run.failed(metric=metric, unit=unit, error=str(e), **row)
+        finally:
+            run.end_point()
 
 
 def artifact_for(artifacts: dict, app: str, rt: Runtime) -> Artifact:

@@ -7,9 +7,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from edgebench.plotting.style import (PROTOCOL_TITLE, figure_legend, in_runtime_order, mark_paper_values,
+from edgebench.plotting.style import (PROTOCOL_TITLE, figure_legend, in_runtime_order, mark_health, mark_paper_values,
                                       protocol_grid, protocols_in, runtime_artist)
-from edgebench.plotting.tables import NoData, mark_emulated
+from edgebench.plotting.tables import NoData, mark_emulated, mark_health as health_column
 
 PAPER = "paper 003"
 BENCHMARK_ORDER = ("disk", "memory", "hpc", "network")
@@ -55,6 +55,7 @@ def _relative(rows: pd.DataFrame, higher_better: dict, reference: pd.DataFrame, 
     table["published_pct"] = [(_paper_value(reference, ref_metric, r.benchmark, r.operation) if d else np.nan)
                               for r, d in zip(table.itertuples(), docker)]
     order = {b: i for i, b in enumerate(BENCHMARK_ORDER)}
+    table = health_column(table, rows, [*keys, "label"])
     return table.sort_values(["benchmark", "protocol", "operation", "size", "label"],
                              key=lambda c: c.map(order) if c.name == "benchmark" else c).reset_index(drop=True)
 
@@ -110,6 +111,7 @@ def _relative_figure(table: pd.DataFrame, column: str, ylabel: str, title: str):
                 g = sub[sub["label"] == label].set_index(["operation", "size"]).reindex(cells)
                 x = np.arange(len(cells)) - 0.4 + width * (k + 0.5)
                 ax.bar(x, g[column], width * 0.9, label=label, **runtime_artist(label))
+                mark_health(ax, x, g[column], g.get("health"))
                 mark_paper_values(ax, x, g["published_pct"], label, PAPER)
             ax.axhline(0, color="black", linewidth=0.8)
             names = [op if sub["size"].nunique() == 1 else f"{op}\n{size}" for op, size in cells]

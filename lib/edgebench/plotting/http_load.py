@@ -11,9 +11,10 @@ import pandas as pd
 from matplotlib.lines import Line2D
 
 from edgebench.plotting.style import (FAILED_STYLE, PROTOCOL_TITLE, figure_legend, in_runtime_order, keep_in_view,
-                                      runtime_colour,
+                                      mark_health, runtime_colour,
                                       mark_paper_values, protocol_grid, protocol_line, protocols_in, runtime_artist)
-from edgebench.plotting.tables import NoData, beside_published, mark_emulated, ok_rows, sort_by_runtime, spread
+from edgebench.plotting.tables import (NoData, beside_published, mark_emulated, mark_health as health_column, ok_rows,
+                                       sort_by_runtime, spread)
 
 KEYS = ["scenario", "cpus", "memory_mb", "app", "runtime", "protocol"]
 PAPER = "paper 000"
@@ -53,7 +54,7 @@ def http_table(df: pd.DataFrame, reference: pd.DataFrame) -> pd.DataFrame:
                            ("latency_stdev", "published_latency_stdev_ms")):
         table = beside_published(table, reference, metric, on, column, value="value_base")
     table["level"] = table.apply(level_label, axis=1)
-    return sort_by_runtime(table, ["app", "scenario", "memory_mb", "runtime", "protocol"],
+    return sort_by_runtime(health_column(table, df, KEYS), ["app", "scenario", "memory_mb", "runtime", "protocol"],
                            ascending=[True, False, False, True, True])
 
 
@@ -105,6 +106,7 @@ def draw_runtime(panel: dict, x: np.ndarray, g: pd.DataFrame, rt: str, protocol:
     below = (g["rps_median"] - g["rps_q1"]).clip(lower=0).fillna(0)
     above = (g["rps_q3"] - g["rps_median"]).clip(lower=0).fillna(0)
     panel["throughput"].errorbar(x, g["rps_median"], yerr=[below, above], capsize=3, label=rt, **style)
+    mark_health(panel["throughput"], x, g["rps_median"], g.get("health"))
     dead = (g["rps_median"].isna() & (g["failed"] > 0)).to_numpy()
     if dead.any():
         panel["throughput"].scatter(x[dead], np.zeros(dead.sum()), **runtime_artist(rt), **FAILED_STYLE)
@@ -191,7 +193,8 @@ def open_loop_table(df: pd.DataFrame, p99_bound_ms: float = P99_BOUND_MS) -> pd.
     table["why"] = table.apply(why, axis=1)
     table["keeps_up"] = table["why"] == ""
     table["level"] = table.apply(level_label, axis=1)
-    return sort_by_runtime(table.drop(columns=["failed_error"]), ["app", "scenario", "memory_mb", "runtime", "offered_rps"],
+    table = health_column(table.drop(columns=["failed_error"]), ol, OPEN_KEYS)
+    return sort_by_runtime(table, ["app", "scenario", "memory_mb", "runtime", "offered_rps"],
                            ascending=[True, False, False, True, True])
 
 
@@ -214,6 +217,7 @@ def open_loop_figure(table: pd.DataFrame, title: str, p99_bound_ms: float = P99_
             for rt in in_runtime_order(t["runtime"]):
                 g = t[t["runtime"] == rt].sort_values("offered_rps")
                 ax.plot(g["offered_rps"], g["p99_ms"], marker="o", linestyle="-", label=rt, **runtime_artist(rt))
+                mark_health(ax, g["offered_rps"], g["p99_ms"], g.get("health"))
                 ax.plot(g["offered_rps"], g["p50_ms"], marker=".", linestyle="--", **runtime_artist(rt))
                 over = g[~g["keeps_up"]]
                 if not over.empty:

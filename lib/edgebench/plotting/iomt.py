@@ -6,9 +6,10 @@ import numpy as np
 import pandas as pd
 
 from edgebench.experiments.iomt import LABELS, parse_size
-from edgebench.plotting.style import (PROTOCOL_TITLE, figure_legend, in_runtime_order, mark_paper_values,
+from edgebench.plotting.style import (PROTOCOL_TITLE, figure_legend, in_runtime_order, mark_health, mark_paper_values,
                                       protocol_grid, protocol_line, protocols_in)
-from edgebench.plotting.tables import NoData, beside_published, mark_emulated, ok_rows, sort_by_runtime
+from edgebench.plotting.tables import (NoData, beside_published, mark_emulated, mark_health as health_column, ok_rows,
+                                       sort_by_runtime)
 
 KEYS = ["workload", "input_size", "runtime", "protocol"]
 PAPER_TABLE_4 = "paper 001, Table 4"
@@ -26,7 +27,7 @@ def workload_medians(df: pd.DataFrame, metrics: list[str]) -> pd.DataFrame:
     failed = df[(df["metric"] == metrics[0]) & (df["status"] == "failed")].groupby(KEYS).size()
     table = table.join(failed.rename("failed"), how="left").fillna({"failed": 0}).reset_index()
     table["size_n"] = table["input_size"].map(parse_size)
-    return sort_by_runtime(table, ["workload", "size_n", "runtime", "protocol"])
+    return sort_by_runtime(health_column(table, df, KEYS), ["workload", "size_n", "runtime", "protocol"])
 
 
 def beside_paper(table: pd.DataFrame, reference: pd.DataFrame, metric: str, column: str) -> pd.DataFrame:
@@ -59,6 +60,7 @@ def lines_over_size(ax, sub: pd.DataFrame, column: str, protocol: str, scale: fl
         g = sub[sub["runtime"] == rt].sort_values("size_n").dropna(subset=[column])
         if not g.empty:
             ax.plot(g["size_n"], g[column] * scale, label=rt, **protocol_line(rt, protocol))
+            mark_health(ax, g["size_n"], g[column] * scale, g.get("health"))
 
 
 # -- Table 4: end-to-end latency ------------------------------------------------------

@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from edgebench.plotting.style import figure_legend, in_runtime_order, plt, runtime_artist
-from edgebench.plotting.tables import NoData
+from edgebench.plotting.style import figure_legend, in_runtime_order, mark_health, plt, runtime_artist
+from edgebench.plotting.tables import NoData, cell_health
 
 # (benchmark, x column, metric, unit, title) per panel of the paper's Fig. 2.
 PANELS = [("fileio", "files", "file_creation_latency", "ms per 1 MiB file", "(a) file creation"),
@@ -24,7 +24,9 @@ def appendix_table(df: pd.DataFrame) -> pd.DataFrame:
     """Median and quartiles per panel, runtime and x, and the ratio to native's median."""
     ok = df[(df["status"] == "ok") & df["value"].notna()].copy()
     io = ok[ok["metric"].isin(["read_throughput", "write_throughput"])]
-    io_sum = io.groupby(["runtime", "files", "rep"])["value"].sum().reset_index().assign(
+    # A read and a write throughput make one point: it carries both rows' health.
+    agg = {"value": "sum", **({"health": lambda h: ",".join(h.dropna())} if "health" in io else {})}
+    io_sum = io.groupby(["runtime", "files", "rep"]).agg(agg).reset_index().assign(
         metric="io_throughput", benchmark="fileio")
     ok = pd.concat([ok, io_sum], ignore_index=True, sort=False)
     rows = []
@@ -33,7 +35,8 @@ def appendix_table(df: pd.DataFrame) -> pd.DataFrame:
         for (rt, xv), g in sel.groupby(["runtime", x]):
             rows.append(dict(panel=title, runtime=rt, x=int(xv), x_name=x, metric=metric, unit=unit,
                              median=g["value"].median(), q1=g["value"].quantile(0.25),
-                             q3=g["value"].quantile(0.75), n=len(g)))
+                             q3=g["value"].quantile(0.75), n=len(g),
+                             **({"health": cell_health(g)} if "health" in g else {})))
     if not rows:
         raise NoData("no successful appendix measurements")
     table = pd.DataFrame(rows)
@@ -54,6 +57,7 @@ def appendix_figure(table: pd.DataFrame):
             # Quartiles, not mean +- stdev: they stay within the measured values.
             ax.errorbar(g["x"], g["median"], yerr=[g["median"] - g["q1"], g["q3"] - g["median"]], marker="o",
                         capsize=3, label=rt, **runtime_artist(rt))
+            mark_health(ax, g["x"], g["median"], g.get("health"))
         ax.set_xscale("log")
         ax.set_xlabel("files of 1 MiB" if x == "files" else "threads")
         ax.set_ylabel(unit)

@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from edgebench.plotting.style import (PROTOCOL_TITLE, figure_legend, in_runtime_order, mark_paper_values,
+from edgebench.plotting.style import (PROTOCOL_TITLE, figure_legend, in_runtime_order, mark_health, mark_paper_values,
                                       protocol_grid, protocols_in, plt, runtime_artist)
-from edgebench.plotting.tables import NoData, ok_rows, sort_by_runtime
+from edgebench.plotting.tables import NoData, mark_health as health_column, ok_rows, sort_by_runtime
 
 PAPER_TABLE_2 = "paper 001, Table 2"
 # What each protocol's panel shows: the published points are Table 2's total time; the fair
@@ -44,7 +44,7 @@ def sysbench_table(df: pd.DataFrame, reference: pd.DataFrame) -> pd.DataFrame:
     failed = df[(df["status"] == "failed") & df["benchmark"].isin(["cpu", "memory"])]
     table["failed"] = [int(((failed["benchmark"] == r.benchmark) & (failed["point"] == r.point)
                             & (failed["runtime"] == r.runtime)).sum()) for r in table.itertuples()]
-    return sort_by_runtime(table, ["protocol", "benchmark", "threads", "runtime"])
+    return sort_by_runtime(health_column(table, df, keys), ["protocol", "benchmark", "threads", "runtime"])
 
 
 def sysbench_figure(table: pd.DataFrame):
@@ -70,6 +70,7 @@ def sysbench_figure(table: pd.DataFrame):
                 g = sub[sub["runtime"] == rt].set_index("point").reindex(points)
                 x = np.arange(len(points)) - 0.4 + width * (k + 0.5)
                 ax.bar(x, g[value], width * 0.9, label=rt, **runtime_artist(rt))
+                mark_health(ax, x, g[value], g.get("health"))
                 mark_paper_values(ax, x, g["published_s"], rt, PAPER_TABLE_2)
             ax.set_xticks(range(len(points)), points, fontsize=8)
             if "log" in ylabel:
@@ -117,7 +118,7 @@ def network_table(df: pd.DataFrame, reference: pd.DataFrame) -> pd.DataFrame:
     thr = ok_rows(net, "network_throughput").groupby("point")["value"].agg(["median", "count"])
     table = thr.rename(columns={"median": "throughput_Gbps", "count": "n"})
     table = table.join(median_of(net, "network_rtt", ["point"]).rename("rtt_ms"), how="left").reset_index()
-    table = table.rename(columns={"point": "mode"})
+    table = health_column(table, net, ["point"]).rename(columns={"point": "mode"})
     ref = reference[reference["metric"].isin(["network_throughput", "network_latency", "ping_latency"])]
     pivot = ref.pivot_table(index="network_mode", columns="metric", values="value", aggfunc="first")
     pivot = pivot.rename(columns={"network_throughput": "published_Gbps",
@@ -144,6 +145,7 @@ def network_figure(table: pd.DataFrame):
             rt = network_runtime(r.mode)
             ax.bar(xi, getattr(r, measured), 0.6, hatch="//" if r.mode == "bridge" else None, edgecolor="white",
                    label=rt, **runtime_artist(rt))
+            mark_health(ax, [xi], [getattr(r, measured)], [getattr(r, "health", None)])
             if published in table:
                 mark_paper_values(ax, [xi], [table.loc[xi, published]], rt, source)
         ax.set_xticks(x, table["mode"])

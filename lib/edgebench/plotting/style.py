@@ -16,6 +16,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from edgebench.health import is_marked  # noqa: E402
 from edgebench.paths import FIGURES_DIR  # noqa: E402
 from edgebench.runtimes import runtime_colours, runtime_order as registry_order  # noqa: E402
 
@@ -92,6 +93,45 @@ def mark_paper_values(ax, x, y, label: str, source: str) -> None:
         ax.scatter(x[keep], y[keep], label=f"{label} ({source})", **runtime_artist(label), **PAPER_VALUE_STYLE)
 
 
+# -- device health ------------------------------------------------------------------------
+
+# A value measured while the device throttled or was busy (edgebench.health) carries a dagger:
+# after its cell in a table (tables.mark_health), above its point or bar in a figure.
+HEALTH_MARK = "\u2020"
+HEALTH_GID = "health-mark"
+HEALTH_LABEL = "measured while the device throttled or was busy"  # the legend shows the dagger beside it
+
+
+def health_marked(health) -> np.ndarray:
+    """Per value: whether a table cell's health ('† throttled 2/5') or a row's ('throttled,busy')
+    marks it; NaN and '' do not."""
+    return np.array([isinstance(h, str) and (h.startswith(HEALTH_MARK) or is_marked(h))
+                     for h in (health if health is not None else [])], dtype=bool)
+
+
+def mark_health(ax, x, y, health) -> None:
+    """A dagger above each point or bar (below a negative bar) whose value was measured while the
+    device throttled or was busy. `health`: the table's or the rows' column, aligned with x and y;
+    None (results recorded before health was sampled) draws nothing."""
+    if health is None:
+        return
+    for xi, yi, on in zip(np.asarray(x, dtype=float), np.asarray(y, dtype=float), health_marked(health)):
+        if on and np.isfinite(xi) and np.isfinite(yi):
+            below = yi < 0 and ax.get_yscale() != "log"
+            ax.annotate(HEALTH_MARK, (xi, yi), xytext=(0, -4 if below else 4), textcoords="offset points",
+                        ha="center", va="top" if below else "bottom", fontsize=11, fontweight="bold",
+                        gid=HEALTH_GID)
+
+
+def _health_key(fig) -> list:
+    """The legend's key to the dagger, if the figure shows one."""
+    from matplotlib.lines import Line2D
+    if any(t.get_gid() == HEALTH_GID for ax in fig.axes for t in ax.texts):
+        return [Line2D([], [], marker=f"${HEALTH_MARK}$", markersize=9, linestyle="", color="black",
+                       label=HEALTH_LABEL)]
+    return []
+
+
 # -- layout and saving ------------------------------------------------------------------
 
 def protocol_grid(n_rows: int, protocols: list[str], panel_size=(5.0, 3.4), sharey: str | bool = "row"):
@@ -125,6 +165,7 @@ def keep_in_view(axes, pad: float = 0.05) -> None:
 def figure_legend(fig, extra=(), ncol: int = 6) -> None:
     """One legend under the figure, runtimes in the registry's order (one per panel would
     repeat itself in every panel of a grid); `extra` handles (a key to marker shapes) last."""
+    extra = [*extra, *_health_key(fig)]
     entries = {}
     for ax in fig.axes:
         for handle, label in zip(*ax.get_legend_handles_labels()):

@@ -1,5 +1,6 @@
 """What every experiment's tables share: the rows that can be plotted, the spread of repeated
-runs, emulated VMs kept apart, and the papers' values beside the measured ones."""
+runs, emulated VMs kept apart, cells measured on a throttled or busy device marked, and the
+papers' values beside the measured ones."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ from pathlib import Path
 import pandas as pd
 
 from edgebench.errors import EdgebenchError
-from edgebench.plotting.style import EMULATED, base_runtime, in_runtime_order
+from edgebench.health import BUSY, MARKED, THROTTLED, UNKNOWN, flags
+from edgebench.plotting.style import EMULATED, HEALTH_LABEL, HEALTH_MARK, base_runtime, in_runtime_order
 
 
 class NoData(EdgebenchError):
@@ -54,6 +56,57 @@ def mark_emulated(df: pd.DataFrame) -> pd.DataFrame:
     return df
 
 
+def cell_health(rows: pd.DataFrame) -> str:
+    """One cell's mark from the health of the rows behind it, counted in repetitions (a repetition
+    is throttled if any of its rows is): '† throttled 2/5, busy 1/5' when any was throttled or
+    busy, 'unknown 5/5' when that could not be told, '' when the device was fine throughout."""
+    reps = rows.groupby("rep", dropna=False)["health"] if "rep" in rows else rows.groupby(rows.index)["health"]
+    per_rep = [set().union(*(flags(h) for h in g)) for _, g in reps]
+    counts = {f: sum(f in got for got in per_rep) for f in (THROTTLED, BUSY, UNKNOWN)}
+    shown = [f"{f} {counts[f]}/{len(per_rep)}" for f in MARKED if counts[f]]
+    if shown:
+        return f"{HEALTH_MARK} " + ", ".join(shown)
+    return f"{UNKNOWN} {counts[UNKNOWN]}/{len(per_rep)}" if counts[UNKNOWN] else ""
+
+
+def mark_health(table: pd.DataFrame, df: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """`table` with a `health` column after its keys: each cell's mark (cell_health) from the rows
+    of `df` that share its `keys`, whatever their metric or status. Results recorded before
+    health was sampled have no `health` column: the table is returned as it is."""
+    if "health" not in df or table.empty:
+        return table
+    keys = [k for k in keys if k in table and k in df]
+    if not keys:
+        return table
+
+    def key_of(values) -> tuple:  # NaN never equals NaN: a missing key matches as None
+        return tuple(None if pd.isna(v) else v for v in (values if isinstance(values, tuple) else (values,)))
+
+    marks = {key_of(key): cell_health(g) for key, g in df.groupby(keys, dropna=False)}
+    values = [marks.get(key_of(r), "") for r in table[keys].itertuples(index=False, name=None)]
+    table = table.drop(columns="health", errors="ignore")
+    table.insert(max(table.columns.get_loc(k) for k in keys) + 1, "health", values)
+    return table
+
+
+def health_notes(run_dir, df: pd.DataFrame | None = None) -> list[str]:
+    """The footnote to the dagger, and why throttling could not be checked where it could not."""
+    from edgebench.results import load_meta
+    notes = (load_meta(Path(run_dir)).get("notes") or {}).get("health")
+    lines = []
+    if df is not None and "health" in df and len(df):
+        hit = {f: int(df["health"].map(lambda h, f=f: f in flags(h)).sum()) for f in (THROTTLED, BUSY)}
+        if any(hit.values()):
+            lines.append(f"- **{HEALTH_MARK} {HEALTH_LABEL}**: {hit[THROTTLED]} of {len(df)} rows throttled, "
+                         f"{hit[BUSY]} busy (every sample is in health.csv beside the results)")
+    if notes:
+        if notes.get("throttle_unknown"):
+            lines.append(f"- Throttling not checked: {notes['throttle_unknown']}")
+        elif notes.get("throttle_sources"):
+            lines.append(f"- Throttling checked with: {'; '.join(notes['throttle_sources'])}")
+    return lines
+
+
 def reference_for(reference: pd.DataFrame, runtimes) -> pd.DataFrame:
     """The papers' values also under each emulated label, so "nanos (TCG)" shows the paper's
     Nanos number beside it (the paper ran on KVM: the gap is the emulator's)."""
@@ -77,8 +130,8 @@ def beside_published(table: pd.DataFrame, reference: pd.DataFrame, metric: str, 
 
 
 def run_notes(run_dir, df: pd.DataFrame | None = None) -> str:
-    """What a reader needs before the numbers: runtimes that were not measured and why, and
-    which VM rows ran under software emulation."""
+    """What a reader needs before the numbers: runtimes that were not measured and why, which VM
+    rows ran under software emulation, and the device's health (the dagger's footnote)."""
     from edgebench.results import load_meta
     lines = []
     skipped = (load_meta(Path(run_dir)).get("notes") or {}).get("skipped_runtimes") or {}
@@ -90,4 +143,5 @@ def run_notes(run_dir, df: pd.DataFrame | None = None) -> str:
             emulated = " (labelled *" + rt + EMULATED + "*: software emulation, not comparable with the " \
                 "paper's KVM numbers)" if "tcg" in kinds else ""
             lines.append(f"- **{rt}** ran with accelerator: {kinds}{emulated}")
-    return "\n".join(lines) or "- Every runtime was measured."
+    health = health_notes(run_dir, df)
+    return "\n".join((lines or ["- Every runtime was measured."]) + health)

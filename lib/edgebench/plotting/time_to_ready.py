@@ -5,9 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from edgebench.plotting.style import (PROTOCOL_TITLE, figure_legend, in_runtime_order, mark_paper_values,
+from edgebench.plotting.style import (PROTOCOL_TITLE, figure_legend, in_runtime_order, mark_health, mark_paper_values,
                                       protocol_grid, protocols_in, runtime_artist, runtime_colour)
-from edgebench.plotting.tables import beside_published, mark_emulated, ok_rows, sort_by_runtime, spread
+from edgebench.plotting.tables import (beside_published, mark_emulated, mark_health as health_column, ok_rows,
+                                       sort_by_runtime, spread)
 
 PAPER = "paper 000 median"
 
@@ -35,7 +36,7 @@ def ttr_table(df: pd.DataFrame, reference: pd.DataFrame) -> pd.DataFrame:
         rows.append(row)
     table = beside_published(pd.DataFrame(rows), reference, "time_to_ready_median",
                              {"app": "app", "runtime": "runtime"}, "published_median_ms", value="value_base")
-    return sort_by_runtime(table, keys)
+    return sort_by_runtime(health_column(table, df, keys), keys)
 
 
 def ttr_figure(df: pd.DataFrame, reference: pd.DataFrame):
@@ -54,14 +55,17 @@ def ttr_figure(df: pd.DataFrame, reference: pd.DataFrame):
             ax = axes[i][j]
             sub = ttr[(ttr["app"] == app) & (ttr["protocol"] == proto)]
             for k, rt in enumerate(runtimes):
-                v = sub[sub["runtime"] == rt]["value"]
+                launches = sub[sub["runtime"] == rt]
+                v = launches["value"]
                 if v.empty:
                     continue
                 box = ax.boxplot(v, positions=[k], widths=0.6, showfliers=False, patch_artist=True,
                                  medianprops=dict(color="black"))
                 for patch in box["boxes"]:
                     patch.set(facecolor=runtime_colour(rt), edgecolor=runtime_colour(rt), alpha=0.35, gid=rt)
-                ax.scatter(k + rng.uniform(-0.15, 0.15, len(v)), v, s=8, alpha=0.7, label=rt, **runtime_artist(rt))
+                xs = k + rng.uniform(-0.15, 0.15, len(v))
+                ax.scatter(xs, v, s=8, alpha=0.7, label=rt, **runtime_artist(rt))
+                mark_health(ax, xs, v, launches.get("health"))
             for k, rt in enumerate(runtimes):
                 paper = table[(table["app"] == app) & (table["runtime"] == rt)]["published_median_ms"].dropna()
                 mark_paper_values(ax, [k + 0.35] * len(paper[:1]), paper[:1], rt, PAPER)
