@@ -45,3 +45,67 @@ def test_position_and_eta_follow_the_plan_and_the_pace():
 
 def test_durations_read_like_a_person_writes_them():
     assert [plan.duration(s) for s in (9.6, 75, 3600 + 125)] == ["10s", "1m15s", "1h02m"]
+
+
+# -- the plan before the run ------------------------------------------------------------------
+
+def test_every_experiment_plans_its_notebook_defaults_in_every_profile():
+    from edgebench.experiments import EXPERIMENTS
+    from edgebench.experiments.common import PROFILES
+    for exp in EXPERIMENTS.values():
+        defaults = plan.notebook_defaults(exp.notebook_path)
+        for profile in PROFILES:
+            work = exp.plan_work({**defaults, "profile": profile}, ["native", "docker"])
+            assert work.points > 0 and work.seconds > 0, (exp.name, profile)
+        quick = exp.plan_work({**defaults, "profile": "quick"}, ["native", "docker"])
+        standard = exp.plan_work({**defaults, "profile": "standard"}, ["native", "docker"])
+        assert standard.seconds >= quick.seconds, exp.name  # footprint is the same in both
+
+
+def test_points_follow_repetitions_runtimes_and_apps():
+    from edgebench.experiments import EXPERIMENTS
+    ttr = EXPERIMENTS["time_to_ready"]
+    base = dict(profile="quick", apps="go-http", protocols="fair,published", repetitions=3)
+    one = ttr.plan_work(base, ["native"])
+    assert one.points == 1 * 2 * 3 and one.repetitions == 3 and one.apps == ["go-http"]
+    assert ttr.plan_work({**base, "repetitions": 6}, ["native"]).points == 12
+    assert ttr.plan_work({**base, "apps": "all"}, ["native", "docker"]).points == 2 * 2 * 2 * 3
+    # A VM costs more per start than a process: the same points take longer.
+    assert ttr.plan_work(base, ["linux-vm"]).seconds > one.seconds
+    # sysbench runs only where Linux tools run: a unikernel is left out of the plan, as of the run.
+    micro = EXPERIMENTS["microbenchmarks"].plan_work({"profile": "quick", "network": False}, ["native", "nanos"])
+    assert micro.runtimes == ["native"]
+    http = EXPERIMENTS["io_bound"].plan_work({"profile": "quick", "apps": "go-http", "memory_levels": "256m",
+                                              "experiment": "io_bound"}, ["native"])
+    longer = EXPERIMENTS["io_bound"].plan_work({"profile": "quick", "apps": "go-http", "memory_levels": "256m",
+                                                "experiment": "io_bound", "duration_s": 30}, ["native"])
+    assert http.points == longer.points == 2 * 2 and longer.seconds - http.seconds >= 4 * 29
+
+
+def test_history_of_the_same_device_replaces_the_model_scaled_by_points(tmp_path):
+    nb = plan.NotebookPlan("02_time_to_ready.ipynb", "time_to_ready", "pi1", "quick", ["native"],
+                           plan.Work(points=10, seconds=30), 30, "model")
+    plan.record(nb, 120.0, "completed", tmp_path)
+    plan.record(nb, 500.0, "failed", tmp_path)  # a failed run says nothing about a whole one
+    (tmp_path / plan.HISTORY_FILE).open("a").write('{"cut short by a crash\n')
+    entries = plan.history(tmp_path)
+    assert len(entries) == 2
+    seconds, basis = plan.from_history("time_to_ready", "pi1", "quick", ["native"], 20, entries)
+    assert seconds == 240.0 and basis.startswith("history: 2m00s for 10 points")
+    # Another device, or another profile, has no history of its own: the model stands.
+    assert plan.from_history("time_to_ready", "pi2", "quick", ["native"], 20, entries) is None
+    assert plan.from_history("time_to_ready", "pi1", "standard", ["native"], 20, entries) is None
+
+
+def test_plan_only_prints_the_plan_and_measures_nothing(tmp_path):
+    import os
+    import subprocess
+    import sys
+    env = dict(os.environ, EDGEBENCH_DATA_DIR=str(tmp_path / "data"), EDGEBENCH_FIGURES_DIR=str(tmp_path / "f"))
+    r = subprocess.run([sys.executable, "-m", "edgebench.figures", "--plan-only", "--profile", "quick",
+                        "--runtimes", "native", "--only", "time_to_ready,iomt"],
+                       capture_output=True, text=True, env=env, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "02_time_to_ready.ipynb" in r.stderr and "05_iomt.ipynb" in r.stderr and "total" in r.stderr
+    assert "[model]" in r.stderr
+    assert not (tmp_path / "data").exists() and not (tmp_path / "f").exists()

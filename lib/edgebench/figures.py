@@ -172,6 +172,7 @@ def main(argv=None) -> int:
     ap.add_argument("--quiet", action="store_true", help="do not stream notebook output")
     ap.add_argument("--provision", action="store_true", help="provision the target(s) first, as `make figures` does")
     ap.add_argument("--fleet", help="a fleet file (YAML) naming several devices; see edgebench.fleet")
+    ap.add_argument("--plan-only", action="store_true", help="print the run plan and its estimate, measure nothing")
     for name in PASSED_THROUGH:
         ap.add_argument(f"--{name}", default=None)
     args = ap.parse_args(argv)
@@ -208,6 +209,8 @@ def main(argv=None) -> int:
         print(f"make figures: {e}", file=sys.stderr)
         return 2
     plans = {} if args.replot else planned(todo, per_notebook, params)
+    if args.plan_only:
+        return 0 if plans else 1
     progress = plan.Progress(list(plans.values())) if plans else None
     stopper = Stopper().install()
     failures, ran, since = [], [], {}

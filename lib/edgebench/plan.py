@@ -52,6 +52,36 @@ class NotebookPlan:
         return f"{self.notebook:<30} {w.points:>5} points  ~{duration(self.estimate_s):>8}  {what}  [{self.basis}]"
 
 
+# What a runtime adds on the project's reference machine (2 cores, Debian 12, VMs under TCG), in
+# seconds: packaging one app once per run, and one start-limit-check-stop cycle of an instance.
+# Calibrated from `make figures PROFILE=quick` there; a device's own history replaces them.
+RUNTIME_COST_S = {"native": (1.0, 0.4), "docker": (3.0, 0.9), "lxd": (25.0, 6.0), "nanos": (3.0, 2.5),
+                  "linux-vm": (3.0, 5.0), "unikraft": (3.0, 2.5)}
+UNKNOWN_RUNTIME_COST_S = (10.0, 5.0)
+SESSION_S = 3.0   # the kernel, connecting, facts, the run's files, the figure
+TOOL_RUNTIMES = ("native", "docker", "lxd")  # those that run Linux tool binaries (sysbench, fio, ...)
+
+
+def model_seconds(runtimes: list[str], packages: int, starts: int, busy_s: float) -> float:
+    """A notebook's time in the model: per runtime, `packages` artifacts, `starts` instance
+    cycles and `busy_s` seconds of measuring (load, benchmark run, sleeps)."""
+    total = SESSION_S
+    for name in runtimes:
+        pack, start = RUNTIME_COST_S.get(name, UNKNOWN_RUNTIME_COST_S)
+        total += pack * packages + start * starts + busy_s
+    return total
+
+
+def names(value, everything) -> list[str]:
+    """The experiment's own reading of 'a,b' / ['a'] / 'all' (what its measuring function does)."""
+    from edgebench.experiments.common import as_list
+    return as_list(value, everything)
+
+
+def reps_or(value, default: int) -> int:
+    return int(value) if value not in (None, "", 0) else int(default)
+
+
 def duration(seconds: float) -> str:
     s = int(round(seconds))
     return f"{s // 3600}h{s % 3600 // 60:02d}m" if s >= 3600 else f"{s // 60}m{s % 60:02d}s" if s >= 60 else f"{s}s"
@@ -140,7 +170,7 @@ def table(plans: list[NotebookPlan]) -> str:
 
 
 __all__ = ["Work", "NotebookPlan", "make_plan", "table", "record", "history", "from_history", "duration",
-           "notebook_defaults", "HISTORY_FILE"]
+           "notebook_defaults", "HISTORY_FILE", "model_seconds", "names", "reps_or", "RUNTIME_COST_S"]
 
 
 def available_runtimes(target) -> list[str]:

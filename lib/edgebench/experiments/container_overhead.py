@@ -28,7 +28,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from edgebench import energy, fio, npb, stream, sysbench
-from edgebench.apps import APPS, App
+from edgebench.apps import APPS, HTTP_APPS, App
 from edgebench.errors import ConfigError, EdgebenchError
 from edgebench.experiments.common import (as_list, check_apps, check_profile, check_protocols, check_repetitions,
                                           collect as _collect, open_run, resolve_limits, session)
@@ -507,3 +507,59 @@ def _package(b: _Bench, apps: list) -> dict:
 
 def collect_container_overhead(run_id: str = "", **params) -> Path:
     return _collect(EXPERIMENT, run_container_overhead, run_id, **params)
+
+
+# Rough costs on the reference machine (2 cores), for the run plan only: fio's throughput over
+# all threads, STREAM's bandwidth, one NPB kernel per class with OpenMP on every core, ab's rate.
+PLAN_DISK_MB_PER_S = 400.0
+PLAN_STREAM_MB_PER_S = 20000.0
+PLAN_NPB_S = {"S": 0.3, "W": 3.0, "A": 30.0}
+PLAN_AB_RPS = 4000.0
+
+
+def plan_container_overhead(params: dict, runtimes: list[str]):
+    """Disk (four fio operations), STREAM per array size, each NPB kernel and class present on
+    the target, and ab (with wrk beside it, fair) per app and network mode."""
+    from edgebench import plan
+    from edgebench.targets import LocalTarget
+    profile = params.get("profile", "standard")
+    parts = plan.names(params.get("benchmarks", "all"), BENCHMARKS)
+    protocols = plan.names(params.get("protocols", "fair,published"), ["fair", "published"])
+    s = settings_for(profile, params.get("stream_mib"), params.get("npb_classes"), params.get("npb_benchmarks"),
+                     params.get("file_mb"))
+    reps = plan.reps_or(params.get("repetitions"), s.repetitions)
+    tools = [r for r in runtimes if r in plan.TOOL_RUNTIMES]
+    points, seconds, levels = 0, plan.SESSION_S + s.idle_s, []
+    runs = reps * len(protocols)
+    if "disk" in parts:
+        # fio's four operations over PAPER_THREADS files (published: IOZone, only where installed).
+        per_run = 4 * (PAPER_THREADS * s.file_mb / PLAN_DISK_MB_PER_S + 1)
+        points += 4 * runs * len(tools)
+        seconds += plan.model_seconds(tools, 1, runs, per_run * reps * ("fair" in protocols)) - plan.SESSION_S
+        levels.append(f"disk {s.file_mb} MB x {PAPER_THREADS}")
+    if "memory" in parts:
+        per_size = [10 * s.stream_ntimes * mib * 1.048576 / PLAN_STREAM_MB_PER_S + 1 for mib in s.stream_mib]
+        points += len(s.stream_mib) * runs * len(tools)
+        seconds += plan.model_seconds(tools, 1, runs * len(s.stream_mib), sum(per_size) * runs) - plan.SESSION_S
+        seconds += 2 * CROSSCHECK_MIN_S + 4  # stress-ng and sysbench once, natively
+        levels.append(f"STREAM {','.join(f'{m:g}' for m in s.stream_mib)} MiB")
+    if "hpc" in parts:
+        kernels = [(b, c) for c in s.npb_classes for b in s.npb_benchmarks]
+        if str(params.get("target", "local")) in ("local", "localhost", ""):
+            from edgebench import npb
+            kernels = list(npb.find_binaries(LocalTarget(), list(s.npb_benchmarks), list(s.npb_classes))[0])
+        points += len(kernels) * runs * len(tools)
+        seconds += plan.model_seconds(tools, 0, runs * len(kernels), sum(PLAN_NPB_S[c] for _, c in kernels) * runs)
+        seconds -= plan.SESSION_S
+        levels.append(f"NPB {len(kernels)} binaries ({','.join(s.npb_classes)})")
+    apps = []
+    if "network" in parts:
+        apps = plan.names(params.get("apps", "go-http,node-http"), HTTP_APPS)
+        modes = sum(2 if r == "docker" else 1 for r in runtimes)
+        fair = (1 + 2 * s.seconds) * reps if "fair" in protocols else 0   # warm-up, ab, wrk
+        published = s.ab_requests / PLAN_AB_RPS * reps if "published" in protocols else 0
+        points += len(apps) * modes * runs
+        seconds += len(apps) * (modes * (fair + published + runs * 0.5)
+                                + sum(plan.RUNTIME_COST_S.get(r, (5, 0))[0] for r in runtimes))
+        levels.append("ab")
+    return plan.Work(points=points, seconds=seconds, apps=apps, levels="; ".join(levels), repetitions=reps)

@@ -76,3 +76,13 @@ def collect(run_id: str = "", **params) -> Path:
     """Replot run_id ('latest' or an id) if given, else measure now."""
     from edgebench.experiments.common import collect as _collect
     return _collect(EXPERIMENT, run_footprint, run_id, **params)
+
+
+def plan_footprint(params: dict, runtimes: list[str]):
+    """One package (and size reading) per (app, runtime, build)."""
+    from edgebench import plan
+    apps = plan.names(params.get("apps"), HTTP_APPS)
+    builds = plan.names(params.get("docker_builds", "offline"), ["offline"])
+    return plan.Work(points=len(apps) * len(runtimes) * len(builds),
+                     seconds=plan.model_seconds(runtimes, len(apps) * len(builds), 0, 0), apps=apps,
+                     levels=f"builds {','.join(builds)}", repetitions=1)

@@ -256,3 +256,26 @@ def measure_load(run: Run, rt, artifact, limits: Limits, port: int, path: str, l
 def collect(run_id: str = "", experiment: str = "io_bound", **params) -> Path:
     """Replot run_id ('latest' or an id) if given, else measure now."""
     return _collect(experiment, lambda **p: run_http_load(experiment, **p), run_id, **params)
+
+
+def plan_http_load(params: dict, runtimes: list[str]):
+    """One start and one load run (warm-up, then the measured seconds, then the open-loop rates
+    under the fair protocol) per (scenario, runtime, app, protocol, repetition)."""
+    from edgebench import plan
+    profile = params.get("profile", "standard")
+    apps = plan.names(params.get("apps"), HTTP_APPS)
+    protocols = plan.names(params.get("protocols", "fair,published"), ["fair", "published"])
+    reps = plan.reps_or(params.get("repetitions"), 1)
+    levels = as_list(params.get("memory_levels") or MEMORY_LEVELS[profile], [])
+    load = LOAD_PROFILES[profile]
+    closed_s = plan.reps_or(params.get("warmup_s"), load.warmup_s) + plan.reps_or(params.get("duration_s"), load.duration_s)
+    open_s = 0.0
+    if "fair" in protocols and params.get("open_loop", "auto") != "none":
+        base = OPEN_LOOP_PROFILES[profile]
+        rates = parse_rates(params["open_loop_rates"]) if params.get("open_loop_rates") else base.rates
+        open_s = len(rates) * plan.reps_or(params.get("open_loop_duration_s"), base.duration_s)
+    cells = (1 + len(levels)) * len(apps) * reps
+    busy = cells * (len(protocols) * closed_s + open_s)
+    return plan.Work(points=cells * len(protocols) * len(runtimes),
+                     seconds=plan.model_seconds(runtimes, len(apps), cells * len(protocols), busy), apps=apps,
+                     levels=f"rich + memory {','.join(levels)}, protocols {','.join(protocols)}", repetitions=reps)

@@ -239,3 +239,33 @@ def _sum(*values):
 def collect(run_id: str = "", experiment: str = "iomt", **params) -> Path:
     """Replot run_id ('latest' or an id) if given, else measure now."""
     return _collect(experiment, lambda **p: run_iomt(experiment, **p), run_id, **params)
+
+
+# Rough work rates of the IoMT program on the reference machine, for the run plan only.
+PLAN_BYTES_PER_S = {"lzw": 15e6, "aes": 60e6}
+PLAN_KMEANS_OPS_PER_S = 5e7
+
+
+def plan_iomt(params: dict, runtimes: list[str]):
+    """One batch run per (workload size, runtime, protocol, repetition), each a fresh instance."""
+    from edgebench import plan
+    profile = params.get("profile", "standard")
+    experiment = params.get("experiment", "iomt")
+    workloads = plan.names(params.get("workloads", "all"), WORKLOADS)
+    sizes = check_sizes(workloads, params.get("sizes"), profile,
+                        PAGE_FAULT_SIZES if experiment == "page_faults" else SIZES)
+    protocols = plan.names(params.get("protocols", "fair,published"), ["fair", "published"])
+    reps = plan.reps_or(params.get("repetitions"), REPETITIONS[profile])
+    work_s = 0.0
+    for w, labels in sizes.items():
+        for label in labels:
+            n = parse_size(label)
+            if w == "kmeans":
+                work_s += n * int(params.get("iterations", 20)) * int(params.get("k", 8)) / PLAN_KMEANS_OPS_PER_S
+            else:
+                work_s += n / PLAN_BYTES_PER_S[w]
+    cells = sum(len(v) for v in sizes.values())
+    runs = cells * len(protocols) * reps
+    return plan.Work(points=runs * len(runtimes),
+                     seconds=plan.model_seconds(runtimes, 1, runs, work_s * len(protocols) * reps), apps=[APP],
+                     levels=f"{cells} workload sizes, protocols {','.join(protocols)}", repetitions=reps)

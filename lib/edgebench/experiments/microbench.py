@@ -13,6 +13,7 @@ The appendix panels sweep file counts and thread counts up to what the target ca
 
 from __future__ import annotations
 
+import os
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -230,3 +231,50 @@ def collect_microbenchmarks(run_id: str = "", **params) -> Path:
 
 def collect_lxd_appendix(run_id: str = "", **params) -> Path:
     return _collect("lxd_appendix", run_lxd_appendix, run_id, **params)
+
+
+# sysbench's fixed-work points (Table 2's memory totals, 10,000 CPU events) on the reference
+# machine, for the run plan only.
+PLAN_FIXED_WORK_S = 0.5
+
+
+def plan_microbenchmarks(params: dict, runtimes: list[str]):
+    """Table 2's points under each protocol in every tool runtime, then iperf3 for the runtimes
+    with several network modes (Docker host and bridge) beside the host-only ones."""
+    from edgebench import plan
+    profile = params.get("profile", "standard")
+    protocols = plan.names(params.get("protocols", "fair,published"), ["fair", "published"])
+    reps = plan.reps_or(params.get("repetitions"), REPETITIONS[profile])
+    seconds = SECONDS[profile]
+    used = [r for r in runtimes if r in plan.TOOL_RUNTIMES]
+    cores = os.cpu_count() or 1  # the target's cores decide the fair points; the local count is a guess
+    fair = 2 * len({1, cores}) if "fair" in protocols else 0
+    published = 2 * len(TABLE2_POINTS) if "published" in protocols else 0
+    busy = reps * (fair * seconds + published * PLAN_FIXED_WORK_S)
+    total = plan.model_seconds(used, 1, reps * (fair + published), busy)
+    points = reps * (fair + published) * len(used)
+    if params.get("network", True) and "docker" in used:
+        net = (len(used) - 1 + 2) * reps  # each host-only runtime, then Docker's two modes
+        points += net
+        total += net * (seconds + plan.RUNTIME_COST_S["docker"][1] + 1)
+    return plan.Work(points=points, seconds=total, apps=[TOOL], repetitions=reps, runtimes=used,
+                     levels=f"protocols {','.join(protocols)}" + (", network" if params.get("network", True) else ""))
+
+
+def plan_lxd_appendix(params: dict, runtimes: list[str]):
+    """Files, then memory and CPU over thread counts, every point in every tool runtime."""
+    from edgebench import plan
+    profile = params.get("profile", "standard")
+    cfg = APPENDIX[profile]
+    reps = plan.reps_or(params.get("repetitions"), REPETITIONS[profile])
+    files = [int(x) for x in as_list(params["file_counts"], [])] if params.get("file_counts") else cfg["files"]
+    threads = [int(x) for x in as_list(params["thread_counts"], [])] if params.get("thread_counts") else cfg["threads"]
+    used = [r for r in runtimes if r in plan.TOOL_RUNTIMES]
+    cells = len(files) + 2 * len(threads)
+    # fileio: writing the files (about 1 s per 64 MiB here) and the timed run; memory: the
+    # seconds; CPU: fixed events, slower with many threads.
+    busy = reps * (sum(n / 64 + cfg["seconds"] for n in files) + len(threads) * cfg["seconds"]
+                   + len(threads) * cfg["cpu_events"] / 4000)
+    return plan.Work(points=reps * cells * len(used), seconds=plan.model_seconds(used, 1, reps * cells, busy),
+                     apps=[TOOL], repetitions=reps, runtimes=used,
+                     levels=f"files {','.join(map(str, files))}; threads {','.join(map(str, threads))}")

@@ -205,3 +205,21 @@ def collect(run_id: str = "", **params) -> Path:
     """Replot run_id ('latest' or an id) if given, else measure now."""
     from edgebench.experiments.common import collect as _collect
     return _collect(EXPERIMENT, run_min_memory, run_id, **params)
+
+
+def plan_min_memory(params: dict, runtimes: list[str]):
+    """One bisection per (runtime, app, repetition): about log2(start / resolution) trials, each a
+    start, the hold and a second readiness check (a trial that fails to start ends sooner)."""
+    import math
+
+    from edgebench import plan
+    s = settings_for(params.get("profile", "standard"), params.get("repetitions"), params.get("resolution_mb"))
+    apps = plan.names(params.get("apps"), HTTP_APPS)
+    # A runtime's floor often ends the bisection early: about half the halvings are run.
+    trials = 1 + math.ceil(math.log2(max(2.0, float(params.get("start_mb", 256)) / s.resolution_mb)) / 2)
+    bisections = len(apps) * s.repetitions
+    hold = float(params.get("hold_s", 1.0)) + 0.3
+    return plan.Work(points=bisections * len(runtimes),
+                     seconds=plan.model_seconds(runtimes, len(apps), bisections * trials, bisections * trials * hold),
+                     apps=apps, levels=f"bisection to {s.resolution_mb:g} MiB (~{trials} trials)",
+                     repetitions=s.repetitions)

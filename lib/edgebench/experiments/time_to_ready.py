@@ -178,3 +178,14 @@ def collect(run_id: str = "", **params) -> Path:
     """Replot run_id ('latest' or an id) if given, else measure now."""
     from edgebench.experiments.common import collect as _collect
     return _collect(EXPERIMENT, run_time_to_ready, run_id, **params)
+
+
+def plan_time_to_ready(params: dict, runtimes: list[str]):
+    """One start per (runtime, app, protocol, repetition); each app packaged once per runtime."""
+    from edgebench import plan
+    apps = plan.names(params.get("apps"), HTTP_APPS)
+    protocols = plan.names(params.get("protocols", "fair,published"), ["fair", "published"])
+    reps = plan.reps_or(params.get("repetitions"), check_profile(params.get("profile", "standard"))["repetitions"])
+    starts = len(apps) * len(protocols) * reps
+    return plan.Work(points=starts * len(runtimes), seconds=plan.model_seconds(runtimes, len(apps), starts, 0),
+                     apps=apps, levels=f"protocols {','.join(protocols)}", repetitions=reps)
