@@ -15,11 +15,16 @@ from edgebench.figures import experiment_of, notebooks
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 
+# One app and one repetition: every notebook still measures, tabulates and draws each runtime
+# (the experiments' own tests cover their apps and repetitions), in a third of CI's time.
+SMALL = ["--apps", "go-http", "--repetitions", "1"]
+
+
 def quick_figures(tmp_path, runtimes: str, only: str):
     env = dict(os.environ, EDGEBENCH_DATA_DIR=str(tmp_path / "data"),
                EDGEBENCH_FIGURES_DIR=str(tmp_path / "figures"))
     r = subprocess.run([sys.executable, "-m", "edgebench.figures", "--profile", "quick", "--quiet",
-                        "--runtimes", runtimes, "--only", only],
+                        "--runtimes", runtimes, "--only", only, *SMALL],
                        env=env, capture_output=True, text=True, timeout=1500)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     assert "without encryption" not in r.stderr  # the kernel talks over a Unix socket, not TCP
