@@ -96,6 +96,14 @@ def test_local_runs_of_two_machines_stay_apart(tmp_path):
     assert set(compare.runs_index(tmp_path)["device"]) == {"local (lab-a)", "local (lab-b)"}
 
 
+def test_a_fleet_files_device_name_is_the_runs_device(tmp_path):
+    run = write_run(tmp_path, "io_bound", "r-1", "pi@10.0.0.5", "2026-01-01T00:00:00+00:00", [])
+    meta = json.loads((run / "meta.json").read_text())
+    (run / "meta.json").write_text(json.dumps(meta | {"device": "bench-pi"}))
+    index = compare.runs_index(tmp_path)
+    assert list(index["device"]) == ["bench-pi"] and list(index["target"]) == ["pi@10.0.0.5"]
+
+
 def test_latest_is_each_devices_newest_completed_run(fleet_data):
     index = compare.runs_index(fleet_data)
     latest = compare.select_runs(index, runs="latest")

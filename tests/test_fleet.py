@@ -111,6 +111,7 @@ def test_two_devices_measured_in_parallel_and_a_dead_one_fails_alone(tmp_path, t
         df = load_results(run_dir)
         assert (df["target"] == device).all() and (df["status"] == "ok").any()
         assert load_meta(run_dir)["status"] == "completed"
+        assert load_meta(run_dir)["device"] == device  # what compare and report call it
     assert not (tmp_path / "figures" / "devices" / "dev-dead").exists()
 
 

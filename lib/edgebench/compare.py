@@ -140,9 +140,11 @@ def _version(project: dict) -> str:
     return (commit[:7] or "unknown") + ("+dirty" if dirty else "")
 
 
-def _device(facts: dict) -> str:
-    """The target spec the run measured; `local` with its host name, so two machines' local runs
-    stay apart."""
+def _device(facts: dict, named: str | None = None) -> str:
+    """The device's fleet name where the run had one; else the target spec it measured, `local`
+    with its host name, so two machines' local runs stay apart."""
+    if named:
+        return str(named)
     spec = str((facts or {}).get("target") or "local")
     host = (facts or {}).get("hostname")
     return f"{spec} ({host})" if spec == "local" and host else spec
@@ -179,7 +181,7 @@ def runs_index(data_dir: Path = DATA_DIR) -> pd.DataFrame:
             project = meta.get("project") if isinstance(meta.get("project"), dict) else {}
             rows.append(dict(
                 experiment=meta.get("experiment") or exp_dir.name, run_id=meta.get("run_id") or run_dir.name,
-                device=_device(facts), target=str(facts.get("target") or "local"), hostname=facts.get("hostname"),
+                device=_device(facts, meta.get("device")), target=str(facts.get("target") or "local"), hostname=facts.get("hostname"),
                 started_at=meta.get("started_at"), ended_at=meta.get("ended_at"), status=meta.get("status"),
                 profile=(meta.get("parameters") or {}).get("profile"), commit=project.get("commit"),
                 dirty=project.get("dirty"), version=_version(project), path=str(run_dir), **counts))

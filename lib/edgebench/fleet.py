@@ -175,7 +175,8 @@ class _Children:
         self._threads: list[threading.Thread] = []
 
     def start(self, device: Device, argv: list[str]) -> None:
-        env = dict(os.environ, EDGEBENCH_FIGURES_DIR=str(device.figures_dir), PYTHONUNBUFFERED="1")
+        env = dict(os.environ, EDGEBENCH_FIGURES_DIR=str(device.figures_dir), EDGEBENCH_DEVICE=device.name,
+                   PYTHONUNBUFFERED="1")
         # A session of its own: a terminal's Ctrl-C reaches it once, through us, not twice.
         proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 text=True, errors="replace", env=env, start_new_session=True)

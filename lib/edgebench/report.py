@@ -106,7 +106,8 @@ def meta_table(page: Page, page_dir: Path) -> str:
     t = m.get("target") or {}
     project = m.get("project") or {}
     rows = {
-        "device": f"{t.get('target', '?')} ({t.get('hostname') or ''})".replace(" ()", ""),
+        "device": ((f"{m['device']}: " if m.get("device") else "")
+                   + f"{t.get('target', '?')} ({t.get('hostname') or ''})".replace(" ()", "")),
         "hardware": f"{t.get('cpu_model') or t.get('arch', '?')}, {t.get('cores', '?')} cores, "
                     f"{t.get('memory_mb', '?')} MiB, swap {t.get('swap_mb', '?')} MiB, KVM {t.get('kvm', '?')}",
         "system": f"{t.get('os') or '?'}, kernel {t.get('kernel') or '?'}, cgroup v{t.get('cgroup_version') or '?'}, "

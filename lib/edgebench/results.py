@@ -91,6 +91,9 @@ class Run:
             "experiment": experiment, "run_id": self.run_id, "status": "running",
             "started_at": utc_now(), "ended_at": None, "parameters": params,
             "project": git_state(), "target": target_facts,
+            # The device's name in a fleet (make figures TARGET=a,b or FLEET=file), which a fleet
+            # file may choose apart from the address; None for a single target.
+            "device": os.environ.get("EDGEBENCH_DEVICE") or None,
             # Every declared program's version on the target (edgebench.needs), None where missing.
             "tool_versions": dict(tool_versions or {}),
             "columns": self.columns,
