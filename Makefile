@@ -33,7 +33,7 @@ FIGURE_ARGS = --profile '$(PROFILE)' --target '$(TARGET)' --runtimes '$(RUNTIMES
 	$(if $(REPS),--repetitions '$(REPS)') $(if $(ONLY),--only '$(ONLY)') $(if $(FLEET),--fleet '$(FLEET)') \
 	$(if $(filter no,$(PROVISION)),,--provision)
 
-.PHONY: help setup provision figures replot compare report lab test bench clean
+.PHONY: help setup provision figures plan replot compare report lab test bench clean
 
 help: ## Show this help
 	@echo "edgebench: make <goal> [PROFILE=quick|standard] [TARGET=local|user@host|a,b] [FLEET=file.yml] [RUNTIMES=auto|native,docker] [APPS=all|go-http] [REPS=N] [ONLY=name] [PROVISION=yes|no]"
@@ -53,6 +53,9 @@ provision: setup ## Install and start what the experiments need on TARGET (CHECK
 
 figures: setup ## Provision TARGET, run every experiment notebook headless there, render the figures (TARGET=a,b or FLEET=file: every device in parallel)
 	$(PY) -m edgebench.figures $(FIGURE_ARGS)
+
+plan: setup ## Print what `make figures` would run on TARGET and for about how long, measuring nothing (same settings)
+	$(PY) -m edgebench.figures --plan-only $(filter-out --provision,$(FIGURE_ARGS))
 
 replot: setup ## Re-render every notebook from its latest data, measuring nothing
 	$(PY) -m edgebench.figures --replot $(if $(ONLY),--only '$(ONLY)')

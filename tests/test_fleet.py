@@ -125,3 +125,14 @@ def test_parallel_drivers_kernels_never_share_sockets():
     a, b = cls(), cls()
     assert a.transport == "ipc" and a.ip != b.ip
     assert Path(a.ip).is_absolute() and Path(a.ip).parent == Path(b.ip).parent
+
+
+def test_each_device_driver_gets_the_fleets_settings_and_plan_only():
+    import argparse
+    args = argparse.Namespace(profile="quick", runtimes="native", apps=None, repetitions="2", target="a,b",
+                              load_generator=None, only="time_to_ready", quiet=True, provision=False, plan_only=True)
+    argv = fleet.driver_argv(fleet.Device("pi1", "pi@pi1", "lg@box"), args,
+                             ("target", "runtimes", "apps", "profile", "repetitions", "load_generator"))
+    assert argv[1:] == ["-m", "edgebench.figures", "--target", "pi@pi1", "--runtimes", "native", "--profile", "quick",
+                        "--repetitions", "2", "--load_generator", "lg@box", "--only", "time_to_ready", "--quiet",
+                        "--plan-only"]
