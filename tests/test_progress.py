@@ -33,12 +33,25 @@ def test_position_and_eta_follow_the_plan_and_the_pace():
         assert progress.position() == 99
         progress.end(a)
         assert progress.position() == 100 and "1/2 notebooks" in lines[-1]
-        # 100 s of planned work took 550 s: the 300 s left will take about 1650 s at that pace.
-        assert "ETA 27m30s" in lines[-1]
+        # 100 s of planned work took 550 s, blended with the plan worth 100 s at pace 1.0:
+        # (100 + 100) / (550 + 100) s of work per second, so the 300 s left take 975 s.
+        assert "ETA 16m15s" in lines[-1]
         progress.begin(b)
         clock.now += 300
         progress.end(b)
         assert "100%" in lines[-1] and "2/2 notebooks" in lines[-1] and "ETA 0s" in lines[-1]
+    finally:
+        progress.close()
+
+
+def test_one_fast_notebook_does_not_collapse_the_eta():
+    # The case seen in a real quick run: the first notebook took 12 s of its planned 67 s.
+    progress = plan.Progress([_plan("a", 67), _plan("b", 2700)], every_s=3600, write=lambda line: None)
+    try:
+        left = (progress.total - 67) / progress.pace(67, 12)
+        assert 0.85 * 2700 < left < 2700  # a little faster than planned, not five times faster
+        # Late in a run the pace seen dominates: 2000 s of work in 4000 s means about twice as long.
+        assert 0.55 < progress.pace(2000, 4000) < 0.65
     finally:
         progress.close()
 
