@@ -65,6 +65,8 @@ def test_kernel_command_line_carries_env_and_arguments_as_base64_lines():
     assert base64.b64decode(fields["eb_env"]).decode() == "PORT=8080\nGOMAXPROCS=1\n"
     assert base64.b64decode(fields["eb_args"]).decode() == "-dir\n/tmp/x y\n\n"  # spaces and empty words kept
     assert linux_guest.kernel_cmdline("ttyAMA0", [], []) == "console=ttyAMA0 quiet panic=-1"
+    early = linux_guest.kernel_cmdline("ttyS0", [], [], ("earlyprintk=serial,ttyS0,115200", "tsc_early_khz=2445406"))
+    assert early == "console=ttyS0 quiet panic=-1 earlyprintk=serial,ttyS0,115200 tsc_early_khz=2445406"
     with pytest.raises(ValueError, match="newline"):
         linux_guest.kernel_cmdline("ttyS0", [], ["a\nb"])
 
@@ -79,6 +81,37 @@ def test_stamped_console_lines_parse_without_the_serials_carriage_returns():
     from edgebench.runtimes.vm import parse_stamped
     text = "100\tedgebench-guest: init\r\n250\t{\"event\":\"listening\"}\r\nno stamp\n300\t\n"
     assert parse_stamped(text) == [(100, "edgebench-guest: init"), (250, '{"event":"listening"}'), (300, "")]
+
+
+# A pc boot's console as `probe -stamp` recorded it (ns shortened): SeaBIOS on the debug port,
+# the kernel's early console, then /init.
+PC_CONSOLE = [(100, "SeaBIOS (version 1.16.2-debian-1.16.2-1)"), (110, "BUILD: gcc: (Debian 12.2.0-14)"),
+              (115, "Booting from ROM..."), (120, "Booting from c000:0054"), (4500, "Memory KASLR using RDTSC..."), (4600, "Poking KASLR using RDTSC..."),
+              (7000, "edgebench-guest: init"), (7100, "insmod warning"), (7250, "edgebench-guest: exec"),
+              (7400, '{"event":"listening"}')]
+
+
+def test_boot_events_come_from_firmware_kernel_and_init_lines():
+    from edgebench.runtimes.linux_vm import boot_events
+    assert boot_events(PC_CONSOLE) == {"firmware_start": 100, "firmware_handover": 120, "kernel_first_output": 4500,
+                                       "guest_init": 7000, "app_exec": 7250}
+    # microvm: qboot says nothing; a kernel without an early console says nothing before /init.
+    microvm = [(3900, "Memory KASLR using RDTSC..."), (6100, "edgebench-guest: init"), (6300, "edgebench-guest: exec")]
+    assert boot_events(microvm) == {"kernel_first_output": 3900, "guest_init": 6100, "app_exec": 6300}
+    assert boot_events(microvm[1:]) == {"guest_init": 6100, "app_exec": 6300}
+    assert boot_events([]) == {}
+
+
+def test_pc_joins_the_firmware_debug_port_to_the_console_and_microvm_does_not(local):
+    pc, micro = LinuxVmRuntime(local, "x"), LinuxVmRuntime(local, "x", machine="microvm")
+    assert "isa-debugcon,iobase=0x402,chardev=console" in pc.console_args()
+    assert micro.console_args() == ["-serial", "stdio"]
+    # microvm has no HPET or PM timer: under TCG its kernel is told the TSC's rate (else it can
+    # stall for good when its PIT calibration fails); pc needs nothing.
+    if micro.accel_used() == "tcg":
+        [word] = micro.tsc_khz_words()
+        assert word.startswith("tsc_early_khz=") and 100_000 < int(word.split("=")[1]) < 10_000_000
+    assert pc.tsc_khz_words() == []
 
 
 # -- real VMs ---------------------------------------------------------------------------------
@@ -108,8 +141,9 @@ def test_package_packs_busybox_the_modules_and_the_app(vm, go_vm, local):
     assert d["modules"][-1] in ("virtio_net", "virtio_mmio") and "virtio_ring" in d["modules"]
 
 
-def test_start_serves_reads_limits_back_and_stop_kills_qemu(vm, go_vm, no_leftovers):
-    rt, artifact, machine = vm, go_vm, "pc"
+@pytest.mark.parametrize("machine", ["pc", "microvm"])
+def test_start_serves_reads_limits_back_and_stop_kills_qemu(vm, go_vm, local, machine, no_leftovers):
+    rt, artifact = LinuxVmRuntime(local, "linuxvmtest", machine=machine), go_vm
     port = free_port()
     inst, probe = rt.start(artifact, Limits(cpus=1, memory_mb=128, cpuset="0", gomaxprocs=1), port, timeout_s=120)
     try:
@@ -127,6 +161,11 @@ def test_start_serves_reads_limits_back_and_stop_kills_qemu(vm, go_vm, no_leftov
         # The boot's phases on the host's clock, in order, inside the probe's span.
         phases, listen = rt.boot_phases(inst), rt.listen_unix_ns(inst)
         assert probe.start_unix_ns < phases["guest_init"] <= phases["app_exec"] <= listen <= probe.ready_unix_ns
+        assert probe.start_unix_ns < phases["kernel_first_output"] < phases["guest_init"]
+        if machine == "pc":  # SeaBIOS on the debug port; qboot (microvm) prints nothing
+            assert probe.start_unix_ns < phases["firmware_start"] < phases["firmware_handover"] < phases["kernel_first_output"]
+        else:
+            assert "firmware_start" not in phases
         qemu = inst.pid
         assert qemu_alive(qemu)
     finally:
@@ -182,8 +221,8 @@ def test_a_vm_that_never_gets_ready_is_stopped(vm, go_vm, no_leftovers):
 
 def test_an_unknown_machine_is_refused(local):
     from edgebench.errors import ConfigError
-    with pytest.raises(ConfigError, match="linux-vm machine 'microvm' unknown on x86_64; choose from pc"):
-        LinuxVmRuntime(local, "x", machine="microvm")
+    with pytest.raises(ConfigError, match="linux-vm machine 'q35' unknown on x86_64; choose from pc, microvm"):
+        LinuxVmRuntime(local, "x", machine="q35")
 
 
 def test_node_is_refused_with_the_reason(vm, local):

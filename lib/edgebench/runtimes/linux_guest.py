@@ -166,11 +166,12 @@ def encode_words(words: list[str]) -> str:
     return base64.b64encode("".join(f"{w}\n" for w in words).encode()).decode()
 
 
-def kernel_cmdline(console: str, env: list[str], args: list[str]) -> str:
+def kernel_cmdline(console: str, env: list[str], args: list[str], extra: tuple[str, ...] = ()) -> str:
     """quiet: the kernel's boot messages cost serial-console time under TCG; panic=-1 with
-    -no-reboot turns a guest panic into QEMU's exit, which the probe sees at once. An empty
-    list is left out (the guest's files stay empty)."""
-    words = [f"console={console}", "quiet", "panic=-1"]
+    -no-reboot turns a guest panic into QEMU's exit, which the probe sees at once. `extra`: the
+    machine's own words (an early console, a TSC frequency). An empty list is left out (the
+    guest's files stay empty)."""
+    words = [f"console={console}", "quiet", "panic=-1", *extra]
     words += [f"eb_env={encode_words(env)}"] if env else []
     words += [f"eb_args={encode_words(args)}"] if args else []
     return " ".join(words)

@@ -36,13 +36,35 @@ from edgebench.targets import Target
 DEFAULT_MEMORY_MB = 512
 # (machine types, default machine, serial console device) per architecture.
 MACHINES = {
-    # Not microvm yet: under TCG (QEMU 7.2) Debian's kernel stalls calibrating its TSC in some
-    # boots (no PIT by default; 25-60 s or more), and with the PIT asked for, in most.
-    "x86_64": (("pc",), "pc", "ttyS0"),
+    # microvm is offered, not the default. It has no HPET or ACPI PM timer, so when the kernel's
+    # PIT calibration of the TSC fails (about half of the boots under TCG here, QEMU 7.2 and
+    # Debian's 6.1), it stalls for good ("tsc: No reference (HPET/PMTIMER) available"): under
+    # TCG it is told the TSC's frequency (tsc_khz_words).
+    "x86_64": (("pc", "microvm"), "pc", "ttyS0"),
     "aarch64": (("virt",), "virt", "ttyAMA0"),
 }
-NET_DEVICE = {"pc": "virtio-net-pci", "virt": "virtio-net-pci"}
+# romfile=: no iPXE option ROM to load (seconds under TCG); the kernel needs none. microvm's
+# virtio-mmio devices have no ROM; QEMU names them on the kernel command line.
+NET_DEVICE = {"pc": "virtio-net-pci,romfile=", "virt": "virtio-net-pci,romfile=", "microvm": "virtio-net-device"}
+# Machines whose firmware (SeaBIOS) writes to QEMU's debug port 0x402: its banner and its jump to
+# the kernel become console lines, stamped on the host like the rest (boot_events). qboot
+# (microvm) prints nothing.
+DEBUGCON_MACHINES = ("pc",)
+# The kernel's early console: its first line (before the decompressed kernel's console is up)
+# marks the end of firmware and decompression. aarch64's earlycon is left out (untested there).
+EARLY_CONSOLE = {"x86_64": "earlyprintk=serial,ttyS0,115200"}
+# Console lines that mark a boot event (boot_events): SeaBIOS's first line and its hand-over.
+FIRMWARE_START, FIRMWARE_HANDOVER = "SeaBIOS (version", "Booting from "
 ACCEL_MODES = ("auto", "kvm", "tcg")
+
+# The target's TSC frequency in kHz: the kernel's own calibration where dmesg is readable, else
+# the first CPU's MHz (a constant-rate TSC counts at the nominal clock; close enough for a
+# fallback the guest uses only when its own calibration fails).
+TSC_KHZ = r"""
+mhz=$(dmesg 2>/dev/null | sed -n 's/.*tsc: Refined TSC clocksource calibration: \([0-9.]*\) MHz.*/\1/p' | tail -n 1)
+[ -n "$mhz" ] || mhz=$(sed -n 's/^cpu MHz[[:space:]]*: *\([0-9.]*\)$/\1/p' /proc/cpuinfo | head -n 1)
+[ -n "$mhz" ] && awk -v m="$mhz" 'BEGIN { printf "%d\n", m * 1000 }'
+"""
 
 # Runs QEMU ("$@") with its serial console through `probe -stamp`, which copies it to stdout and
 # writes each line with the host's clock at its arrival to $1 (the guest's clock is its own).
@@ -190,15 +212,33 @@ class LinuxVmRuntime(VmRuntime):
         argv = [qemu.qemu_binary(arch), "-M", self.machine,
                 *(["-accel", "kvm", "-cpu", "host"] if accel == "kvm" else []),
                 "-m", f"{int(memory)}M", "-smp", str(qemu.vcpus_for(limits.cpus)),
-                "-nodefaults", "-no-user-config", "-display", "none", "-serial", "stdio", "-no-reboot",
+                "-nodefaults", "-no-user-config", "-display", "none", *self.console_args(), "-no-reboot",
                 "-kernel", artifact.details["kernel"], "-initrd", artifact.ref,
-                "-append", linux_guest.kernel_cmdline(console, env, args)]
+                "-append", linux_guest.kernel_cmdline(console, env, args, (
+                    *([EARLY_CONSOLE[arch]] if arch in EARLY_CONSOLE else []), *self.tsc_khz_words()))]
         if port is not None:
-            # romfile=: no iPXE option ROM to load (seconds under TCG); the kernel needs none.
-            device = NET_DEVICE[self.machine] + ",romfile="
             argv += ["-netdev", f"user,id=n0,hostfwd=tcp:127.0.0.1:{port}-:{artifact.built.app.container_port}",
-                     "-device", f"{device},netdev=n0"]
+                     "-device", f"{NET_DEVICE[self.machine]},netdev=n0"]
         return argv
+
+    def tsc_khz_words(self) -> list[str]:
+        """On microvm under TCG, `tsc_early_khz=` with the target's TSC frequency (TCG's guest TSC
+        counts at the host's rate): the kernel's fallback when its PIT calibration fails, where
+        microvm has no other reference. [] elsewhere, or when the frequency is not known."""
+        if self.machine != "microvm" or self.accel_used() != "tcg":
+            return []
+        if "_tsc_khz" not in self.__dict__:
+            r = self.target.run(["sh", "-c", TSC_KHZ], check=False)
+            self._tsc_khz = int(r.stdout.strip()) if r.ok and r.stdout.strip().isdigit() else None
+        return [f"tsc_early_khz={self._tsc_khz}"] if self._tsc_khz else []
+
+    def console_args(self) -> list[str]:
+        """The serial console on stdout; on `pc` the firmware's debug port joins it (one stream,
+        so the host stamps both in order)."""
+        if self.machine not in DEBUGCON_MACHINES:
+            return ["-serial", "stdio"]
+        return ["-chardev", "stdio,mux=on,id=console", "-serial", "chardev:console",
+                "-device", "isa-debugcon,iobase=0x402,chardev=console"]
 
     def _plan(self, artifact: Artifact, limits: Limits, port: int | None, args: list[str]) -> LaunchPlan:
         self.check_limits(artifact.app, limits)
@@ -224,10 +264,8 @@ class LinuxVmRuntime(VmRuntime):
         return next((ns for ns, line in self.console_lines(instance.plan) if '"event":"listening"' in line), None)
 
     def boot_phases(self, instance: Instance) -> dict[str, int]:
-        """On the host's clock: the guest's /init running (QEMU started, kernel booted, initramfs
-        unpacked) and the app started (modules and network up)."""
-        marks = {f"{linux_guest.MARK} init": "guest_init", f"{linux_guest.MARK} exec": "app_exec"}
-        return {marks[line]: ns for ns, line in self.console_lines(instance.plan) if line in marks}
+        """On the host's clock: the boot events the console showed (boot_events)."""
+        return boot_events(self.console_lines(instance.plan))
 
     def versions_brief(self) -> dict:
         k = self.kit() or {}
@@ -252,6 +290,29 @@ class LinuxVmRuntime(VmRuntime):
         plan = self._plan(artifact, limits, None, args)
         self.watch_batch(plan)
         return plan
+
+
+def boot_events(lines: list[tuple[int, str]]) -> dict[str, int]:
+    """Boot events from host-stamped console lines [(unix ns, line)], in boot order:
+    firmware_start (SeaBIOS's banner: QEMU itself is up), firmware_handover (it jumps to the
+    kernel), kernel_first_output (the kernel's first line, from its early console: firmware and
+    decompression are behind it), guest_init (the initramfs' /init runs: the kernel is booted) and
+    app_exec (modules and network up, the app is started). An event the console did not show is
+    left out: qboot prints nothing, a kernel without an early console says nothing before /init."""
+    events: dict[str, int] = {}
+    marks = {f"{linux_guest.MARK} init": "guest_init", f"{linux_guest.MARK} exec": "app_exec"}
+    for ns, line in lines:
+        if line in marks:
+            events.setdefault(marks[line], ns)
+        elif line.startswith(FIRMWARE_START):
+            events.setdefault("firmware_start", ns)
+        elif line.startswith(FIRMWARE_HANDOVER) and "kernel_first_output" not in events:
+            events["firmware_handover"] = ns  # the last one ("Booting from ROM..." then "from c000:0054")
+        elif "firmware_start" in events and "firmware_handover" not in events:
+            continue  # the rest of SeaBIOS's lines
+        elif line.strip() and "guest_init" not in events:
+            events.setdefault("kernel_first_output", ns)
+    return events
 
 
 def kit(target: Target) -> dict | None:
