@@ -93,6 +93,9 @@ _EXPERIMENTS = [
     Experiment("min_memory", "10_min_memory.ipynb", "edgebench.experiments.min_memory:run_min_memory",
                ("paper002_min_memory.csv",), HTTP_APPS,
                plan="edgebench.experiments.min_memory:plan_min_memory"),
+    Experiment("boot_time", "11_boot_time.ipynb", "edgebench.experiments.boot_time:run_boot_time",
+               ("paper002_boot_time.csv",), HTTP_APPS,
+               plan="edgebench.experiments.boot_time:plan_boot_time"),
 ]
 EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in _EXPERIMENTS}
 

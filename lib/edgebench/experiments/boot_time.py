@@ -1,0 +1,196 @@
+"""Boot time, split (paper 002, Unikraft's Fig. 3): where the time from launch to ready goes.
+
+Every start is the fair protocol of time to ready (the probe on the target takes the clock just
+before it spawns the launch command and polls the port every <= 1 ms), and every event after it
+is a reading of the host's clock, never the guest's:
+- a VM's console lines, stamped by `probe -stamp` as they reach the host (linux-vm:
+  `boot_events`): firmware_start (SeaBIOS's first line: QEMU is up), firmware_handover (its
+  jump to the kernel), kernel_first_output (the kernel's early console: decompression is
+  behind it), guest_init (/init runs: the kernel is booted), app_exec (the app is started);
+- listen: the app's listening line (its own reading where its clock is the target's, else where
+  the line reached the host);
+- ready: the probe's first HTTP 200.
+
+Rows: `event_<name>` (ms since launch) for every event a start showed, and `phase_<name>`, the
+time from the previous event the start showed to that one (column `phase_from`), so each
+start's phases add up to its time to ready whatever its runtime could show. For a VM, paper
+002's split: `vmm_part` (launch to the firmware's hand-over: QEMU and its firmware) and
+`guest_part` (hand-over to the app's start, the paper's "first guest instruction to main()");
+missing with the reason where the console does not show the hand-over (microvm's qboot prints
+nothing; Nanos' console goes through ops, unstamped).
+
+linux-vm runs once per machine type in `machines` (pc, microvm). Under TCG (here) a VM's
+kernel runs emulated: seconds where KVM takes milliseconds; every VM row says which.
+"""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+from edgebench.apps import HTTP_APPS, place_probe
+from edgebench.errors import ConfigError
+from edgebench.experiments.common import (check_apps, check_profile, check_repetitions, open_run, resolve_limits,
+                                          run_tag_for, runtime_options, session)
+from edgebench.experiments.protocols import fair_limits, package_all, with_instance
+from edgebench.experiments.sweep import Point, artifact_for, sweep
+from edgebench.results import Run, new_run_id
+from edgebench.runtimes import Limits, Runtime, StartFailed
+from edgebench.runtimes.vm import VmRuntime
+
+EXPERIMENT = "boot_time"
+EXTRA_COLUMNS = ["machine", "phase_from", "build", "network", "accelerator", "cpus_applied", "memory_mb_applied",
+                 "cpuset_applied", "limits_note"]
+# In boot order; "launch" is the probe's clock reading before it spawns the launch command.
+EVENTS = ("launch", "firmware_start", "firmware_handover", "kernel_first_output", "guest_init", "app_exec",
+          "listen", "ready")
+READY_TIMEOUT_S = 90  # a TCG boot takes ~8 s here; a stalled one fails at this
+PORT_BASE = 18400
+
+
+def phases(events: dict[str, float]) -> list[tuple[str, str, float]]:
+    """[(phase = the event it ends at, the event it starts from, ms)] between consecutive events
+    the start showed, in boot order; they add up to launch -> the last event."""
+    seen = [(name, events[name]) for name in EVENTS if name in events]
+    return [(name, prev, at - prev_at) for (prev, prev_at), (name, at) in zip(seen, seen[1:])]
+
+
+def paper_split(events: dict[str, float]) -> dict[str, float | str]:
+    """Paper 002's split of a VM's boot: vmm_part (launch to the firmware's hand-over) and
+    guest_part (hand-over to the app's start); a reason string where the console did not show
+    the events it needs."""
+    if "firmware_handover" not in events:
+        why = "the console showed no firmware hand-over (qboot and ops-run guests print none)"
+        return {"vmm_part": why, "guest_part": why}
+    split: dict[str, float | str] = {"vmm_part": events["firmware_handover"] - events["launch"]}
+    split["guest_part"] = (events["app_exec"] - events["firmware_handover"] if "app_exec" in events
+                           else "the guest's /init never printed that it started the app")
+    return split
+
+
+def start_events(run: Run, rt: Runtime, artifact, limits: Limits, port: int, row: dict) -> None:
+    """One start: its events and phases as rows, then stop it."""
+    try:
+        instance, probe = rt.start(artifact, limits, port, timeout_s=READY_TIMEOUT_S)
+    except StartFailed as e:
+        if e.probe:
+            run.save_raw(f"probe-{row['app']}-{row['runtime']}-{row['machine'] or 'host'}-rep{row['rep']}",
+                         command=e.probe.command, stdout=e.probe.raw)
+        run.failed(metric="time_to_ready", unit="ms", error=str(e), **row)
+        return
+    try:
+        start = probe.start_unix_ns
+        marks = dict(rt.boot_phases(instance))
+        listen = rt.listen_unix_ns(instance)
+        row = with_instance(row, limits, instance)
+        console = getattr(rt, "console_lines", None)
+        run.save_raw(f"probe-{row['app']}-{row['runtime']}-{row['machine'] or 'host'}-rep{row['rep']}",
+                     command=probe.command, stdout=probe.raw, app_stdout=rt.app_output(instance),
+                     console_stamps=console(instance.plan) if console else None, boot_events=marks,
+                     instance_details=instance.details)
+        if listen is not None and start <= listen <= probe.ready_unix_ns:
+            marks["listen"] = listen
+        else:
+            run.failed(metric="event_listen", unit="ms", error=rt.foreign_clock or (
+                "the app printed no listening line" if listen is None else
+                "the app's listening reading lies outside the probe's span: its clock is not the target's"), **row)
+        marks["ready"] = probe.ready_unix_ns
+        events = {"launch": 0.0, **{name: (ns - start) / 1e6 for name, ns in marks.items()
+                                    if start <= ns <= probe.ready_unix_ns}}
+        run.add(metric="time_to_ready", value=events["ready"], unit="ms", **row)
+        for name in EVENTS[1:]:
+            if name in events:
+                run.add(metric=f"event_{name}", value=events[name], unit="ms", **row)
+        for name, prev, ms in phases(events):
+            run.add(metric=f"phase_{name}", value=ms, unit="ms", phase_from=prev, **row)
+        if isinstance(rt, VmRuntime):
+            for metric, value in paper_split(events).items():
+                if isinstance(value, str):
+                    run.failed(metric=metric, unit="ms", error=value, **row)
+                else:
+                    run.add(metric=metric, value=value, unit="ms", **row)
+    finally:
+        rt.stop(instance)
+
+
+def machine_variants(selection_runtimes: list[Runtime], machines: str, run_id: str) -> list[Runtime]:
+    """The runtimes to measure: each as selected, and linux-vm once more per further machine type."""
+    wanted = [m.strip() for m in (machines or "default").split(",") if m.strip()]
+    out = []
+    for rt in selection_runtimes:
+        if not hasattr(rt, "machine"):
+            out.append(rt)
+            continue
+        for m in wanted:
+            out.append(rt if m in ("default", rt.machine) else type(rt)(rt.target, run_tag_for(run_id), machine=m))
+    return out
+
+
+def run_boot_time(target="local", runtimes="auto", apps="go-http", repetitions: int | None = None,
+                  machines: str = "pc,microvm", cpus="1", memory="256m", docker_build: str = "offline",
+                  profile: str = "standard", run_id: str | None = None, progress: bool = True,
+                  require_kvm=False, nanos_accel: str | None = None) -> Path:
+    """Start every (app, runtime[, machine]) `repetitions` times, runtimes interleaved."""
+    prof = check_profile(profile)
+    reps = check_repetitions(repetitions if repetitions not in (None, "", 0) else prof["repetitions"])
+    app_names = check_apps(apps, HTTP_APPS)
+    run_id = run_id or new_run_id()
+    params = dict(target=str(target), runtimes=runtimes, apps=app_names, repetitions=reps, machines=machines,
+                  cpus=cpus, memory=memory, docker_build=docker_build, profile=profile)
+    with session(target, runtimes, run_id, app_names, runtime_options(require_kvm, nanos_accel)) as (tgt, selection):
+        cpus_v, mem_v, clip_note = resolve_limits(tgt, cpus, memory)
+        limits = fair_limits(cpus_v, mem_v, tgt.facts()["cores"])
+        measured = machine_variants(selection.runtimes, machines, run_id)  # refuses an unknown machine
+        try:
+            for rt in measured:
+                for app in app_names:
+                    rt.check_limits(app, limits)
+            with open_run(EXPERIMENT, params, tgt, extra_columns=EXTRA_COLUMNS, run_id=run_id) as run:
+                run.note("skipped_runtimes", selection.skipped)
+                run.note("limits", limits.as_dict())
+                if clip_note:
+                    run.note("clipped", clip_note)
+                place_probe(tgt)
+                artifacts = package_all(run, tgt, selection.runtimes, app_names, docker_build)
+                ports = itertools.count()
+
+                def row_for(p: Point) -> dict:
+                    artifact = artifacts.get((p.inner, p.runtime.name))
+                    return dict(app=p.inner, runtime=p.runtime.name, machine=getattr(p.runtime, "machine", ""),
+                                protocol="fair", rep=p.rep, cpus=limits.cpus, memory_mb=limits.memory_mb,
+                                limits_note=clip_note, build=artifact.build if artifact else "")
+
+                def measure(p: Point, row: dict) -> None:
+                    artifact = artifact_for(artifacts, p.inner, p.runtime)
+                    start_events(run, p.runtime, artifact, limits, PORT_BASE + next(ports) % 200, row)
+
+                sweep(run, measured, reps=reps, inner=app_names, row_for=row_for, measure=measure,
+                      failed=("time_to_ready", "ms"), desc="boot time", progress=progress)
+                return run.dir
+        finally:
+            for rt in measured:
+                if rt not in selection.runtimes:
+                    rt.cleanup()
+
+
+def collect(run_id: str = "", **params) -> Path:
+    """Replot run_id ('latest' or an id) if given, else measure now."""
+    from edgebench.experiments.common import collect as _collect
+    return _collect(EXPERIMENT, run_boot_time, run_id, **params)
+
+
+def plan_boot_time(params: dict, runtimes: list[str]):
+    """One start per (runtime[, machine], app, repetition); each app packaged once per runtime."""
+    from edgebench import plan
+    apps = plan.names(params.get("apps", "go-http"), HTTP_APPS)
+    reps = plan.reps_or(params.get("repetitions"), check_profile(params.get("profile", "standard"))["repetitions"])
+    machines = [m for m in str(params.get("machines", "pc,microvm")).split(",") if m.strip()] or ["default"]
+    variants = [rt for name in runtimes for rt in ([name] * len(machines) if name == "linux-vm" else [name])]
+    starts = len(apps) * reps
+    return plan.Work(points=starts * len(variants), seconds=plan.model_seconds(variants, len(apps), starts, 0),
+                     apps=apps, levels=f"linux-vm machines {','.join(machines)}", repetitions=reps)
+
+
+def check_machines(machines: str) -> None:
+    if not machines or not all(m.strip() for m in machines.split(",")):
+        raise ConfigError(f"machines={machines!r}: give machine types such as 'pc,microvm' (or 'default')")

@@ -1,0 +1,147 @@
+"""Boot time, split (paper 002, Unikraft's Fig. 3): each runtime's start as consecutive phases on
+the host's clock, and a VM's boot as the paper splits it (the VMM's part, the guest's part)
+beside the page's numbers."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from edgebench.experiments.boot_time import EVENTS
+from edgebench.plotting.style import plt
+from edgebench.plotting.tables import NoData, mark_emulated, ok_rows, sort_by_runtime, spread
+
+# What the time up to each event is spent on (a phase is named after the event it ends at).
+PHASE_LABELS = {
+    "firmware_start": "VMM start-up (to the firmware's first line)",
+    "firmware_handover": "firmware (SeaBIOS, to its jump to the kernel)",
+    "kernel_first_output": "kernel decompression and early set-up",
+    "guest_init": "kernel boot (to /init)",
+    "app_exec": "guest userspace (/init: modules, network)",
+    "listen": "app start (to listening)",
+    "ready": "until the probe's first HTTP 200",
+}
+PHASE_COLOURS = dict(zip(PHASE_LABELS, plt.get_cmap("tab10").colors))
+
+
+def variant(df: pd.DataFrame) -> pd.Series:
+    """'linux-vm (TCG) microvm': the runtime label with the machine type where it has one."""
+    machine = df["machine"].fillna("").astype(str) if "machine" in df else pd.Series("", index=df.index)
+    return (df["runtime"] + " " + machine).str.strip()
+
+
+def phase_table(df: pd.DataFrame) -> pd.DataFrame:
+    """Median ms per (app, runtime variant, phase), phases in boot order, with the phase each
+    starts from and the median time to ready of the variant."""
+    rows = mark_emulated(df[df["metric"].str.startswith("phase_") & (df["status"] == "ok")])
+    if rows.empty:
+        ok_rows(df, "time_to_ready")  # raises with why the starts failed
+        raise NoData("no boot phases to plot")
+    rows = rows.assign(variant=variant(rows), phase=rows["metric"].str.removeprefix("phase_"))
+    ready = mark_emulated(ok_rows(df, "time_to_ready"))
+    ready = ready.assign(variant=variant(ready)).groupby(["app", "variant"])["value"].median()
+    order = {name: i for i, name in enumerate(EVENTS)}
+    out = []
+    for (app, var, phase, start), g in rows.groupby(["app", "variant", "phase", "phase_from"]):
+        s = spread(g["value"].astype(float))
+        out.append({"app": app, "runtime": g["runtime"].iloc[0], "variant": var, "phase": phase, "from": start,
+                    "median_ms": s["median"], "q1_ms": s["q1"], "q3_ms": s["q3"], "starts": s["n"],
+                    "time_to_ready_ms": ready.get((app, var), np.nan), "order": order.get(phase, 99)})
+    table = sort_by_runtime(pd.DataFrame(out), ["app", "runtime", "variant", "order"])
+    return table.drop(columns="order")
+
+
+def split_table(df: pd.DataFrame, reference: pd.DataFrame) -> pd.DataFrame:
+    """Paper 002's split per VM variant (median ms of vmm_part and guest_part, or why missing),
+    the page's numbers beside it."""
+    rows = mark_emulated(df[df["metric"].isin(["vmm_part", "guest_part"])])
+    out = []
+    if not rows.empty:
+        rows = rows.assign(variant=variant(rows))
+        for (app, var, metric), g in rows.groupby(["app", "variant", "metric"]):
+            ok = g[g["status"] == "ok"]["value"].astype(float)
+            why = "; ".join(sorted(set(g[g["status"] != "ok"]["error"].astype(str))))
+            out.append({"source": "measured", "app": app, "variant": var, "metric": metric,
+                        "median_ms": ok.median() if len(ok) else np.nan, "starts": len(ok), "note": why})
+    ref = reference[reference["metric"].isin(["vmm_part", "guest_part", "total_boot"])] if not reference.empty else reference
+    for r in ref.itertuples():
+        out.append({"source": "paper 002", "app": r.app, "variant": r.runtime,
+                    "metric": r.metric, "median_ms": r.value, "starts": np.nan, "note": r.qualifier})
+    return pd.DataFrame(out, columns=["source", "app", "variant", "metric", "median_ms", "starts", "note"])
+
+
+def boot_phases_figure(table: pd.DataFrame):
+    """One horizontal bar per runtime variant, its phases stacked in boot order (linear ms: a
+    VM's seconds under TCG beside a process's milliseconds is the finding, not a scale problem;
+    each bar's total is written beside it)."""
+    if table.empty:
+        raise NoData("boot phase table is empty")
+    apps = list(dict.fromkeys(table["app"]))
+    n = sum(table[table["app"] == a]["variant"].nunique() for a in apps)
+    fig, axes = plt.subplots(len(apps), 1, figsize=(9, 1.2 + 0.55 * n), squeeze=False)
+    for ax, app in zip(axes[:, 0], apps):
+        t = table[table["app"] == app]
+        variants = list(dict.fromkeys(t["variant"]))
+        for y, var in enumerate(variants):
+            left = 0.0
+            for r in t[t["variant"] == var].itertuples():
+                ax.barh(y, r.median_ms, left=left, color=PHASE_COLOURS.get(r.phase, "grey"), edgecolor="white",
+                        linewidth=0.5)
+                left += r.median_ms
+            ax.text(left, y, f"  {left:,.0f} ms" if left >= 10 else f"  {left:.1f} ms", va="center", fontsize=8)
+        ax.set_yticks(range(len(variants)), variants)
+        ax.invert_yaxis()
+        ax.set_xlim(0, ax.get_xlim()[1] * 1.15)
+        ax.set_xlabel("ms since launch (median per phase)")
+        ax.set_title(app)
+    shown = [p for p in PHASE_LABELS if p in set(table["phase"])]
+    handles = [plt.Rectangle((0, 0), 1, 1, color=PHASE_COLOURS[p]) for p in shown]
+    fig.legend(handles, [PHASE_LABELS[p] for p in shown], loc="lower center", ncol=2, fontsize=8, frameon=False)
+    fig.suptitle("Boot time, split: where each start's time goes (host clock)")
+    fig.tight_layout(rect=(0, 0.06 + 0.035 * len(shown) / 2, 1, 1))
+    return fig
+
+
+def split_figure(split: pd.DataFrame):
+    """The VMM's part and the guest's part per VM variant, measured and published (log ms)."""
+    have = split.dropna(subset=["median_ms"])
+    if have.empty:
+        raise NoData("no VM boot could be split (no VM measured, or none showed its firmware hand-over)")
+    labels = list(dict.fromkeys(have["source"] + ": " + have["variant"]))
+    fig, ax = plt.subplots(figsize=(8, 1.2 + 0.45 * len(labels)))
+    y = np.arange(len(labels))
+    for offset, metric, colour in ((-0.2, "vmm_part", "tab:blue"), (0.0, "guest_part", "tab:orange"),
+                                   (0.2, "total_boot", "tab:grey")):
+        m = have[have["metric"] == metric]
+        at = [labels.index(f"{s}: {v}") for s, v in zip(m["source"], m["variant"])]
+        hatch = ["//" if s != "measured" else None for s in m["source"]]
+        for yi, value, h in zip(at, m["median_ms"], hatch):
+            ax.barh(yi + offset, value, 0.2, color=colour, hatch=h, edgecolor="white" if h is None else "black",
+                    linewidth=0.3, label=metric)
+    ax.set_yticks(y, labels, fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xscale("log")
+    ax.set_xlabel("ms (log)")
+    handles, names = ax.get_legend_handles_labels()
+    keep = dict(zip(names, handles))
+    ax.legend(keep.values(), [{"vmm_part": "VMM (to the firmware's hand-over)", "guest_part": "guest (hand-over to the app)",
+                               "total_boot": "total (published)"}[k] for k in keep], fontsize=8, loc="lower right")
+    ax.set_title("A VM's boot, split as paper 002 does (hatched: the page's numbers, KVM)")
+    fig.tight_layout()
+    return fig
+
+
+def boot_time_findings(table: pd.DataFrame, split: pd.DataFrame) -> str:
+    lines = []
+    for (app, var), g in table.groupby(["app", "variant"], sort=False):
+        total = g["median_ms"].sum()
+        top = g.sort_values("median_ms", ascending=False).iloc[0]
+        lines.append(f"- **{var}** ({app}): {total:,.1f} ms to ready; the largest phase is "
+                     f"{PHASE_LABELS.get(top.phase, top.phase)} ({top.median_ms:,.1f} ms, {100 * top.median_ms / total:.0f} %).")
+    missing = split[(split["source"] == "measured") & split["median_ms"].isna()]
+    for r in missing.drop_duplicates(["variant"]).itertuples():
+        lines.append(f"- {r.variant}: no VMM/guest split: {r.note}.")
+    if any("(TCG)" in v for v in table["variant"]):
+        lines.append("- Rows marked (TCG) ran under software emulation: the guest's kernel is emulated instruction by "
+                     "instruction, so its phases are seconds; the page's numbers are KVM's.")
+    return "\n".join(lines)
