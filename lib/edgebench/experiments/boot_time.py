@@ -14,9 +14,9 @@ is a reading of the host's clock, never the guest's:
 Rows: `event_<name>` (ms since launch) for every event a start showed, and `phase_<name>`, the
 time from the previous event the start showed to that one (column `phase_from`), so each
 start's phases add up to its time to ready whatever its runtime could show. For a VM, paper
-002's split: `vmm_part` (launch to the firmware's hand-over: QEMU and its firmware) and
-`guest_part` (hand-over to the app's start, the paper's "first guest instruction to main()");
-missing with the reason where the console does not show the hand-over (microvm's qboot prints
+002's split: `vmm_part` (launch to the firmware's hand-over: QEMU and its firmware),
+`guest_part` (hand-over to the app's start, the paper's "first guest instruction to main()")
+and `total_boot` (launch to the app's start); missing with the reason where the console does not show the hand-over (microvm's qboot prints
 nothing; Nanos' console goes through ops, unstamped).
 
 linux-vm runs once per machine type in `machines` (pc, microvm). Under TCG (here) a VM's
@@ -56,15 +56,16 @@ def phases(events: dict[str, float]) -> list[tuple[str, str, float]]:
 
 
 def paper_split(events: dict[str, float]) -> dict[str, float | str]:
-    """Paper 002's split of a VM's boot: vmm_part (launch to the firmware's hand-over) and
-    guest_part (hand-over to the app's start); a reason string where the console did not show
-    the events it needs."""
-    if "firmware_handover" not in events:
-        why = "the console showed no firmware hand-over (qboot and ops-run guests print none)"
-        return {"vmm_part": why, "guest_part": why}
-    split: dict[str, float | str] = {"vmm_part": events["firmware_handover"] - events["launch"]}
-    split["guest_part"] = (events["app_exec"] - events["firmware_handover"] if "app_exec" in events
-                           else "the guest's /init never printed that it started the app")
+    """Paper 002's split of a VM's boot: vmm_part (launch to the firmware's hand-over),
+    guest_part (hand-over to the app's start) and total_boot (launch to the app's start); a
+    reason string where the console did not show the events one needs."""
+    no_exec = "the console showed no app start (the guest's /init line; ops-run guests have none)"
+    no_handover = "the console showed no firmware hand-over (qboot and ops-run guests print none)"
+    split: dict[str, float | str] = {
+        "vmm_part": events["firmware_handover"] - events["launch"] if "firmware_handover" in events else no_handover,
+        "guest_part": (no_handover if "firmware_handover" not in events else
+                       events["app_exec"] - events["firmware_handover"] if "app_exec" in events else no_exec),
+        "total_boot": events["app_exec"] - events["launch"] if "app_exec" in events else no_exec}
     return split
 
 
