@@ -158,6 +158,9 @@ def test_run_notes_name_absent_runtimes_and_emulated_ones(tmp_path):
     (tmp_path / "meta.json").write_text(json.dumps({"notes": {"skipped_runtimes": {"nanos": "no ops on local"}}}))
     text = run_notes(tmp_path, pd.DataFrame({"runtime": ["docker"], "accelerator": [None]}))
     assert "**nanos** not measured: no ops on local" in text
+    (tmp_path / "meta.json").write_text(json.dumps({"notes": {"absent_runtimes": {"nanos": "runs no Linux tools"}}}))
+    text = run_notes(tmp_path, pd.DataFrame({"runtime": ["docker"], "accelerator": [None]}))
+    assert "**nanos** not in this experiment: runs no Linux tools" in text and "Every runtime" not in text
     (tmp_path / "meta.json").write_text(json.dumps({"notes": {}}))
     text = run_notes(tmp_path, pd.DataFrame({"runtime": ["nanos"], "accelerator": ["tcg"]}))
     assert "accelerator: tcg" in text and "software emulation" in text

@@ -113,6 +113,12 @@ APPS: dict[str, App] = {
     "fio": App("fio", "tool", TOOLS_DIR / "steps", "fio", kind="tool", readiness=None, package="fio"),
     "stream": App("stream", "tool", APPS_DIR / "stream", "stream", kind="tool", readiness=None, package="gcc",
                   locate=lambda target: c_build(target, APPS_DIR / "stream", "stream")),
+    # Off-the-shelf services (paper 002): Debian's redis-server, no persistence (the paper measures
+    # GET/SET throughput, not disk), ready when it answers PING.
+    "redis": App("redis", "tool", TOOLS_DIR / "steps", "redis-server", kind="tcp",
+                 readiness=Readiness(None, send="PING\\r\\n", expect="+PONG"), container_port=6379,
+                 package="redis-server", args=("--port", "{port}", "--bind", "0.0.0.0", "--protected-mode", "no",
+                                               "--save", "", "--appendonly", "no")),
 }
 # The apps that serve paper 000's endpoints: what time to ready and the HTTP load experiments run.
 HTTP_APPS = tuple(name for name, app in APPS.items() if set(PAPER_ENDPOINTS) <= set(app.endpoints))

@@ -242,6 +242,68 @@ def load_generator(host: Target, name: str = "wrk") -> LoadGenerator:
     return LOAD_GENERATORS[name](host)
 
 
+# -- Redis: redis-benchmark -------------------------------------------------------------------
+
+REDIS_TESTS = ("get", "set")
+
+
+def redis_benchmark_command(host: str, port: int, *, connections: int, requests: int, pipeline: int,
+                            tests: tuple[str, ...] = REDIS_TESTS, cpuset: str | None = None) -> list[str]:
+    """redis-benchmark as paper 002 ran it (`-c 30 -n 100000 -P 16 -t get,set`), CSV out: one
+    line per test with its rate and latency percentiles (Redis 7)."""
+    if connections < 1 or requests < connections or pipeline < 1:
+        raise ConfigError(f"redis-benchmark needs connections >= 1, requests >= connections and pipeline >= 1 "
+                          f"(got {connections}, {requests}, {pipeline})")
+    return pinned(["redis-benchmark", "-h", host, "-p", str(port), "-c", str(connections), "-n", str(requests),
+                   "-P", str(pipeline), "-t", ",".join(tests), "--csv"], cpuset)
+
+
+def parse_redis_benchmark(stdout: str, requests: int, command: str = "", stderr: str = "") -> dict[str, LoadReport]:
+    """{test: LoadReport} from redis-benchmark's CSV (`"test","rps","avg_latency_ms",...`); a
+    report without the CSV header (Redis < 7 prints no percentiles) raises with its output."""
+    import csv
+    lines = [x for x in stdout.splitlines() if x.startswith('"')]
+    rows = list(csv.DictReader(lines))
+    if not rows or "p99_latency_ms" not in rows[0]:
+        raise EdgebenchError(f"redis-benchmark printed no CSV report with percentiles (Redis 7 or later prints "
+                             f"one): {(stderr or stdout).strip()[-300:]}")
+    out = {}
+    for row in rows:
+        rps = float(row["rps"])
+        ms = {k: float(row[f"{k}_latency_ms"]) for k in ("avg", "min", "p50", "p95", "p99", "max")}
+        latency = {"mean": ms["avg"] * 1000, "min": ms["min"] * 1000, "p50": ms["p50"] * 1000,
+                   "p95": ms["p95"] * 1000, "p99": ms["p99"] * 1000, "max": ms["max"] * 1000}
+        out[row["test"].lower()] = LoadReport(requests, int(requests / rps * 1e6) if rps else 0, 0, rps, latency,
+                                              {}, command, stdout, stderr)
+    return out
+
+
+class RedisBenchmark:
+    """redis-benchmark on the load-generator host (Debian: redis-tools). It has no time limit
+    of its own and waits for ever on a server that stopped answering, so it runs under
+    `timeout`: a stall is a failure that says so, never a hang."""
+    name = "redis-benchmark"
+
+    def __init__(self, host: Target):
+        self.host = host
+        if not host.which("redis-benchmark"):
+            raise MissingTool("redis-benchmark", f"{host.name} has no `redis-benchmark`; install it there "
+                              "(apt-get install redis-tools, or `make provision`) or choose another load-generator host")
+
+    def run(self, address: str, port: int, *, connections: int, requests: int, pipeline: int,
+            limit_s: float, cpuset: str | None = None) -> dict[str, LoadReport]:
+        argv = redis_benchmark_command(address, port, connections=connections, requests=requests,
+                                       pipeline=pipeline, cpuset=cpuset)
+        r = self.host.run(["timeout", f"{limit_s:g}", *argv], timeout=limit_s + 30, check=False)
+        if r.exit_code == 124:
+            raise EdgebenchError(f"redis-benchmark did not finish {requests} requests per test in {limit_s:g} s "
+                                 f"(the server stalled or is far slower): {r.stdout.strip()[-200:]}")
+        if not r.ok:
+            raise EdgebenchError(f"redis-benchmark on {self.host.name} exited {r.exit_code}: "
+                                 f"{(r.stderr or r.stdout).strip()[-300:]}")
+        return parse_redis_benchmark(r.stdout, requests, r.command, r.stderr)
+
+
 # -- open loop: fixed offered rates --------------------------------------------------------------
 #
 # A closed-loop tool waits for each answer before sending the next request, so a stalled server

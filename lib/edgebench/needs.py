@@ -90,6 +90,9 @@ TOOL_NEEDS: tuple[TargetNeeds, ...] = (
     _tool("http benchmark (ab)", "apache2-utils", "ab", ("ab", "-V"), by_hand="apache2-utils (ab)"),
     _tool("c programs (STREAM)", "gcc", "cc", ("cc", "--version"), by_hand="gcc (cc)"),
     _tool("memory cross-check", "stress-ng", "stress-ng", ("stress-ng", "--version")),
+    # Off-the-shelf services (paper 002): Debian's Redis, and its benchmark on the load generator.
+    _tool("redis service", "redis-server", "redis-server", ("redis-server", "--version")),
+    _tool("redis load (redis-benchmark)", "redis-tools", "redis-benchmark", ("redis-benchmark", "--version")),
     # NPB: built from NASA's sources on the target (minutes), so `make figures` does it and
     # `make test` does not; without it the HPC rows are missing with the reason.
     TargetNeeds("hpc (NAS Parallel Benchmarks)", (Need("gfortran", (("gfortran",),)),),

@@ -96,6 +96,9 @@ _EXPERIMENTS = [
     Experiment("boot_time", "11_boot_time.ipynb", "edgebench.experiments.boot_time:run_boot_time",
                ("paper002_boot_time.csv",), HTTP_APPS,
                plan="edgebench.experiments.boot_time:plan_boot_time"),
+    Experiment("services", "12_services.ipynb", "edgebench.experiments.services:run_services",
+               ("paper002_services.csv",), ("redis",),
+               plan="edgebench.experiments.services:plan_services"),
 ]
 EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in _EXPERIMENTS}
 

@@ -134,9 +134,12 @@ def run_notes(run_dir, df: pd.DataFrame | None = None) -> str:
     rows ran under software emulation, and the device's health (the dagger's footnote)."""
     from edgebench.results import load_meta
     lines = []
-    skipped = (load_meta(Path(run_dir)).get("notes") or {}).get("skipped_runtimes") or {}
-    for name, why in skipped.items():
+    notes = load_meta(Path(run_dir)).get("notes") or {}
+    for name, why in (notes.get("skipped_runtimes") or {}).items():
         lines.append(f"- **{name}** not measured: {why}")
+    # Available, but this experiment's programs cannot run there (a unikernel runs no Linux tools).
+    for name, why in (notes.get("absent_runtimes") or {}).items():
+        lines.append(f"- **{name}** not in this experiment: {why}")
     if df is not None and "accelerator" in df.columns:
         for rt, accels in df.dropna(subset=["accelerator"]).groupby("runtime")["accelerator"]:
             kinds = ", ".join(sorted(set(accels.astype(str))))

@@ -139,6 +139,9 @@ class LxdRuntime(Runtime):
             pushes.append((src_dir, f"{APP_ROOT}/"))
             inner = [f"{BIN_DIR}/node",
                      f"{APP_ROOT}/{posixpath.basename(src_dir)}/{posixpath.basename(built.remote_path)}"]
+        elif app.language == "tool" and app.is_service:  # a tool served as itself (redis-server)
+            mounts, bound = self.lxc.bundle(built.remote_path, f"{BIN_DIR}/{app.entry}", image.rootfs_dir)
+            inner = [f"{BIN_DIR}/{app.entry}", *app.service_args(app.container_port)]
         elif app.language == "tool":  # the target's binary, run through tools/steps (found on PATH)
             mounts, bound = self.lxc.bundle(built.remote_path, f"{BIN_DIR}/{app.entry}", image.rootfs_dir)
             dest = f"{inner_dir}/steps"
@@ -147,7 +150,7 @@ class LxdRuntime(Runtime):
         else:
             raise ConfigError(f"lxd: app {app.name} has language {app.language!r}; use go, node or tool")
         pushed_bytes = sum(int(line.split()[0]) for line in self.target.run(
-            ["du", "-sbL", *[src for src, _ in pushes]]).stdout.splitlines())
+            ["du", "-sbL", *[src for src, _ in pushes]]).stdout.splitlines()) if pushes else 0
         size = image.size_bytes + pushed_bytes + bound["binary_bytes"] + bound["lib_bytes"]
         return Artifact(self.name, app.name, image.alias, size, built.size_bytes, built, build="offline",
                         details={"image_alias": image.alias, "image_fingerprint": image.fingerprint,

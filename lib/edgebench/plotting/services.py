@@ -1,0 +1,91 @@
+"""Off-the-shelf services (paper 002, Figs. 5 and 6): Redis GET/SET throughput per runtime and
+network mode, each against native's in the same run, beside the page's relative claims."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from edgebench.plotting.style import PROTOCOL_TITLE, plt, runtime_colour
+from edgebench.plotting.tables import NoData, mark_emulated, mark_health, ok_rows, sort_by_runtime, spread
+
+BASELINE = "native"
+
+
+def label(df: pd.DataFrame) -> pd.Series:
+    """'docker (bridge)': the runtime, with the network mode where it has several."""
+    mode = df["network_mode"].fillna("").astype(str) if "network_mode" in df else pd.Series("", index=df.index)
+    return df["runtime"] + np.where(mode != "", " (" + mode + ")", "")
+
+
+def throughput_table(df: pd.DataFrame) -> pd.DataFrame:
+    """Median req/s per (service, test, protocol, runtime label), its spread, the median p99 and
+    the ratio to native's median in the same run and protocol."""
+    rows = mark_emulated(ok_rows(df, "throughput"))
+    rows = rows.assign(label=label(rows))
+    p99 = df[(df["metric"] == "latency_p99") & (df["status"] == "ok")]
+    p99 = p99.assign(label=label(mark_emulated(p99)))
+    out = []
+    for (app, test, protocol, lab), g in rows.groupby(["app", "test", "protocol", "label"]):
+        s = spread(g["value"].astype(float))
+        mine = p99[(p99["app"] == app) & (p99["test"] == test) & (p99["protocol"] == protocol) & (p99["label"] == lab)]
+        out.append({"app": app, "test": test, "protocol": protocol, "runtime": g["runtime"].iloc[0], "label": lab,
+                    "median_rps": s["median"], "min_rps": s["min"], "max_rps": s["max"], "runs": s["n"],
+                    "p99_ms": mine["value"].astype(float).median() if len(mine) else np.nan})
+    table = pd.DataFrame(out)
+    base = table[table["label"] == BASELINE].set_index(["app", "test", "protocol"])["median_rps"]
+    table["vs_native"] = [r.median_rps / base.get((r.app, r.test, r.protocol), np.nan) for r in table.itertuples()]
+    table = mark_health(table, rows, ["app", "test", "protocol", "label"])
+    return sort_by_runtime(table, ["app", "protocol", "test", "runtime", "label"])
+
+
+def throughput_figure(table: pd.DataFrame):
+    """Bars of req/s per runtime label, GET and SET side by side, one panel per protocol; each
+    bar's ratio to native written on it."""
+    if table.empty:
+        raise NoData("services table is empty")
+    protocols = [p for p in ("published", "fair") if p in set(table["protocol"])]
+    fig, axes = plt.subplots(1, len(protocols), figsize=(5.2 * len(protocols), 4.0), squeeze=False, sharey=True)
+    for ax, protocol in zip(axes[0], protocols):
+        t = table[table["protocol"] == protocol]
+        labels = list(dict.fromkeys(t["label"]))
+        x = np.arange(len(labels))
+        for offset, test, hatch in ((-0.2, "get", None), (0.2, "set", "//")):
+            m = t[t["test"] == test].set_index("label")
+            for xi, lab in zip(x, labels):
+                if lab not in m.index:
+                    continue
+                r = m.loc[lab]
+                ax.bar(xi + offset, r.median_rps / 1000, 0.38, color=runtime_colour(r.runtime), hatch=hatch,
+                       edgecolor="black", linewidth=0.4)
+                ax.vlines(xi + offset, r.min_rps / 1000, r.max_rps / 1000, color="black", linewidth=0.8)
+                if np.isfinite(r.vs_native) and lab != BASELINE:
+                    ax.text(xi + offset, r.median_rps / 1000, f"{r.vs_native:.2f}x", ha="center", va="bottom",
+                            fontsize=7)
+        ax.set_xticks(x, labels, rotation=20, ha="right")
+        ax.set_title(PROTOCOL_TITLE.get(protocol, protocol), fontsize=10)
+        ax.set_ylabel("thousand requests/s (median, range)")
+    handles = [plt.Rectangle((0, 0), 1, 1, facecolor="white", edgecolor="black", hatch=h) for h in (None, "//")]
+    fig.legend(handles, ["GET", "SET"], loc="lower center", ncol=2, fontsize=8, frameon=False)
+    fig.suptitle("Redis on one core (redis-benchmark -c 30 -P 16; ratio to native on each bar)")
+    fig.tight_layout(rect=(0, 0.06, 1, 1))
+    return fig
+
+
+def services_findings(table: pd.DataFrame, reference: pd.DataFrame) -> str:
+    lines = []
+    for (app, protocol), g in table.groupby(["app", "protocol"], sort=False):
+        parts = []
+        for lab, h in g.groupby("label", sort=False):
+            ratios = ", ".join(f"{r.test.upper()} {r.vs_native:.2f}x" for r in h.itertuples() if np.isfinite(r.vs_native))
+            if lab != BASELINE and ratios:
+                parts.append(f"{lab} {ratios}")
+        if parts:
+            lines.append(f"- **{app}, {protocol}** (against native): " + "; ".join(parts) + ".")
+    ref = reference[reference["metric"].str.startswith("throughput_ratio_vs_")] if not reference.empty else reference
+    claims = ref.assign(other=ref["metric"].str.extract(r"_vs_(.+)_(?:low|high)$")[0]) if not ref.empty else ref
+    for other, g in (claims.groupby("other", sort=False) if not claims.empty else []):
+        values = g.set_index(g["metric"].str.rsplit("_", n=1).str[-1])["value"]
+        lines.append(f"- Paper 002 (KVM, Redis and nginx together): Unikraft {values.get('low'):g}-{values.get('high'):g}x "
+                     f"the throughput of {other.replace('_', ' ')}.")
+    return "\n".join(lines)

@@ -1,0 +1,122 @@
+"""Off-the-shelf services (paper 002, Fig. 5): redis-benchmark's report parsed, a stalled server
+failing instead of hanging, the table against native, and a real Redis natively and in Docker
+(host and bridge)."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+
+import pandas as pd
+import pytest
+
+from conftest import need
+from edgebench.errors import ConfigError, EdgebenchError
+from edgebench.experiments import services as sv
+from edgebench.load import RedisBenchmark, parse_redis_benchmark, redis_benchmark_command
+from edgebench.results import load_results
+
+# redis-benchmark 7.0.15 --csv, as printed here.
+REPORT = '''"test","rps","avg_latency_ms","min_latency_ms","p50_latency_ms","p95_latency_ms","p99_latency_ms","max_latency_ms"
+"SET","512820.50","0.769","0.224","0.591","2.175","2.671","2.999"
+"GET","740740.75","0.493","0.096","0.463","0.847","1.255","1.879"
+'''
+
+
+def test_the_csv_report_becomes_one_load_report_per_test():
+    reports = parse_redis_benchmark(REPORT, 20000, "redis-benchmark ...")
+    assert set(reports) == {"get", "set"}
+    get = reports["get"]
+    assert get.requests_per_second == 740740.75 and get.latency_us["p99"] == pytest.approx(1255)
+    assert get.latency_us["mean"] == pytest.approx(493) and get.duration_us == int(20000 / 740740.75 * 1e6)
+    with pytest.raises(EdgebenchError, match="no CSV report with percentiles"):
+        parse_redis_benchmark("SET: 1000.00 requests per second\n", 100)
+
+
+def test_command_is_the_pages_and_refuses_nonsense():
+    argv = redis_benchmark_command("10.0.0.2", 6380, connections=30, requests=100000, pipeline=16, cpuset="1")
+    assert argv == ["taskset", "-c", "1", "redis-benchmark", "-h", "10.0.0.2", "-p", "6380", "-c", "30", "-n", "100000",
+                    "-P", "16", "-t", "get,set", "--csv"]
+    with pytest.raises(ConfigError, match="requests >= connections"):
+        redis_benchmark_command("h", 1, connections=30, requests=10, pipeline=16)
+
+
+def test_a_server_that_never_answers_fails_with_the_reason_instead_of_hanging(local):
+    need("redis-benchmark", None if local.which("redis-benchmark") else "no redis-benchmark (apt-get install redis-tools)")
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(64)
+    port = listener.getsockname()[1]
+    held = []
+    stop = threading.Event()
+
+    def accept_and_say_nothing():
+        listener.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                held.append(listener.accept()[0])
+            except OSError:
+                pass
+
+    t = threading.Thread(target=accept_and_say_nothing, daemon=True)
+    t.start()
+    try:
+        started = time.monotonic()
+        with pytest.raises(EdgebenchError, match="did not finish 100 requests per test in 3 s"):
+            RedisBenchmark(local).run("127.0.0.1", port, connections=2, requests=100, pipeline=1, limit_s=3)
+        assert time.monotonic() - started < 20
+    finally:
+        stop.set()
+        t.join()
+        for c in held:
+            c.close()
+        listener.close()
+
+
+def test_unknown_services_are_refused_before_anything_starts():
+    with pytest.raises(ConfigError, match="services nginx unknown; choose from redis"):
+        sv.run_services(runtimes="native", services="nginx", profile="quick")
+
+
+def test_plan_leaves_out_runtimes_that_run_no_linux_binaries_and_counts_docker_twice():
+    work = sv.plan_services({"profile": "quick", "repetitions": 1}, ["native", "docker", "linux-vm"])
+    assert work.runtimes == ["native", "docker"] and work.points == 2 * (1 + 2)
+
+
+def test_table_is_relative_to_native_per_test_and_protocol():
+    from edgebench.plotting.services import services_findings, throughput_figure, throughput_table
+    from edgebench.reference import load_reference
+    rows = []
+    for runtime, mode, get in (("native", "", 800.0), ("docker", "host", 600.0), ("docker", "bridge", 400.0)):
+        for rep in (1, 2):
+            rows.append(dict(app="redis", test="get", protocol="fair", runtime=runtime, network_mode=mode, rep=rep,
+                             metric="throughput", value=get + rep, status="ok", accelerator=None))
+            rows.append(dict(app="redis", test="get", protocol="fair", runtime=runtime, network_mode=mode, rep=rep,
+                             metric="latency_p99", value=1.0 * rep, status="ok", accelerator=None))
+    table = throughput_table(pd.DataFrame(rows)).set_index("label")
+    assert list(table.index) == ["native", "docker (bridge)", "docker (host)"]
+    assert table.loc["docker (bridge)", "vs_native"] == pytest.approx(401.5 / 801.5)
+    assert table.loc["native", "p99_ms"] == 1.5 and table.loc["native", "runs"] == 2
+    findings = services_findings(table.reset_index(), load_reference("services"))
+    assert "docker (bridge) GET 0.50x" in findings and "1.3-1.8x the throughput of container" in findings
+    assert throughput_figure(table.reset_index()).axes
+
+
+@pytest.mark.integration
+def test_redis_natively_and_in_docker_host_and_bridge(local, docker_ready, cgroups_ready, no_leftovers):
+    for tool in ("redis-server", "redis-benchmark"):
+        need(tool, None if local.which(tool) else f"no {tool} (apt-get install redis-server redis-tools)")
+    run_dir = sv.run_services(runtimes="native,docker", profile="quick", repetitions=1, protocols="fair",
+                              progress=False)
+    df = load_results(run_dir)
+    assert (df["status"] == "ok").all(), df[df["status"] != "ok"][["runtime", "error"]]
+    rps = df[df["metric"] == "throughput"]
+    got = {(r.runtime, r.network_mode if isinstance(r.network_mode, str) else "", r.test) for r in rps.itertuples()}
+    assert got == {(rt, mode, test) for rt, mode in (("native", ""), ("docker", "host"), ("docker", "bridge"))
+                   for test in ("get", "set")}
+    assert (rps["value"].astype(float) > 1000).all()
+    # The fair protocol pinned the service to its core, read back from its cgroup.
+    assert set(rps["cpuset_applied"].astype(str)) == {"0"}
+    p99 = df[df["metric"] == "latency_p99"]["value"].astype(float)
+    assert (p99 > 0).all() and len(p99) == len(rps)
