@@ -58,6 +58,7 @@ KEY_COLUMNS = (
     "workload", "input_size", "entropy",                                 # iomt, page_faults
     "benchmark", "operation", "point", "npb_class", "array_mib",        # microbenchmarks, lxd_appendix,
     "files", "total", "threads", "network", "cpus", "memory_mb",        # container_overhead, ...
+    "cache", "machine", "test", "network_mode",                          # time_to_ready, boot_time, services
 )
 # Of those, the ones that may name the runtime's own variant rather than a point native shares:
 # the network path (Docker's bridge, native's loopback) and a network benchmark's point, which is

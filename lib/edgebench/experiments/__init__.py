@@ -97,7 +97,7 @@ _EXPERIMENTS = [
                ("paper002_boot_time.csv",), HTTP_APPS,
                plan="edgebench.experiments.boot_time:plan_boot_time"),
     Experiment("services", "12_services.ipynb", "edgebench.experiments.services:run_services",
-               ("paper002_services.csv",), ("redis",),
+               ("paper002_services.csv",), (),  # its services are its own parameter, not APPS
                plan="edgebench.experiments.services:plan_services"),
 ]
 EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in _EXPERIMENTS}

@@ -8,6 +8,13 @@ Two protocols, recorded in the `protocol` column:
 - `published`: the artifact's method: `date +%s%3N`, the launch command, then `curl` every
   50 ms until it succeeds, `date +%s%3N` again. Only `--cpus`/`--memory`, Go's default
   GOMAXPROCS.
+
+Warm and cold starts, in the `cache` column (METHODOLOGY: reported apart): a `cold` start of the
+fair protocol is launched right after the target's page cache was dropped (`sync`, then
+`echo 3 > /proc/sys/vm/drop_caches`, as root or through passwordless sudo), so the runtime's own
+programs (dockerd's shims, runc, QEMU), the image's layers or the app's binary come from the
+storage again; every other start is `warm`. A target where the cache cannot be dropped fails its
+cold rows with the reason. The published protocol is the artifact's warm method only.
 """
 
 from __future__ import annotations
@@ -17,7 +24,7 @@ import shlex
 from pathlib import Path
 
 from edgebench.apps import HTTP_APPS, place_probe
-from edgebench.errors import MissingTool
+from edgebench.errors import ConfigError, MissingTool
 from edgebench.experiments.common import (open_run, runtime_options, check_apps, check_profile, check_protocols, check_repetitions,
                                           resolve_limits, session)
 from edgebench.experiments.protocols import fair_limits, package_all, published_limits, with_instance
@@ -27,7 +34,7 @@ from edgebench.runtimes import Limits, Runtime, StartFailed
 from edgebench.targets import sh
 
 EXPERIMENT = "time_to_ready"
-EXTRA_COLUMNS = ["build", "network", "accelerator", "cpus_applied", "memory_mb_applied", "cpuset_applied",
+EXTRA_COLUMNS = ["cache", "build", "network", "accelerator", "cpus_applied", "memory_mb_applied", "cpuset_applied",
                  "limits_note"]
 PUBLISHED_POLL_S = 0.05
 READY_TIMEOUT_S = 60
@@ -48,6 +55,33 @@ done
 end=$(date +%s%3N)
 echo "ready $start $end $pid $n"
 """.replace("__POLL__", str(PUBLISHED_POLL_S))
+
+
+CACHES = ("warm", "cold")
+COLD_EXTRA_S = 1.0  # the plan's cost of a drop and the cold reads, per cold start
+_DROP_PAGE_CACHE = "sync && echo 3 > /proc/sys/vm/drop_caches"
+
+
+def drop_page_cache(target) -> str | None:
+    """Drop the target's page cache (dentries and inodes too); None, or why it could not."""
+    r = target.run(["sh", "-c", _DROP_PAGE_CACHE], timeout=300, check=False)
+    if r.ok:
+        return None
+    if target.which("sudo"):
+        r = target.run(["sudo", "-n", "sh", "-c", _DROP_PAGE_CACHE], timeout=300, check=False)
+        if r.ok:
+            return None
+    return (f"cannot drop the page cache on {target.name} ({(r.stderr or r.stdout).strip()[-200:] or r.exit_code}): "
+            "cold starts need root there, or passwordless sudo; or set caches='warm'")
+
+
+def check_caches(value) -> list[str]:
+    from edgebench.experiments.common import as_list
+    names = as_list(value, list(CACHES))
+    wrong = [c for c in names if c not in CACHES]
+    if wrong or not names:
+        raise ConfigError(f"caches={value!r}: use 'warm', 'cold' or both")
+    return names
 
 
 def measure_fair(run: Run, rt: Runtime, artifact, limits: Limits, port: int, row: dict) -> None:
@@ -124,19 +158,25 @@ def measure_published(run: Run, rt: Runtime, artifact, limits: Limits, port: int
         rt.stop_plan(plan, pid)
 
 
+def start_kinds(protocols: list[str], caches: list[str]) -> list[tuple[str, str]]:
+    """(protocol, cache) of each start: the fair protocol warm and/or cold, the published warm."""
+    return [(p, c) for p in protocols for c in (caches if p == "fair" else ["warm"])]
+
+
 def run_time_to_ready(target="local", runtimes="auto", apps="all", repetitions: int | None = None,
                       protocols="fair,published", cpus="8", memory="2048m", docker_build: str = "offline",
                       profile: str = "standard", run_id: str | None = None, progress: bool = True,
-                      require_kvm=False, nanos_accel: str | None = None) -> Path:
-    """Measure every (app, runtime, protocol) `repetitions` times, runtimes interleaved."""
+                      require_kvm=False, nanos_accel: str | None = None, caches="warm") -> Path:
+    """Measure every (app, runtime, protocol[, cache]) `repetitions` times, runtimes interleaved."""
     prof = check_profile(profile)
     reps = check_repetitions(repetitions if repetitions not in (None, "", 0) else prof["repetitions"])
     app_names = check_apps(apps, HTTP_APPS)
     protocol_names = check_protocols(protocols)
+    cache_names = check_caches(caches)
     run_id = run_id or new_run_id()
     params = dict(target=str(target), runtimes=runtimes, apps=app_names, repetitions=reps,
                   protocols=protocol_names, cpus=cpus, memory=memory, docker_build=docker_build,
-                  profile=profile)
+                  profile=profile, caches=cache_names)
     with session(target, runtimes, run_id, app_names, runtime_options(require_kvm, nanos_accel)) as (tgt, selection):
         cpus_v, mem_v, clip_note = resolve_limits(tgt, cpus, memory)
         if "published" in protocol_names and not tgt.which("curl"):
@@ -157,18 +197,25 @@ def run_time_to_ready(target="local", runtimes="auto", apps="all", repetitions: 
             ports = itertools.count(1)
 
             def row_for(p: Point) -> dict:
+                protocol, cache = p.protocol
                 artifact = artifacts.get((p.inner, p.runtime.name))
-                return dict(app=p.inner, runtime=p.runtime.name, protocol=p.protocol, rep=p.rep,
-                            cpus=limits[p.protocol].cpus, memory_mb=limits[p.protocol].memory_mb,
+                return dict(app=p.inner, runtime=p.runtime.name, protocol=protocol, cache=cache, rep=p.rep,
+                            cpus=limits[protocol].cpus, memory_mb=limits[protocol].memory_mb,
                             limits_note=clip_note, build=artifact.build if artifact else "")
 
             def measure(p: Point, row: dict) -> None:
+                protocol, cache = p.protocol
                 artifact = artifact_for(artifacts, p.inner, p.runtime)
                 port = PORT_BASE + next(ports) % PORT_SPAN
-                how = measure_fair if p.protocol == "fair" else measure_published
-                how(run, p.runtime, artifact, limits[p.protocol], port, row)
+                if cache == "cold":
+                    why = drop_page_cache(tgt)
+                    if why:
+                        run.failed(metric="time_to_ready", unit="ms", error=why, **row)
+                        return
+                how = measure_fair if protocol == "fair" else measure_published
+                how(run, p.runtime, artifact, limits[protocol], port, row)
 
-            sweep(run, selection.runtimes, reps=reps, inner=app_names, protocols=protocol_names,
+            sweep(run, selection.runtimes, reps=reps, inner=app_names, protocols=start_kinds(protocol_names, cache_names),
                   row_for=row_for, measure=measure, failed=("time_to_ready", "ms"), desc="time to ready",
                   progress=progress)
             return run.dir
@@ -185,7 +232,13 @@ def plan_time_to_ready(params: dict, runtimes: list[str]):
     from edgebench import plan
     apps = plan.names(params.get("apps"), HTTP_APPS)
     protocols = plan.names(params.get("protocols", "fair,published"), ["fair", "published"])
+    caches = plan.names(params.get("caches", "warm"), list(CACHES))
     reps = plan.reps_or(params.get("repetitions"), check_profile(params.get("profile", "standard"))["repetitions"])
-    starts = len(apps) * len(protocols) * reps
-    return plan.Work(points=starts * len(runtimes), seconds=plan.model_seconds(runtimes, len(apps), starts, 0),
-                     apps=apps, levels=f"protocols {','.join(protocols)}", repetitions=reps)
+    kinds = start_kinds(protocols, caches)
+    starts = len(apps) * len(kinds) * reps
+    cold = len(apps) * sum(c == "cold" for _, c in kinds) * reps
+    # A cold start first syncs and drops the cache (~0.5 s here), then reads everything back.
+    return plan.Work(points=starts * len(runtimes),
+                     seconds=plan.model_seconds(runtimes, len(apps), starts, cold * COLD_EXTRA_S),
+                     apps=apps, levels=f"protocols {','.join(protocols)}; caches {','.join(caches)}",
+                     repetitions=reps)

@@ -28,9 +28,13 @@ EMULATED = " (TCG)"
 UNKNOWN_RUNTIME_COLOUR = "grey"
 
 
+# A start right after the page cache was dropped: "docker (cold)", beside the warm "docker".
+COLD = " (cold)"
+
+
 def base_runtime(label: str) -> str:
-    """'nanos (TCG)' -> 'nanos'."""
-    return label.removesuffix(EMULATED)
+    """'nanos (TCG)' -> 'nanos'; 'docker (cold)' -> 'docker'."""
+    return label.removesuffix(COLD).removesuffix(EMULATED)
 
 
 def runtime_colour(label: str) -> str:

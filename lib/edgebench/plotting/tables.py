@@ -10,7 +10,7 @@ import pandas as pd
 
 from edgebench.errors import EdgebenchError
 from edgebench.health import BUSY, MARKED, THROTTLED, UNKNOWN, flags
-from edgebench.plotting.style import EMULATED, HEALTH_LABEL, HEALTH_MARK, base_runtime, in_runtime_order
+from edgebench.plotting.style import COLD, EMULATED, HEALTH_LABEL, HEALTH_MARK, base_runtime, in_runtime_order
 
 
 class NoData(EdgebenchError):
@@ -53,6 +53,19 @@ def mark_emulated(df: pd.DataFrame) -> pd.DataFrame:
         return df
     df = df.copy()
     df.loc[tcg, "runtime"] = df.loc[tcg, "runtime"] + EMULATED
+    return df
+
+
+def mark_cold(df: pd.DataFrame) -> pd.DataFrame:
+    """Rows of a start with the page cache dropped first (`cache` cold) get their own runtime
+    label, "docker (cold)": warm and cold starts are reported apart, never averaged together."""
+    if "cache" not in df.columns or df.empty:
+        return df
+    cold = df["cache"].astype(str).eq("cold") & ~df["runtime"].str.endswith(COLD)
+    if not cold.any():
+        return df
+    df = df.copy()
+    df.loc[cold, "runtime"] = df.loc[cold, "runtime"] + COLD
     return df
 
 

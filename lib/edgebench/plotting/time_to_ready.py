@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from edgebench.plotting.style import (PROTOCOL_TITLE, figure_legend, in_runtime_order, mark_health, mark_paper_values,
+from edgebench.plotting.style import (COLD, PROTOCOL_TITLE, figure_legend, in_runtime_order, mark_health, mark_paper_values,
                                       protocol_grid, protocols_in, runtime_artist, runtime_colour)
-from edgebench.plotting.tables import (beside_published, mark_emulated, mark_health as health_column, ok_rows,
-                                       sort_by_runtime, spread)
+from edgebench.plotting.tables import (beside_published, mark_cold, mark_emulated, mark_health as health_column,
+                                       ok_rows, sort_by_runtime, spread)
 
 PAPER = "paper 000 median"
 
@@ -17,7 +17,7 @@ def ttr_table(df: pd.DataFrame, reference: pd.DataFrame) -> pd.DataFrame:
     """Median and IQR of time to ready per app, runtime and protocol, with the published median;
     for the fair protocol also the split into 'until the app listens' and 'until the probe sees it',
     and for a VM that stamps its console, when its /init ran and when the app started (NaN elsewhere)."""
-    df = mark_emulated(df)
+    df = mark_cold(mark_emulated(df))
     ttr = ok_rows(df, "time_to_ready")
     ok = df[df["status"] == "ok"]
     failed = df[(df["metric"] == "time_to_ready") & (df["status"] == "failed")]
@@ -44,7 +44,7 @@ def ttr_figure(df: pd.DataFrame, reference: pd.DataFrame):
     (quartiles, whiskers within the data) and every launch as a dot per runtime, the paper's
     median as a cross."""
     table = ttr_table(df, reference)
-    ttr = ok_rows(mark_emulated(df), "time_to_ready")
+    ttr = ok_rows(mark_cold(mark_emulated(df)), "time_to_ready")
     apps = list(dict.fromkeys(ttr["app"]))
     protocols = protocols_in(ttr["protocol"])
     fig, axes = protocol_grid(len(apps), protocols, panel_size=(5.0, 3.8))
@@ -94,6 +94,12 @@ def ttr_findings(table: pd.DataFrame) -> str:
             lines.append(f"- {app}/{rt}: the published method reports {r['published']:.0f} ms where the "
                          f"fair probe sees {r['fair']:.1f} ms ({r['published'] - r['fair']:+.0f} ms: "
                          "curl every 50 ms, a new process per poll, millisecond `date` stamps).")
+    medians = table.set_index(["app", "protocol", "runtime"])["median_ms"]
+    for r in table[table["runtime"].str.endswith(COLD)].itertuples():
+        warm = medians.get((r.app, r.protocol, r.runtime.removesuffix(COLD)))
+        if warm is not None and warm == warm:
+            lines.append(f"- {r.app}/{r.runtime.removesuffix(COLD)}: cold start (page cache dropped) {r.median_ms:.1f} ms "
+                         f"against {warm:.1f} ms warm ({r.median_ms / warm:.1f}x).")
     pub = table.dropna(subset=["published_median_ms"])
     for r in pub[pub["protocol"] == "fair"].itertuples():
         lines.append(f"- {r.app}/{r.runtime}: paper 000 reports a median of {r.published_median_ms:g} ms; "
