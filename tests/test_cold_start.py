@@ -1,6 +1,6 @@
 """Warm and cold time to ready (METHODOLOGY: reported apart): which starts are cold, the page cache
-really dropped before them, their own label in tables and figures, and a cold Docker start slower
-than a warm one of the same image."""
+really dropped before them, their own label in tables and figures, and a cold start that reads its
+program from the storage where a warm one does not."""
 
 from __future__ import annotations
 
@@ -64,15 +64,30 @@ def test_cold_rows_get_their_own_label_and_finding():
     assert "cold start (page cache dropped) 902.0 ms against 302.0 ms warm (3.0x)" in ttr_findings(table)
 
 
+def test_major_faults_are_read_from_proc(local):
+    import os
+    assert ttr.major_faults(local, os.getpid()) >= 0
+    assert ttr.major_faults(local, None) is None and ttr.major_faults(local, 2**22 + 12345) is None
+
+
 @pytest.mark.integration
-def test_a_cold_docker_start_is_slower_than_a_warm_one(local, docker_ready, cgroups_ready, no_leftovers):
+def test_cold_starts_launch_on_an_emptied_page_cache(local, docker_ready, cgroups_ready, no_leftovers):
+    """Natively and in Docker, each cold start launches right after the drop: the page cache it
+    starts on is a fraction of a warm start's. Whether that makes the start slower depends on the
+    storage (here a VM's disk that the host caches: native 1.3x, Docker 1.1x in the medians, within
+    the spread), so the timing is reported beside warm, not asserted."""
     need("root (drop_caches)", ttr.drop_page_cache(local))
-    run_dir = ttr.run_time_to_ready(runtimes="docker", apps="go-http", protocols="fair", caches="warm,cold",
-                                    repetitions=3, profile="quick", progress=False)
+    # What a drop leaves: pages mapped by running programs (dockerd, this Python) and tmpfs.
+    floor = ttr.page_cache_mb(local)
+    run_dir = ttr.run_time_to_ready(runtimes="native,docker", apps="go-http", protocols="fair",
+                                    caches="warm,cold", repetitions=2, profile="quick", progress=False)
     df = load_results(run_dir)
     ready = df[df["metric"] == "time_to_ready"]
     assert (ready["status"] == "ok").all(), ready["error"].tolist()
-    median = ready.groupby("cache")["value"].median()
-    assert set(ready["cache"]) == {"warm", "cold"} and len(ready) == 6
-    # dockerd's shim, runc and the image's layer come back from the storage: slower, on every run.
-    assert median["cold"] > median["warm"], median.to_dict()
+    assert len(ready) == 8 and set(ready["cache"]) == {"warm", "cold"}
+    cached = df[df["metric"] == "page_cache_mb_at_launch"]
+    cold, warm = cached[cached["cache"] == "cold"]["value"], cached[cached["cache"] == "warm"]["value"]
+    assert len(cold) == len(warm) == 4
+    assert (cold <= floor + 32).all(), (floor, cold.tolist())  # every cold launch on a just-dropped cache
+    assert warm.mean() > cold.mean(), (warm.tolist(), cold.tolist())  # warm ones find what earlier starts read
+    assert df[df["metric"] == "major_faults_at_ready"]["value"].notna().sum() == 8

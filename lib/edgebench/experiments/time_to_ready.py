@@ -13,8 +13,11 @@ Warm and cold starts, in the `cache` column (METHODOLOGY: reported apart): a `co
 fair protocol is launched right after the target's page cache was dropped (`sync`, then
 `echo 3 > /proc/sys/vm/drop_caches`, as root or through passwordless sudo), so the runtime's own
 programs (dockerd's shims, runc, QEMU), the image's layers or the app's binary come from the
-storage again; every other start is `warm`. A target where the cache cannot be dropped fails its
-cold rows with the reason. The published protocol is the artifact's warm method only.
+storage again; every other start is `warm`. Each fair start records the page cache just before
+its launch (`page_cache_mb_at_launch`) and its process's major faults at ready
+(`major_faults_at_ready`: pages read from the storage). A target where the cache cannot be
+dropped fails its cold rows with the reason. The published protocol is the artifact's warm
+method only.
 """
 
 from __future__ import annotations
@@ -75,6 +78,27 @@ def drop_page_cache(target) -> str | None:
             "cold starts need root there, or passwordless sudo; or set caches='warm'")
 
 
+def major_faults(target, pid: int | None) -> int | None:
+    """Major page faults of the started process so far (/proc/PID/stat's majflt): the pages it
+    had to read from the storage, the physical mark of a cold start (a warm one finds them in the
+    page cache). For a VM the process is QEMU, for a container its main process; None where the
+    target does not show it."""
+    if not pid:
+        return None
+    text = target.read_text(f"/proc/{pid}/stat", missing_ok=True) or ""
+    fields = text.rpartition(")")[2].split()
+    return int(fields[9]) if len(fields) > 9 and fields[9].isdigit() else None
+
+
+def page_cache_mb(target) -> float | None:
+    """The target's page cache (/proc/meminfo's Cached) in MiB: a cold start's condition, read
+    just before its launch (and a warm one's, for contrast)."""
+    for line in (target.read_text("/proc/meminfo", missing_ok=True) or "").splitlines():
+        if line.startswith("Cached:") and line.split()[1].isdigit():
+            return int(line.split()[1]) / 1024
+    return None
+
+
 def check_caches(value) -> list[str]:
     from edgebench.experiments.common import as_list
     names = as_list(value, list(CACHES))
@@ -119,6 +143,9 @@ def measure_fair(run: Run, rt: Runtime, artifact, limits: Limits, port: int, row
         for phase, ns in rt.boot_phases(instance).items():
             run.add(metric=f"time_to_{phase}", value=(ns - probe.start_unix_ns) / 1e6, unit="ms", **row)
         run.add(metric="probe_attempts", value=probe.attempts, unit="count", **row)
+        faults = major_faults(rt.target, instance.pid)
+        if faults is not None:
+            run.add(metric="major_faults_at_ready", value=faults, unit="count", **row)
     finally:
         rt.stop(instance)
 
@@ -212,6 +239,10 @@ def run_time_to_ready(target="local", runtimes="auto", apps="all", repetitions: 
                     if why:
                         run.failed(metric="time_to_ready", unit="ms", error=why, **row)
                         return
+                if protocol == "fair":
+                    cached = page_cache_mb(tgt)
+                    if cached is not None:
+                        run.add(metric="page_cache_mb_at_launch", value=cached, unit="MiB", **row)
                 how = measure_fair if protocol == "fair" else measure_published
                 how(run, p.runtime, artifact, limits[protocol], port, row)
 
