@@ -498,3 +498,19 @@ def test_without_cargo_oha_is_missing_with_how_to_get_it():
     report = pv.provision(scripted(), **QUIET)
     row = next(r for r in report.rows if r.name == "oha")
     assert not row.ok and "rustup" in row.detail and "openloop" in row.detail
+
+
+def test_a_service_a_package_started_is_stopped_where_edgebench_installed_it():
+    """redis-server starts and enables its service on install (systemd): edgebench starts Redis
+    itself, so it disables the service it brought, and only that one."""
+    t = scripted(missing=("redis-server",))
+    t.answers.insert(0, ("systemctl disable", ("", 0)))
+    report = pv.provision(t, **QUIET)
+    assert report.installed_now == ["redis-server"], report.failed
+    disabling = t.ran("systemctl disable")
+    assert len(disabling) == 1 and "redis-server" in disabling[0] and "/run/systemd/system" in disabling[0]
+    assert "systemctl disable --now redis-server" in report.actions
+    # Already installed (the user's own Redis): left as it is.
+    t = scripted(missing=("sysbench",))
+    pv.provision(t, **QUIET)
+    assert not t.ran("systemctl disable")

@@ -28,6 +28,9 @@ class Need:
     runs_with: tuple[tuple[str, ...], ...] = ()
     client: str | None = None        # a command that may be present without what runs it
     conflicts: tuple[str, ...] = ()  # installed packages that rule the package out (apt would remove them)
+    # The system service the package starts and enables on install (redis-server): edgebench starts
+    # the program itself, so where it installed the package it stops and disables that service.
+    daemon: str = ""
 
 
 @dataclass(frozen=True)
@@ -54,9 +57,9 @@ class TargetNeeds:
 
 
 def _tool(purpose: str, package: str, command: str, version_argv: tuple[str, ...], any_exit: bool = False,
-          by_hand: str | None = None) -> TargetNeeds:
-    return TargetNeeds(purpose, (Need(package, ((command,),)),), (Version(command, version_argv, any_exit),),
-                       (by_hand or package,))
+          by_hand: str | None = None, daemon: str = "") -> TargetNeeds:
+    return TargetNeeds(purpose, (Need(package, ((command,),), daemon=daemon),),
+                       (Version(command, version_argv, any_exit),), (by_hand or package,))
 
 
 # NPB's row in the provisioning table: the version `npb.install` wrote beside the binaries
@@ -91,7 +94,7 @@ TOOL_NEEDS: tuple[TargetNeeds, ...] = (
     _tool("c programs (STREAM)", "gcc", "cc", ("cc", "--version"), by_hand="gcc (cc)"),
     _tool("memory cross-check", "stress-ng", "stress-ng", ("stress-ng", "--version")),
     # Off-the-shelf services (paper 002): Debian's Redis, and its benchmark on the load generator.
-    _tool("redis service", "redis-server", "redis-server", ("redis-server", "--version")),
+    _tool("redis service", "redis-server", "redis-server", ("redis-server", "--version"), daemon="redis-server"),
     _tool("redis load (redis-benchmark)", "redis-tools", "redis-benchmark", ("redis-benchmark", "--version")),
     # NPB: built from NASA's sources on the target (minutes), so `make figures` does it and
     # `make test` does not; without it the HPC rows are missing with the reason.

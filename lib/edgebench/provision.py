@@ -287,11 +287,28 @@ class Provisioner:
                 rep.failed[todo[0]] = f"apt-get install failed: {tail(r.stderr)}"
             now = self.dpkg_installed(todo)
             rep.installed_now = [n for n in todo if n in now]
+            self.quiet_daemons(plan, rep.installed_now)
             for n in todo:
                 if n not in now and n not in rep.failed:
                     rep.failed[n] = "apt-get reported success but dpkg does not list it as installed"
             self.read_survey()
         return plan
+
+    def quiet_daemons(self, plan: Plan, installed_now: list[str]) -> None:
+        """Stop and disable the services that packages installed now started (redis-server on a
+        systemd device): the experiments start those programs themselves, and a device must not
+        be left serving something the user did not ask for. A package that was already there keeps
+        its service as the user had it."""
+        for state in plan.states:
+            unit = state.package.need.daemon
+            if not unit or state.package.name not in installed_now:
+                continue
+            r = self.target.run(["sh", "-c", '[ -d /run/systemd/system ] || { echo no-systemd; exit 0; }; '
+                                 '"$@" systemctl disable --now "$0"', unit, *self.sudo], timeout=120, check=False)
+            if r.ok and "no-systemd" not in r.stdout:
+                self.report.actions.append(f"systemctl disable --now {unit}")
+            elif not r.ok:
+                self.report.failed[f"stop {unit}"] = tail(r.stderr)
 
     def prepare_runtimes(self) -> None:
         """Each runtime, in the registry's order, starts what it needs (daemons, images, its CLI)."""
