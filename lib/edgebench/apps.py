@@ -80,15 +80,21 @@ class App:
     # it if need be) or raises MissingTool saying what to do. Its version is not asked (running an
     # NPB binary with --version runs the benchmark).
     locate: Callable[[Target], str] | None = field(default=None, compare=False)
+    # A tool's own files under source_dir (nginx's configuration and page), placed beside it on the
+    # target and at the same absolute path inside every runtime; "{data}" in `args` is that folder.
+    data: tuple[str, ...] = ()
+    # It listens on a port its configuration names (nginx), so every runtime is given that port.
+    fixed_port: bool = False
 
     @property
     def is_service(self) -> bool:
         return self.kind in ("http", "tcp")
 
-    def service_args(self, port: int) -> list[str]:
+    def service_args(self, port: int, data_dir: str = "") -> list[str]:
         """The arguments it is started with as a service listening on `port` (where it listens:
-        the host's port natively, the container's port behind a bridge)."""
-        return [a.replace("{port}", str(port)) for a in self.args]
+        the host's port natively, the container's port behind a bridge); `data_dir`: where its
+        data files are (BuiltApp.data_dir)."""
+        return [a.replace("{port}", str(port)).replace("{data}", data_dir) for a in self.args]
 
     @property
     def source_files(self) -> list[Path]:
@@ -115,6 +121,11 @@ APPS: dict[str, App] = {
                   locate=lambda target: c_build(target, APPS_DIR / "stream", "stream")),
     # Off-the-shelf services (paper 002): Debian's redis-server, no persistence (the paper measures
     # GET/SET throughput, not disk), ready when it answers PING.
+    # Debian's nginx serving one static 612-byte page (the Unikraft page's Fig. 6), one worker;
+    # its port is in apps/nginx/nginx.conf, so every runtime is given that port.
+    "nginx": App("nginx", "tool", APPS_DIR / "nginx", "nginx", kind="http", readiness=Readiness("/index.html"),
+                 container_port=18480, package="nginx", data=("nginx.conf", "html/index.html"), fixed_port=True,
+                 args=("-p", "{data}/", "-c", "nginx.conf", "-e", "stderr", "-g", "daemon off;")),
     "redis": App("redis", "tool", TOOLS_DIR / "steps", "redis-server", kind="tcp",
                  readiness=Readiness(None, send="PING\\r\\n", expect="+PONG"), container_port=6379,
                  package="redis-server", args=("--port", "{port}", "--bind", "0.0.0.0", "--protected-mode", "no",
@@ -140,12 +151,16 @@ class BuiltApp:
     argv: list[str]           # how to run it natively on the target
     local_path: Path | None = None  # go: the binary on the controller
     details: dict = field(default_factory=dict)
+    data_dir: str = ""        # the app's data files (App.data) on the target, "" without any
+
+    def service_args(self, port: int) -> list[str]:
+        return self.app.service_args(port, self.data_dir)
 
     def service_argv(self, port: int) -> list[str]:
         """How to run it natively as a service listening on `port`. A tool serves as itself:
         tools/steps is for phases that run to completion, and stopping it would not stop the tool."""
         program = [self.remote_path] if self.app.language == "tool" else self.argv
-        return [*program, *self.app.service_args(port)]
+        return [*program, *self.service_args(port)]
 
 
 def _source_digest(paths: list[Path]) -> str:
@@ -220,8 +235,14 @@ def place_app(target: Target, app: App) -> BuiltApp:
         # Run as `steps TOOL ARGS [::: TOOL ARGS]`: TOOL is found on PATH in every runtime (a
         # container has it in /usr/local/bin; natively a located tool's directory goes first).
         argv = [steps, "-path", posixpath.dirname(path)] if app.locate else [steps]
-        return BuiltApp(app, arch, path, size, argv,
-                        details={"tool": path, "version": version[0] if version else None, "steps": steps})
+        data_dir = ""
+        if app.data:
+            data_dir = base
+            for rel in app.data:
+                target.upload_if_changed(app.source_dir / rel, f"{base}/{rel}")
+        return BuiltApp(app, arch, path, size, argv, data_dir=data_dir,
+                        details={"tool": path, "version": version[0] if version else None, "steps": steps,
+                                 **({"data": [f"{base}/{rel}" for rel in app.data]} if app.data else {})})
     raise ConfigError(f"app {app.name}: unsupported language {app.language!r}")
 
 

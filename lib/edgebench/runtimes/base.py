@@ -305,7 +305,12 @@ class Runtime(ABC):
         if readiness is None:
             raise ConfigError(f"{artifact.app} is a {artifact.built.app.kind} program, not a service: run it with "
                               "run_batch")
-        plan = self.launch_plan(artifact, limits, self.free_port(port))
+        free = self.free_port(port)
+        if free != port and artifact.built.app.fixed_port:
+            raise ConfigError(f"{artifact.app} listens on port {port}, which its configuration names "
+                              f"(apps/{artifact.app}), and something on {self.target.name} already listens there; "
+                              "stop it, or change the port in that configuration and in apps.py")
+        plan = self.launch_plan(artifact, limits, free)
         self._live[plan.name] = plan  # first: from here on, cleanup() knows what the plan created
         plan.readiness = readiness
         cmd = [probe, *readiness.probe_args(plan.port), "-interval", PROBE_INTERVAL, "-timeout", f"{timeout_s:g}s",

@@ -31,6 +31,10 @@ set -e
 ctx=$1; binary=$(readlink -f "$2"); name=$3; shift 3
 rm -rf "$ctx"; mkdir -p "$ctx/rootfs/usr/local/bin" "$ctx/rootfs/tmp"
 chmod 1777 "$ctx/rootfs/tmp"
+# Users a program may look up (nginx asks for its worker's user even as root); no shell, no home.
+mkdir -p "$ctx/rootfs/etc"
+printf 'root:x:0:0:root:/:/nonexistent\nnobody:x:65534:65534:nobody:/:/nonexistent\nwww-data:x:33:33:www-data:/:/nonexistent\n' >"$ctx/rootfs/etc/passwd"
+printf 'root:x:0:\nnogroup:x:65534:\nwww-data:x:33:\n' >"$ctx/rootfs/etc/group"
 cp "$binary" "$ctx/rootfs/usr/local/bin/$name"
 for lib in $(ldd "$binary" | awk '$2 == "=>" && $3 ~ /^\// {print $3} $1 ~ /^\// {print $1}'); do
   cp --parents -L "$lib" "$ctx/rootfs/"
@@ -90,9 +94,10 @@ class DockerRuntime(Runtime):
                 node = self.target.which("node")
                 self.target.run(["sh", "-c", _BUNDLE_ROOTFS, "bundle", ctx, node, "node",
                                  built.remote_path, "/app/server.js"])
-            else:  # a tool, run through tools/steps
+            else:  # a tool, run through tools/steps; its data files at the same path as on the target
+                data = [x for f in built.details.get("data", []) for x in (f, f)]
                 self.target.run(["sh", "-c", _BUNDLE_ROOTFS, "bundle", ctx, built.remote_path, app.entry,
-                                 built.argv[0], "/usr/local/bin/steps"])
+                                 built.argv[0], "/usr/local/bin/steps", *data])
         else:
             dockerfile = DOCKERFILES_DIR / f"{app.name}.Dockerfile"
             self.target.run(["sh", "-c", 'rm -rf "$1" && mkdir -p "$1"', "ctx", ctx])
@@ -141,7 +146,7 @@ class DockerRuntime(Runtime):
         # A tool serves as itself; the image's entrypoint (tools/steps) is for its batch phases.
         entry = ["--entrypoint", app.entry] if app.language == "tool" else []
         argv = ["docker", "run", "-d", "--name", name, "--label", f"{LABEL}={self.run_tag}", *network,
-                *self.run_args(limits), *env, *entry, artifact.ref, *app.service_args(listen)]
+                *self.run_args(limits), *env, *entry, artifact.ref, *artifact.built.service_args(listen)]
         self.target.run(["mkdir", "-p", self.logs_dir()])
         return LaunchPlan(self.name, artifact.app, name, argv, port, detaches=True, limits=limits,
                           stdout_path=f"{self.logs_dir()}/{name}.out",

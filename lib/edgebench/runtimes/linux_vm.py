@@ -257,7 +257,7 @@ class LinuxVmRuntime(VmRuntime):
                           network_path=network, state={"tag": tag, "console_stamps": stamps})
 
     def launch_plan(self, artifact: Artifact, limits: Limits, port: int) -> LaunchPlan:
-        return self._plan(artifact, limits, port, list(artifact.built.app.service_args(artifact.built.app.container_port)))
+        return self._plan(artifact, limits, port, artifact.built.service_args(artifact.built.app.container_port))
 
     def listen_unix_ns(self, instance: Instance) -> int | None:
         """When the app's listening line reached the host (its own clock reading is the guest's)."""

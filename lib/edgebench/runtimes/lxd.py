@@ -141,7 +141,9 @@ class LxdRuntime(Runtime):
                      f"{APP_ROOT}/{posixpath.basename(src_dir)}/{posixpath.basename(built.remote_path)}"]
         elif app.language == "tool" and app.is_service:  # a tool served as itself (redis-server)
             mounts, bound = self.lxc.bundle(built.remote_path, f"{BIN_DIR}/{app.entry}", image.rootfs_dir)
-            inner = [f"{BIN_DIR}/{app.entry}", *app.service_args(app.container_port)]
+            inner = [f"{BIN_DIR}/{app.entry}", *built.service_args(app.container_port)]
+            if built.data_dir:  # its files at the same path as on the target
+                pushes.append((built.data_dir, posixpath.dirname(built.data_dir) + "/"))
         elif app.language == "tool":  # the target's binary, run through tools/steps (found on PATH)
             mounts, bound = self.lxc.bundle(built.remote_path, f"{BIN_DIR}/{app.entry}", image.rootfs_dir)
             dest = f"{inner_dir}/steps"
