@@ -1,6 +1,6 @@
-"""Off-the-shelf services (paper 002, Fig. 5): redis-benchmark's report parsed, a stalled server
-failing instead of hanging, the table against native, and a real Redis natively and in Docker
-(host and bridge)."""
+"""Off-the-shelf services (paper 002, Figs. 5 and 6): redis-benchmark's report parsed, a stalled
+server failing instead of hanging, nginx's fixed port refused when taken, the table against native,
+and real Redis and nginx natively and in Docker (host and bridge)."""
 
 from __future__ import annotations
 
@@ -75,13 +75,54 @@ def test_a_server_that_never_answers_fails_with_the_reason_instead_of_hanging(lo
 
 
 def test_unknown_services_are_refused_before_anything_starts():
-    with pytest.raises(ConfigError, match="services nginx unknown; choose from redis"):
-        sv.run_services(runtimes="native", services="nginx", profile="quick")
+    with pytest.raises(ConfigError, match="services apache unknown; choose from redis, nginx"):
+        sv.run_services(runtimes="native", services="apache", profile="quick")
 
 
 def test_plan_leaves_out_runtimes_that_run_no_linux_binaries_and_counts_docker_twice():
-    work = sv.plan_services({"profile": "quick", "repetitions": 1}, ["native", "docker", "linux-vm"])
+    work = sv.plan_services({"profile": "quick", "repetitions": 1, "services": "redis"}, ["native", "docker", "linux-vm"])
     assert work.runtimes == ["native", "docker"] and work.points == 2 * (1 + 2)
+    both = sv.plan_services({"profile": "quick", "repetitions": 1}, ["native", "docker", "linux-vm"])
+    assert both.points == 2 * work.points and both.apps == ["redis", "nginx"]
+    # nginx's points last wrk's duration: at least 2 protocols x 3 points x 5 s more.
+    assert both.seconds - work.seconds >= 2 * 3 * sv.WRK_DURATION_S["quick"]
+
+
+def test_the_page_is_612_bytes_and_nginx_serves_it_from_its_own_folder(local, no_leftovers):
+    """The same configuration natively: the page the Unikraft page's Fig. 6 serves, byte for byte."""
+    import urllib.request
+    from edgebench.apps import APPS, place_app
+    from edgebench.runtimes.native import NativeRuntime
+    need("nginx", None if local.which("nginx") else "no nginx (apt-get install nginx)")
+    built = place_app(local, APPS["nginx"])
+    assert built.data_dir and (APPS["nginx"].source_dir / "html" / "index.html").stat().st_size == 612
+    rt = NativeRuntime(local, "svc-nginx")
+    try:
+        inst, _ = rt.start(rt.package(built), sv.Limits(cpus=1), APPS["nginx"].container_port, timeout_s=20)
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{inst.port}/index.html", timeout=5) as r:
+                assert r.status == 200 and len(r.read()) == 612
+        finally:
+            rt.stop(inst)
+    finally:
+        rt.cleanup()
+
+
+def test_a_taken_fixed_port_is_refused_before_anything_starts(local, no_leftovers):
+    from edgebench.apps import APPS, place_app
+    from edgebench.runtimes.native import NativeRuntime
+    need("nginx", None if local.which("nginx") else "no nginx (apt-get install nginx)")
+    taken = socket.socket()
+    taken.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    taken.bind(("127.0.0.1", APPS["nginx"].container_port))
+    taken.listen(1)
+    rt = NativeRuntime(local, "svc-port")
+    try:
+        with pytest.raises(ConfigError, match="listens on port 18480, which its configuration names"):
+            rt.start(rt.package(place_app(local, APPS["nginx"])), sv.Limits(), APPS["nginx"].container_port)
+    finally:
+        taken.close()
+        rt.cleanup()
 
 
 def test_table_is_relative_to_native_per_test_and_protocol():
@@ -99,22 +140,27 @@ def test_table_is_relative_to_native_per_test_and_protocol():
     assert table.loc["docker (bridge)", "vs_native"] == pytest.approx(401.5 / 801.5)
     assert table.loc["native", "p99_ms"] == 1.5 and table.loc["native", "runs"] == 2
     findings = services_findings(table.reset_index(), load_reference("services"))
-    assert "docker (bridge) GET 0.50x" in findings and "1.3-1.8x the throughput of container" in findings
+    assert "docker (bridge) 0.50x" in findings  # one test: no name and "1.3-1.8x the throughput of container" in findings
     assert throughput_figure(table.reset_index()).axes
 
 
 @pytest.mark.integration
-def test_redis_natively_and_in_docker_host_and_bridge(local, docker_ready, cgroups_ready, no_leftovers):
-    for tool in ("redis-server", "redis-benchmark"):
-        need(tool, None if local.which(tool) else f"no {tool} (apt-get install redis-server redis-tools)")
+def test_redis_and_nginx_natively_and_in_docker_host_and_bridge(local, docker_ready, cgroups_ready, wrk_ready,
+                                                                 no_leftovers):
+    for tool in ("redis-server", "redis-benchmark", "nginx"):
+        need(tool, None if local.which(tool) else f"no {tool} (apt-get install redis-server redis-tools nginx)")
     run_dir = sv.run_services(runtimes="native,docker", profile="quick", repetitions=1, protocols="fair",
                               progress=False)
     df = load_results(run_dir)
     assert (df["status"] == "ok").all(), df[df["status"] != "ok"][["runtime", "error"]]
     rps = df[df["metric"] == "throughput"]
-    got = {(r.runtime, r.network_mode if isinstance(r.network_mode, str) else "", r.test) for r in rps.itertuples()}
-    assert got == {(rt, mode, test) for rt, mode in (("native", ""), ("docker", "host"), ("docker", "bridge"))
-                   for test in ("get", "set")}
+    got = {(r.app, r.runtime, r.network_mode if isinstance(r.network_mode, str) else "", r.test)
+           for r in rps.itertuples()}
+    variants = (("native", ""), ("docker", "host"), ("docker", "bridge"))
+    assert got == {("redis", rt, mode, test) for rt, mode in variants for test in ("get", "set")} | \
+        {("nginx", rt, mode, "static") for rt, mode in variants}
+    # nginx answered every request: no connect, read, write, timeout or non-2xx errors.
+    assert (df[df["metric"] == "errors"]["value"].astype(float) == 0).all()
     assert (rps["value"].astype(float) > 1000).all()
     # The fair protocol pinned the service to its core, read back from its cgroup.
     assert set(rps["cpuset_applied"].astype(str)) == {"0"}

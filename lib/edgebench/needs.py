@@ -94,6 +94,7 @@ TOOL_NEEDS: tuple[TargetNeeds, ...] = (
     _tool("c programs (STREAM)", "gcc", "cc", ("cc", "--version"), by_hand="gcc (cc)"),
     _tool("memory cross-check", "stress-ng", "stress-ng", ("stress-ng", "--version")),
     # Off-the-shelf services (paper 002): Debian's Redis, and its benchmark on the load generator.
+    _tool("nginx service", "nginx", "nginx", ("nginx", "-v"), daemon="nginx"),
     _tool("redis service", "redis-server", "redis-server", ("redis-server", "--version"), daemon="redis-server"),
     _tool("redis load (redis-benchmark)", "redis-tools", "redis-benchmark", ("redis-benchmark", "--version")),
     # NPB: built from NASA's sources on the target (minutes), so `make figures` does it and

@@ -1,20 +1,23 @@
-"""Off-the-shelf services (paper 002, Unikraft's Figs. 5 and 6): Redis on one core in every
-runtime that can run it, loaded by redis-benchmark from the load-generator host.
+"""Off-the-shelf services (paper 002, Unikraft's Figs. 5 and 6): Redis and nginx on one core in
+every runtime that can run them, loaded from the load-generator host.
 
-The service is Debian's redis-server (the target's own binary: natively, in a Docker image
-bundled from it offline, bind-mounted into LXD), without persistence, ready when it answers
-PING. Each start is measured once per protocol:
-- `published`: the page's load (`redis-benchmark -c 30 -n 100000 -P 16 -t get,set`), the
-  service limited to one CPU by quota only, the load generator wherever the OS puts it;
-- `fair`: the same load, the service pinned to its core(s) and the load generator (when it
-  shares the machine) pinned to the others, so neither takes the other's core.
-Rows per test (GET, SET): `throughput` (req/s) and the latency redis-benchmark reports
-(`latency_mean`, `latency_p50`, `latency_p95`, `latency_p99`, ms). redis-benchmark has no time
-limit: a service that stalls fails its row (under `timeout`) with the reason, never hangs.
+The services are Debian's redis-server (no persistence, ready when it answers PING) and nginx
+(one worker, one static 612-byte page, apps/nginx), the target's own binaries: natively, in a
+Docker image bundled from them offline, bind-mounted into LXD. Each start is measured once per
+protocol:
+- `published`: the page's load (Redis: `redis-benchmark -c 30 -n 100000 -P 16 -t get,set`;
+  nginx: `wrk -t14 -c30 -d1m`), the service limited to one CPU by quota only, the load
+  generator wherever the OS puts it;
+- `fair`: the same load (wrk with one thread per load-generator core), the service pinned to its
+  core(s) and the load generator (when it shares the machine) pinned to the others.
+Rows per test (Redis GET and SET, nginx `static`): `throughput` (req/s) and latency (`latency_mean`,
+`latency_p50`, `latency_p99`, ms; Redis also `latency_p95`); nginx also `errors` (wrk's connect,
+read, write, timeout and non-2xx counts). A service that stalls fails its row with the reason,
+never hangs (redis-benchmark runs under `timeout`; wrk has its own duration).
 
 Docker runs in each network mode (host, bridge). A runtime that runs no Linux tool binaries
 (linux-vm's initramfs holds one static Go binary; Nanos and Unikraft run their own images) is
-absent with the reason in meta.json. nginx (Fig. 6) is not here yet.
+absent with the reason in meta.json.
 """
 
 from __future__ import annotations
@@ -29,12 +32,12 @@ from edgebench.experiments.common import (as_list, check_profile, check_protocol
 from edgebench.experiments.http_load import load_generator_for, loadgen_cpuset
 from edgebench.experiments.protocols import fair_limits, package_all, published_limits, with_instance
 from edgebench.experiments.sweep import Point, artifact_for, sweep
-from edgebench.load import RedisBenchmark
+from edgebench.load import LoadSettings, RedisBenchmark, Wrk
 from edgebench.results import Run, new_run_id
 from edgebench.runtimes import Limits, Runtime, StartFailed
 
 EXPERIMENT = "services"
-SERVICES = ("redis",)
+SERVICES = ("redis", "nginx")
 EXTRA_COLUMNS = ["test", "network_mode", "build", "network", "accelerator", "cpus_applied", "memory_mb_applied", "cpuset_applied",
                  "limits_note", "note"]
 PORT_BASE = 16400
@@ -42,6 +45,8 @@ READY_TIMEOUT_S = 30
 CONNECTIONS, PIPELINE = 30, 16          # the page's settings
 REQUESTS = {"quick": 20_000, "standard": 100_000}
 LIMIT_S = {"quick": 120, "standard": 600}  # per redis-benchmark run (both tests)
+WRK_THREADS = 14                         # the page's nginx load: wrk -t14 -c30 -d1m
+WRK_DURATION_S = {"quick": 5, "standard": 60}
 
 
 def modes_of(rt: Runtime) -> tuple[str, ...]:
@@ -82,8 +87,50 @@ def measure_redis(run: Run, rt: Runtime, artifact, limits: Limits, port: int, ro
         rt.stop(instance)
 
 
-def run_services(target="local", runtimes="auto", services="redis", repetitions: int | None = None,
-                 protocols="published,fair", cpus="1", memory="", docker_build: str = "offline",
+def measure_nginx(run: Run, rt: Runtime, artifact, limits: Limits, port: int, row: dict, wrk: Wrk, address: str,
+                  duration_s: int, loadgen_cores: str | None, protocol: str) -> None:
+    try:
+        instance, _ = rt.start(artifact, limits, port, timeout_s=READY_TIMEOUT_S)
+    except StartFailed as e:
+        run.failed(metric="throughput", unit="req/s", error=f"nginx did not start: {e}", **row)
+        return
+    try:
+        row = with_instance(row, limits, instance)
+        label = f"{row['runtime']}-{row['network_mode'] or 'own'}-{row['protocol']}-rep{row['rep']}"
+        threads = WRK_THREADS if protocol == "published" else max(1, len(expand_cores(loadgen_cores)))
+        settings = LoadSettings(threads=threads, connections=CONNECTIONS, duration_s=duration_s)
+        url = f"http://{address}:{instance.port}/index.html"
+        try:
+            report = wrk.run(url, settings, cpuset=loadgen_cores)
+        except EdgebenchError as e:
+            run.save_raw(f"wrk-{label}", command="wrk", stderr=str(e))
+            run.failed(metric="throughput", unit="req/s", error=str(e), **row)
+            return
+        run.save_raw(f"wrk-{label}", command=report.command, stdout=report.stdout, stderr=report.stderr)
+        cells = dict(row, test="static", note=f"wrk -t{threads} -c{CONNECTIONS} -d{duration_s}s {url}" + (
+            f", pinned to cores {loadgen_cores}" if loadgen_cores else ""))
+        run.add(metric="throughput", value=report.requests_per_second, unit="req/s", **cells)
+        for key in ("mean", "p50", "p99"):
+            value = report.latency_us.get(key)
+            run.add(metric=f"latency_{key}", value=value / 1000 if value is not None else None, unit="ms", **cells)
+        run.add(metric="errors", value=report.error_count, unit="count",
+                **dict(cells, note=cells["note"] + "; " + ", ".join(f"{k} {v}" for k, v in report.errors.items())))
+    finally:
+        rt.stop(instance)
+
+
+def expand_cores(cpuset: str | None) -> list[int]:
+    """'1', '1-3' or '0,2-3' -> the cores; [] for None."""
+    out: list[int] = []
+    for part in (cpuset or "").split(","):
+        if part.strip():
+            first, _, last = part.partition("-")
+            out.extend(range(int(first), int(last or first) + 1))
+    return out
+
+
+def run_services(target="local", runtimes="auto", services="all", repetitions: int | None = None,
+                 protocols="published,fair", cpus="1", memory="",
                  load_generator="local", profile: str = "standard", run_id: str | None = None,
                  progress: bool = True, require_kvm=False, nanos_accel: str | None = None) -> Path:
     """Every (service, runtime, network mode, protocol) `repetitions` times, runtimes interleaved."""
@@ -96,7 +143,7 @@ def run_services(target="local", runtimes="auto", services="redis", repetitions:
     protocol_names = check_protocols(protocols)
     run_id = run_id or new_run_id()
     params = dict(target=str(target), runtimes=runtimes, services=names, repetitions=reps, protocols=protocol_names,
-                  cpus=cpus, memory=memory, docker_build=docker_build, load_generator=str(load_generator),
+                  cpus=cpus, memory=memory, load_generator=str(load_generator),
                   profile=profile)
     with session(target, runtimes, run_id, [], runtime_options(require_kvm, nanos_accel)) as (tgt, selection):
         cpus_v, mem_v, clip_note = resolve_limits(tgt, cpus, memory or None)
@@ -106,13 +153,17 @@ def run_services(target="local", runtimes="auto", services="redis", repetitions:
         with load_generator_for(tgt, load_generator) as (loadgen, shared), \
                 open_run(EXPERIMENT, params, tgt, extra_columns=EXTRA_COLUMNS, run_id=run_id) as run:
             run.note("skipped_runtimes", selection.skipped)
-            run.note("absent_runtimes", {rt.name: f"{rt.name} runs no Linux tool binaries: Debian's redis-server "
-                                                  "cannot run there" for rt in selection.runtimes if rt not in serving})
+            run.note("absent_runtimes", {rt.name: f"{rt.name} runs no Linux tool binaries: Debian's "
+                                                  f"{' and '.join(names)} cannot run there"
+                                         for rt in selection.runtimes if rt not in serving})
             run.note("limits", {k: v.as_dict() for k, v in limits.items()})
-            bench = RedisBenchmark(loadgen.host)
+            bench = RedisBenchmark(loadgen.host) if "redis" in names else None
+            wrk = Wrk(loadgen.host) if "nginx" in names else None
             run.note("load_generator", {"host": loadgen.host.name, "shares_target": shared})
             place_probe(tgt)
-            artifacts = package_all(run, tgt, serving, names, docker_build)
+            # Docker's images are bundled from the target's own binaries: the same redis-server and
+            # nginx as native (there are no "published" images of edgebench's configuration).
+            artifacts = package_all(run, tgt, serving, names, "offline")
             all_modes = list(dict.fromkeys(m for rt in serving for m in modes_of(rt)))
             inner = [(s, m) for s in names for m in all_modes]
             ports = iter(range(10**9))
@@ -134,8 +185,15 @@ def run_services(target="local", runtimes="auto", services="redis", repetitions:
                 lim = replace(lim, network=mode) if mode else lim
                 lg_cores = loadgen_cpuset(shared, lim.cpuset, cores)[0] if p.protocol == "fair" else None
                 address = tgt.address if not shared else "127.0.0.1"
-                measure_redis(run, p.runtime, artifact, lim, PORT_BASE + next(ports) % 200, row, bench, address,
-                              REQUESTS[profile], LIMIT_S[profile], lg_cores)
+                app = artifact.built.app
+                # A port in the service's own configuration (nginx) is the port it is given everywhere.
+                port = app.container_port if app.fixed_port else PORT_BASE + next(ports) % 200
+                if service == "redis":
+                    measure_redis(run, p.runtime, artifact, lim, port, row, bench, address, REQUESTS[profile],
+                                  LIMIT_S[profile], lg_cores)
+                else:
+                    measure_nginx(run, p.runtime, artifact, lim, port, row, wrk, address, WRK_DURATION_S[profile],
+                                  lg_cores, p.protocol)
 
             sweep(run, serving, reps=reps, inner=inner, protocols=protocol_names, row_for=row_for, measure=measure,
                   failed=("throughput", "req/s"), desc="services", progress=progress)
@@ -155,11 +213,15 @@ def plan_services(params: dict, runtimes: list[str]):
     profile = params.get("profile", "standard")
     reps = plan.reps_or(params.get("repetitions"), check_profile(profile)["repetitions"])
     protocols = plan.names(params.get("protocols", "published,fair"), ["fair", "published"])
+    services = plan.names(params.get("services", "all"), list(SERVICES))
     serving = [n for n in runtimes if n in RUNTIMES and "tool" in RUNTIMES[n].languages]
     modes = {n: len(RUNTIMES[n].network_modes) if len(RUNTIMES[n].network_modes) > 1 else 1 for n in serving}
     starts = reps * len(protocols)
-    # ~1.5 s per 20k requests of both tests at the page's pipelining (0.5-0.75 M req/s here).
-    busy = starts * 1.5 * REQUESTS.get(profile, 100_000) / 20_000
-    seconds = sum(plan.model_seconds([n], 1, starts * modes[n], busy * modes[n]) for n in serving) or plan.SESSION_S
-    return plan.Work(points=sum(starts * modes[n] for n in serving), seconds=seconds, apps=["redis"],
-                     levels=f"protocols {','.join(protocols)}", repetitions=reps, runtimes=serving)
+    # Redis: ~1.5 s per 20k requests of both tests at the page's pipelining (0.5-0.75 M req/s here);
+    # nginx: wrk's duration.
+    per_start = {"redis": 1.5 * REQUESTS.get(profile, 100_000) / 20_000, "nginx": WRK_DURATION_S.get(profile, 60) + 0.5}
+    busy = starts * sum(per_start[s] for s in services)
+    seconds = sum(plan.model_seconds([n], len(services), starts * modes[n] * len(services), busy * modes[n])
+                  for n in serving) or plan.SESSION_S
+    return plan.Work(points=sum(starts * modes[n] for n in serving) * len(services), seconds=seconds,
+                     apps=services, levels=f"protocols {','.join(protocols)}", repetitions=reps, runtimes=serving)

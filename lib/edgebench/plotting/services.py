@@ -39,36 +39,49 @@ def throughput_table(df: pd.DataFrame) -> pd.DataFrame:
     return sort_by_runtime(table, ["app", "protocol", "test", "runtime", "label"])
 
 
+HATCHES = (None, "//", "..", "xx")
+LOADS = {"redis": "redis-benchmark -c 30 -P 16", "nginx": "wrk -c30, 612-byte page"}
+
+
 def throughput_figure(table: pd.DataFrame):
-    """Bars of req/s per runtime label, GET and SET side by side, one panel per protocol; each
-    bar's ratio to native written on it."""
+    """Bars of req/s per runtime label, a service per row, a protocol per column, the service's
+    tests (Redis GET and SET) side by side; each bar's ratio to native written on it."""
     if table.empty:
         raise NoData("services table is empty")
+    apps = list(dict.fromkeys(table["app"]))
     protocols = [p for p in ("published", "fair") if p in set(table["protocol"])]
-    fig, axes = plt.subplots(1, len(protocols), figsize=(5.2 * len(protocols), 4.0), squeeze=False, sharey=True)
-    for ax, protocol in zip(axes[0], protocols):
-        t = table[table["protocol"] == protocol]
-        labels = list(dict.fromkeys(t["label"]))
-        x = np.arange(len(labels))
-        for offset, test, hatch in ((-0.2, "get", None), (0.2, "set", "//")):
-            m = t[t["test"] == test].set_index("label")
-            for xi, lab in zip(x, labels):
-                if lab not in m.index:
-                    continue
-                r = m.loc[lab]
-                ax.bar(xi + offset, r.median_rps / 1000, 0.38, color=runtime_colour(r.runtime), hatch=hatch,
-                       edgecolor="black", linewidth=0.4)
-                ax.vlines(xi + offset, r.min_rps / 1000, r.max_rps / 1000, color="black", linewidth=0.8)
-                if np.isfinite(r.vs_native) and lab != BASELINE:
-                    ax.text(xi + offset, r.median_rps / 1000, f"{r.vs_native:.2f}x", ha="center", va="bottom",
-                            fontsize=7)
-        ax.set_xticks(x, labels, rotation=20, ha="right")
-        ax.set_title(PROTOCOL_TITLE.get(protocol, protocol), fontsize=10)
-        ax.set_ylabel("thousand requests/s (median, range)")
-    handles = [plt.Rectangle((0, 0), 1, 1, facecolor="white", edgecolor="black", hatch=h) for h in (None, "//")]
-    fig.legend(handles, ["GET", "SET"], loc="lower center", ncol=2, fontsize=8, frameon=False)
-    fig.suptitle("Redis on one core (redis-benchmark -c 30 -P 16; ratio to native on each bar)")
-    fig.tight_layout(rect=(0, 0.06, 1, 1))
+    fig, axes = plt.subplots(len(apps), len(protocols), figsize=(5.2 * len(protocols), 3.9 * len(apps)),
+                             squeeze=False, sharey="row")
+    for i, app in enumerate(apps):
+        tests = list(dict.fromkeys(table[table["app"] == app]["test"]))
+        width = 0.8 / len(tests)
+        for j, protocol in enumerate(protocols):
+            ax = axes[i][j]
+            t = table[(table["app"] == app) & (table["protocol"] == protocol)]
+            labels = list(dict.fromkeys(t["label"]))
+            x = np.arange(len(labels))
+            for k, test in enumerate(tests):
+                offset = (k - (len(tests) - 1) / 2) * width
+                m = t[t["test"] == test].set_index("label")
+                for xi, lab in zip(x, labels):
+                    if lab not in m.index:
+                        continue
+                    r = m.loc[lab]
+                    ax.bar(xi + offset, r.median_rps / 1000, width * 0.95, color=runtime_colour(r.runtime),
+                           hatch=HATCHES[k % len(HATCHES)], edgecolor="black", linewidth=0.4)
+                    ax.vlines(xi + offset, r.min_rps / 1000, r.max_rps / 1000, color="black", linewidth=0.8)
+                    if np.isfinite(r.vs_native) and lab != BASELINE:
+                        ax.text(xi + offset, r.median_rps / 1000, f"{r.vs_native:.2f}x", ha="center", va="bottom",
+                                fontsize=7)
+            ax.set_xticks(x, labels, rotation=20, ha="right")
+            ax.set_title(f"{app} ({LOADS.get(app, '')}), {PROTOCOL_TITLE.get(protocol, protocol)}", fontsize=9)
+            ax.set_ylabel("thousand requests/s (median, range)")
+        if len(tests) > 1:
+            handles = [plt.Rectangle((0, 0), 1, 1, facecolor="white", edgecolor="black", hatch=HATCHES[k])
+                       for k in range(len(tests))]
+            axes[i][-1].legend(handles, [x.upper() for x in tests], fontsize=8, loc="upper right")
+    fig.suptitle("Off-the-shelf services on one core (ratio to native on each bar)")
+    fig.tight_layout()
     return fig
 
 
@@ -77,7 +90,9 @@ def services_findings(table: pd.DataFrame, reference: pd.DataFrame) -> str:
     for (app, protocol), g in table.groupby(["app", "protocol"], sort=False):
         parts = []
         for lab, h in g.groupby("label", sort=False):
-            ratios = ", ".join(f"{r.test.upper()} {r.vs_native:.2f}x" for r in h.itertuples() if np.isfinite(r.vs_native))
+            named = h["test"].nunique() > 1  # Redis's GET and SET; nginx has one test, the page
+            ratios = ", ".join(f"{r.test.upper() + ' ' if named else ''}{r.vs_native:.2f}x"
+                               for r in h.itertuples() if np.isfinite(r.vs_native))
             if lab != BASELINE and ratios:
                 parts.append(f"{lab} {ratios}")
         if parts:
@@ -85,6 +100,7 @@ def services_findings(table: pd.DataFrame, reference: pd.DataFrame) -> str:
     ref = reference[reference["metric"].str.startswith("throughput_ratio_vs_")] if not reference.empty else reference
     claims = ref.assign(other=ref["metric"].str.extract(r"_vs_(.+)_(?:low|high)$")[0]) if not ref.empty else ref
     for other, g in (claims.groupby("other", sort=False) if not claims.empty else []):
+        g = g.drop_duplicates("metric")  # the page's one sentence, filed under Redis and under nginx
         values = g.set_index(g["metric"].str.rsplit("_", n=1).str[-1])["value"]
         lines.append(f"- Paper 002 (KVM, Redis and nginx together): Unikraft {values.get('low'):g}-{values.get('high'):g}x "
                      f"the throughput of {other.replace('_', ' ')}.")
