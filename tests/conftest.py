@@ -153,6 +153,13 @@ def qemu_alive(pid: int | None) -> bool:
         return False
 
 
+def sigint_default() -> None:
+    """A test run started in the background (`cmd &`) inherits SIGINT ignored, and so would the
+    child; the child must see Ctrl-C as a user at a terminal does."""
+    import signal
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 _INTERRUPTED = """
 import sys
 from edgebench.experiments.time_to_ready import run_time_to_ready
@@ -171,7 +178,8 @@ def interrupt_while_a_vm_boots(runtime: str, sig, data_dir) -> None:
     import time
     env = dict(os.environ, EDGEBENCH_DATA_DIR=str(data_dir))
     proc = subprocess.Popen([sys.executable, "-c", _INTERRUPTED, f"{runtime}-interrupt-{int(sig)}", runtime],
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=sigint_default)
     try:
         deadline = time.monotonic() + 120
         while not any(comm.startswith("qemu") for _, comm in vm_tagged_processes()):

@@ -14,6 +14,7 @@ import uuid
 
 import pytest
 
+from conftest import sigint_default
 from edgebench.paths import PROJECT_ROOT
 from edgebench.results import load_meta, load_results
 
@@ -29,12 +30,6 @@ print("completed")
 ROWS_BEFORE_SIGNAL = 2
 START_TIMEOUT_S = 90
 EXIT_TIMEOUT_S = 60
-
-
-def sigint_default() -> None:
-    """A test run started in the background (`cmd &`) inherits SIGINT ignored, and so would the
-    child; the child must see Ctrl-C as a user at a terminal does."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def complete_rows(path) -> list[str]:

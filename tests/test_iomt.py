@@ -12,7 +12,7 @@ import uuid
 
 import pytest
 
-from conftest import need
+from conftest import need, sigint_default
 from edgebench.apps import APPS, place_app
 from edgebench.counters import perf_support
 from edgebench.errors import ConfigError
@@ -141,7 +141,7 @@ def test_ctrl_c_keeps_rows_and_stops_the_container(tmp_path, docker_ready, cgrou
     run_dir = tmp_path / "iomt" / run_id
     proc = subprocess.Popen([sys.executable, "-c", CHILD, run_id], cwd=PROJECT_ROOT, text=True,
                             env=dict(os.environ, EDGEBENCH_DATA_DIR=str(tmp_path)),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=sigint_default)
     try:
         deadline = time.monotonic() + 120
         # Wait for the 20M-point run's container (the 1K runs have written their rows by then).

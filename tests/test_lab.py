@@ -20,6 +20,7 @@ from datetime import datetime, timezone
 
 import pytest
 
+from conftest import sigint_default
 from edgebench.lab import KERNEL_NAME
 from edgebench.paths import PROJECT_ROOT
 from edgebench.results import load_meta, load_results
@@ -36,10 +37,6 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-def sigint_default() -> None:
-    signal.signal(signal.SIGINT, signal.SIG_DFL)  # as at a terminal, even when pytest runs under `&`
 
 
 class Lab:
