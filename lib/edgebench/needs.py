@@ -96,6 +96,9 @@ TOOL_NEEDS: tuple[TargetNeeds, ...] = (
     # Off-the-shelf services (paper 002): Debian's Redis, and its benchmark on the load generator.
     _tool("nginx service", "nginx", "nginx", ("nginx", "-v"), daemon="nginx"),
     _tool("redis service", "redis-server", "redis-server", ("redis-server", "--version"), daemon="redis-server"),
+    # First starts (time to ready): the registry a device pulls a missing image from (paper 001).
+    _tool("image registry", "docker-registry", "docker-registry", ("docker-registry", "--version"),
+          daemon="docker-registry"),
     _tool("redis load (redis-benchmark)", "redis-tools", "redis-benchmark", ("redis-benchmark", "--version")),
     # NPB: built from NASA's sources on the target (minutes), so `make figures` does it and
     # `make test` does not; without it the HPC rows are missing with the reason.

@@ -160,6 +160,22 @@ class Target(ABC):
             self.run(["chmod", mode, remote])
         return remote
 
+    def free_port(self, port: int, tries: int = 64) -> int:
+        """`port`, or the next of `tries` that nothing listens on here."""
+        r = self.run(["ss", "-Htln"], check=False)
+        if not r.ok:  # no ss: what starts there will say what holds the port
+            return port
+        busy = set()
+        for line in r.stdout.splitlines():
+            fields = line.split()
+            if len(fields) >= 4 and fields[3].rsplit(":", 1)[-1].isdigit():
+                busy.add(int(fields[3].rsplit(":", 1)[-1]))
+        for candidate in range(port, port + tries):
+            if candidate not in busy:
+                return candidate
+        raise ConfigError(f"ports {port}-{port + tries - 1} on {self.name} are all in use; "
+                          "stop what listens there")
+
     # -- facts --------------------------------------------------------------------
     def facts(self, refresh: bool = False) -> dict:
         """Architecture, cores, memory, kernel, cgroup version, swap, KVM, governor, tool versions."""

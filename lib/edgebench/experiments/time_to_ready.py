@@ -18,20 +18,31 @@ its launch (`page_cache_mb_at_launch`) and its process's major faults at ready
 (`major_faults_at_ready`: pages read from the storage). A target where the cache cannot be
 dropped fails its cold rows with the reason. The published protocol is the artifact's warm
 method only.
+
+A `first` start (paper 001: a device that starts a service it has never run) begins with the
+image absent: it is removed from the device (every tag), pulled from a registry on the
+load-generator host (`registry`: Debian's docker-registry over TLS, edgebench.registry), then
+started like a fair start. Its rows add the pull (`image_pull`, timed on the device, with the
+layers it fetched), `first_start` (pull plus time to ready) and, measured after the start on the
+same path, the pull's two parts alone: the layers' transfer (`image_transfer`) and their gzip
+decompression and extraction (`image_unpack`). Runtimes without images to fetch (native, a VM's
+disk built on the device) have no first starts; the run's notes say so.
 """
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import shlex
 from pathlib import Path
 
 from edgebench.apps import HTTP_APPS, place_probe
 from edgebench.errors import ConfigError, MissingTool
-from edgebench.experiments.common import (open_run, runtime_options, check_apps, check_profile, check_protocols, check_repetitions,
+from edgebench.experiments.common import (open_run, run_tag_for, runtime_options, check_apps, check_profile, check_protocols, check_repetitions,
                                           resolve_limits, session)
 from edgebench.experiments.protocols import fair_limits, package_all, published_limits, with_instance
 from edgebench.experiments.sweep import Point, artifact_for, sweep
+from edgebench.registry import registry_host, serving, transfer_and_unpack
 from edgebench.results import Run, new_run_id
 from edgebench.runtimes import Limits, Runtime, StartFailed
 from edgebench.targets import sh
@@ -60,7 +71,8 @@ echo "ready $start $end $pid $n"
 """.replace("__POLL__", str(PUBLISHED_POLL_S))
 
 
-CACHES = ("warm", "cold")
+CACHES = ("warm", "cold", "first")
+FIRST_EXTRA_S = 1.5  # the plan's cost of removing, pulling and separately fetching and unpacking an image
 COLD_EXTRA_S = 1.0  # the plan's cost of a drop and the cold reads, per cold start
 _DROP_PAGE_CACHE = "sync && echo 3 > /proc/sys/vm/drop_caches"
 
@@ -104,11 +116,12 @@ def check_caches(value) -> list[str]:
     names = as_list(value, list(CACHES))
     wrong = [c for c in names if c not in CACHES]
     if wrong or not names:
-        raise ConfigError(f"caches={value!r}: use 'warm', 'cold' or both")
+        raise ConfigError(f"caches={value!r}: use any of {', '.join(CACHES)} (a list such as 'warm,cold')")
     return names
 
 
-def measure_fair(run: Run, rt: Runtime, artifact, limits: Limits, port: int, row: dict) -> None:
+def measure_fair(run: Run, rt: Runtime, artifact, limits: Limits, port: int, row: dict) -> float | None:
+    """One fair start; its time to ready in ms, or None when it failed (a failed row says why)."""
     try:
         instance, probe = rt.start(artifact, limits, port, timeout_s=READY_TIMEOUT_S)
     except StartFailed as e:
@@ -116,7 +129,7 @@ def measure_fair(run: Run, rt: Runtime, artifact, limits: Limits, port: int, row
             run.save_raw(f"probe-{row['app']}-{rt.name}-rep{row['rep']}", command=e.probe.command,
                          stdout=e.probe.raw)
         run.failed(metric="time_to_ready", unit="ms", error=str(e), **row)
-        return
+        return None
     try:
         output = rt.app_output(instance)
         listen_ns = rt.listen_unix_ns(instance)
@@ -146,8 +159,29 @@ def measure_fair(run: Run, rt: Runtime, artifact, limits: Limits, port: int, row
         faults = major_faults(rt.target, instance.pid)
         if faults is not None:
             run.add(metric="major_faults_at_ready", value=faults, unit="count", **row)
+        return probe.ready_after_ns / 1e6
     finally:
         rt.stop(instance)
+
+
+def pull_image(run: Run, rt: Runtime, published, row: dict) -> float:
+    """Remove the image from the device, then pull it (a first start's first part); its ms."""
+    rt.drop_image(published)
+    pulled = rt.fetch_image(published)
+    run.save_raw(f"pull-{row['app']}-{rt.name}-rep{row['rep']}", command=pulled["command"], stdout=pulled["output"])
+    run.add(metric="image_pull", value=pulled["fetch_ms"], unit="ms", **row)
+    run.add(metric="layers_fetched", value=pulled["layers_fetched"], unit="count", **row)
+    run.add(metric="layers_present", value=pulled["layers_present"], unit="count", **row)
+    return pulled["fetch_ms"]
+
+
+def measure_pull_parts(run: Run, rt: Runtime, published, registry, row: dict) -> None:
+    """The pull's transfer and unpacking, each alone (after the start, so it is not disturbed)."""
+    parts = transfer_and_unpack(registry, published.ref, f"{rt.target.workspace}/first-start-layers")
+    run.save_raw(f"layers-{row['app']}-{rt.name}-rep{row['rep']}", command=parts["command"], stdout=parts["output"])
+    run.add(metric="image_transfer", value=parts["transfer_ms"], unit="ms", **row)
+    run.add(metric="image_unpack", value=parts["unpack_ms"], unit="ms", **row)
+    run.add(metric="image_compressed", value=parts["compressed_bytes"] / 2**20, unit="MiB", **row)
 
 
 def published_command(plan) -> str:
@@ -193,7 +227,8 @@ def start_kinds(protocols: list[str], caches: list[str]) -> list[tuple[str, str]
 def run_time_to_ready(target="local", runtimes="auto", apps="all", repetitions: int | None = None,
                       protocols="fair,published", cpus="8", memory="2048m", docker_build: str = "offline",
                       profile: str = "standard", run_id: str | None = None, progress: bool = True,
-                      require_kvm=False, nanos_accel: str | None = None, caches="warm") -> Path:
+                      require_kvm=False, nanos_accel: str | None = None, caches="warm",
+                      registry="local") -> Path:
     """Measure every (app, runtime, protocol[, cache]) `repetitions` times, runtimes interleaved."""
     prof = check_profile(profile)
     reps = check_repetitions(repetitions if repetitions not in (None, "", 0) else prof["repetitions"])
@@ -203,7 +238,7 @@ def run_time_to_ready(target="local", runtimes="auto", apps="all", repetitions: 
     run_id = run_id or new_run_id()
     params = dict(target=str(target), runtimes=runtimes, apps=app_names, repetitions=reps,
                   protocols=protocol_names, cpus=cpus, memory=memory, docker_build=docker_build,
-                  profile=profile, caches=cache_names)
+                  profile=profile, caches=cache_names, registry=str(registry))
     with session(target, runtimes, run_id, app_names, runtime_options(require_kvm, nanos_accel)) as (tgt, selection):
         cpus_v, mem_v, clip_note = resolve_limits(tgt, cpus, memory)
         if "published" in protocol_names and not tgt.which("curl"):
@@ -222,6 +257,20 @@ def run_time_to_ready(target="local", runtimes="auto", apps="all", repetitions: 
             place_probe(tgt)
             artifacts = package_all(run, tgt, selection.runtimes, app_names, docker_build)
             ports = itertools.count(1)
+            fetching = [rt for rt in selection.runtimes if not rt.no_image_fetch] if "first" in cache_names else []
+            if "first" in cache_names:
+                run.note("no_first_starts", {rt.name: rt.no_image_fetch for rt in selection.runtimes
+                                             if rt not in fetching})
+            stack = contextlib.ExitStack()
+            published, image_registry = {}, None
+            if fetching:
+                host = stack.enter_context(registry_host(tgt, registry))
+                image_registry = stack.enter_context(serving(host, tgt, run_tag_for(run_id)))
+                run.note("registry", image_registry.describe())
+                for rt in fetching:
+                    for app in app_names:
+                        if (app, rt.name) in artifacts:
+                            published[(app, rt.name)] = rt.publish_image(artifacts[(app, rt.name)], image_registry)
 
             def row_for(p: Point) -> dict:
                 protocol, cache = p.protocol
@@ -232,6 +281,8 @@ def run_time_to_ready(target="local", runtimes="auto", apps="all", repetitions: 
 
             def measure(p: Point, row: dict) -> None:
                 protocol, cache = p.protocol
+                if cache == "first" and p.runtime not in fetching:
+                    return  # nothing to fetch (the run's notes say why): no row, nothing started
                 artifact = artifact_for(artifacts, p.inner, p.runtime)
                 port = PORT_BASE + next(ports) % PORT_SPAN
                 if cache == "cold":
@@ -239,16 +290,25 @@ def run_time_to_ready(target="local", runtimes="auto", apps="all", repetitions: 
                     if why:
                         run.failed(metric="time_to_ready", unit="ms", error=why, **row)
                         return
+                pulled_ms = None
+                if cache == "first":
+                    artifact = artifact_for(published, p.inner, p.runtime)
+                    pulled_ms = pull_image(run, p.runtime, artifact, row)
                 if protocol == "fair":
                     cached = page_cache_mb(tgt)
                     if cached is not None:
                         run.add(metric="page_cache_mb_at_launch", value=cached, unit="MiB", **row)
                 how = measure_fair if protocol == "fair" else measure_published
-                how(run, p.runtime, artifact, limits[protocol], port, row)
+                ready_ms = how(run, p.runtime, artifact, limits[protocol], port, row)
+                if cache == "first":
+                    if ready_ms is not None:
+                        run.add(metric="first_start", value=pulled_ms + ready_ms, unit="ms", **row)
+                    measure_pull_parts(run, p.runtime, artifact, image_registry, row)
 
-            sweep(run, selection.runtimes, reps=reps, inner=app_names, protocols=start_kinds(protocol_names, cache_names),
-                  row_for=row_for, measure=measure, failed=("time_to_ready", "ms"), desc="time to ready",
-                  progress=progress)
+            with stack:
+                sweep(run, selection.runtimes, reps=reps, inner=app_names,
+                      protocols=start_kinds(protocol_names, cache_names), row_for=row_for, measure=measure,
+                      failed=("time_to_ready", "ms"), desc="time to ready", progress=progress)
             return run.dir
 
 
@@ -261,15 +321,23 @@ def collect(run_id: str = "", **params) -> Path:
 def plan_time_to_ready(params: dict, runtimes: list[str]):
     """One start per (runtime, app, protocol, repetition); each app packaged once per runtime."""
     from edgebench import plan
+    from edgebench.runtimes import RUNTIMES
     apps = plan.names(params.get("apps"), HTTP_APPS)
     protocols = plan.names(params.get("protocols", "fair,published"), ["fair", "published"])
     caches = plan.names(params.get("caches", "warm"), list(CACHES))
     reps = plan.reps_or(params.get("repetitions"), check_profile(params.get("profile", "standard"))["repetitions"])
     kinds = start_kinds(protocols, caches)
+    per_cache = {c: len(apps) * sum(k == c for _, k in kinds) * reps for c in CACHES}
     starts = len(apps) * len(kinds) * reps
-    cold = len(apps) * sum(c == "cold" for _, c in kinds) * reps
-    # A cold start first syncs and drops the cache (~0.5 s here), then reads everything back.
-    return plan.Work(points=starts * len(runtimes),
-                     seconds=plan.model_seconds(runtimes, len(apps), starts, cold * COLD_EXTRA_S),
-                     apps=apps, levels=f"protocols {','.join(protocols)}; caches {','.join(caches)}",
-                     repetitions=reps)
+    # A cold start first syncs and drops the cache (~0.5 s here), then reads everything back; a
+    # first start (runtimes with images only) removes, pulls, and fetches and unpacks once more.
+    fetching = {n for n in runtimes if n in RUNTIMES and not RUNTIMES[n].no_image_fetch}
+    seconds = plan.SESSION_S + (2.0 if fetching and per_cache["first"] else 0.0)  # the registry's start
+    points = 0
+    for name in runtimes:
+        own = starts - (0 if name in fetching else per_cache["first"])
+        extra = per_cache["cold"] * COLD_EXTRA_S + (per_cache["first"] * FIRST_EXTRA_S if name in fetching else 0)
+        seconds += plan.model_seconds([name], len(apps), own, extra) - plan.SESSION_S
+        points += own
+    return plan.Work(points=points, seconds=seconds, apps=apps,
+                     levels=f"protocols {','.join(protocols)}; caches {','.join(caches)}", repetitions=reps)

@@ -30,11 +30,12 @@ UNKNOWN_RUNTIME_COLOUR = "grey"
 
 # A start right after the page cache was dropped: "docker (cold)", beside the warm "docker".
 COLD = " (cold)"
+FIRST = " (first)"  # a start whose image was pulled just before
 
 
 def base_runtime(label: str) -> str:
-    """'nanos (TCG)' -> 'nanos'; 'docker (cold)' -> 'docker'."""
-    return label.removesuffix(COLD).removesuffix(EMULATED)
+    """'nanos (TCG)' -> 'nanos'; 'docker (cold)' and 'docker (first)' -> 'docker'."""
+    return label.removesuffix(COLD).removesuffix(FIRST).removesuffix(EMULATED)
 
 
 def runtime_colour(label: str) -> str:

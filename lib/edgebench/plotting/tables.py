@@ -10,7 +10,7 @@ import pandas as pd
 
 from edgebench.errors import EdgebenchError
 from edgebench.health import BUSY, MARKED, THROTTLED, UNKNOWN, flags
-from edgebench.plotting.style import COLD, EMULATED, HEALTH_LABEL, HEALTH_MARK, base_runtime, in_runtime_order
+from edgebench.plotting.style import COLD, EMULATED, FIRST, HEALTH_LABEL, HEALTH_MARK, base_runtime, in_runtime_order
 
 
 class NoData(EdgebenchError):
@@ -58,15 +58,17 @@ def mark_emulated(df: pd.DataFrame) -> pd.DataFrame:
 
 def mark_cold(df: pd.DataFrame) -> pd.DataFrame:
     """Rows of a start with the page cache dropped first (`cache` cold) get their own runtime
-    label, "docker (cold)": warm and cold starts are reported apart, never averaged together."""
+    label, "docker (cold)", and those of a start whose image was pulled first (`first`),
+    "docker (first)": warm, cold and first starts are reported apart, never averaged together."""
     if "cache" not in df.columns or df.empty:
         return df
-    cold = df["cache"].astype(str).eq("cold") & ~df["runtime"].str.endswith(COLD)
-    if not cold.any():
-        return df
-    df = df.copy()
-    df.loc[cold, "runtime"] = df.loc[cold, "runtime"] + COLD
-    return df
+    out = df
+    for cache, suffix in (("cold", COLD), ("first", FIRST)):
+        rows = out["cache"].astype(str).eq(cache) & ~out["runtime"].str.endswith(suffix)
+        if rows.any():
+            out = out.copy() if out is df else out
+            out.loc[rows, "runtime"] = out.loc[rows, "runtime"] + suffix
+    return out
 
 
 def cell_health(rows: pd.DataFrame) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from edgebench.plotting.style import (COLD, PROTOCOL_TITLE, figure_legend, in_runtime_order, mark_health, mark_paper_values,
+from edgebench.plotting.style import (COLD, FIRST, PROTOCOL_TITLE, figure_legend, in_runtime_order, mark_health, mark_paper_values,
                                       protocol_grid, protocols_in, runtime_artist, runtime_colour)
 from edgebench.plotting.tables import (beside_published, mark_cold, mark_emulated, mark_health as health_column,
                                        ok_rows, sort_by_runtime, spread)
@@ -100,8 +100,82 @@ def ttr_findings(table: pd.DataFrame) -> str:
         if warm is not None and warm == warm:
             lines.append(f"- {r.app}/{r.runtime.removesuffix(COLD)}: cold start (page cache dropped) {r.median_ms:.1f} ms "
                          f"against {warm:.1f} ms warm ({r.median_ms / warm:.1f}x).")
+    for r in table[table["runtime"].str.endswith(FIRST)].itertuples():
+        warm = medians.get((r.app, r.protocol, r.runtime.removesuffix(FIRST)))
+        if warm is not None and warm == warm:
+            lines.append(f"- {r.app}/{r.runtime.removesuffix(FIRST)}: started right after its image was pulled "
+                         f"{r.median_ms:.1f} ms against {warm:.1f} ms warm (the pull itself: below).")
     pub = table.dropna(subset=["published_median_ms"])
     for r in pub[pub["protocol"] == "fair"].itertuples():
         lines.append(f"- {r.app}/{r.runtime}: paper 000 reports a median of {r.published_median_ms:g} ms; "
                      f"measured here (fair) {r.median_ms:.1f} ms.")
+    return "\n".join(lines)
+
+
+# The parts of a first start, in the order they are drawn: what the start waits for, then what the
+# pull does, each alone.
+FIRST_PARTS = (("image_pull", "pull (docker pull)", "#8c564b"), ("time_to_ready", "start to ready", "#1f77b4"))
+PULL_PARTS = (("image_transfer", "layers' transfer alone", "#c5b0d5"),
+              ("image_unpack", "decompression + extraction alone", "#9467bd"))
+
+
+def first_start_table(df: pd.DataFrame) -> pd.DataFrame:
+    """Per app and runtime with first starts: the medians of the pull, the start after it, the
+    first start in all, the pull's transfer and unpacking measured alone, the compressed image,
+    and the warm fair start for contrast (NaN where not measured)."""
+    first = df[(df.get("cache", pd.Series(dtype=str)).astype(str) == "first") & (df["status"] == "ok")]
+    rows = []
+    for (app, rt), g in first.groupby(["app", "runtime"], sort=False):
+        med = g.groupby("metric")["value"].median()
+        warm = df[(df["app"] == app) & (df["runtime"] == rt) & (df["metric"] == "time_to_ready")
+                  & (df["status"] == "ok") & (df["protocol"] == "fair") & (df["cache"].astype(str) == "warm")]
+        rows.append(dict(app=app, runtime=rt, n=int((g["metric"] == "first_start").sum()),
+                         first_start_ms=med.get("first_start"), pull_ms=med.get("image_pull"),
+                         start_ms=med.get("time_to_ready"), transfer_ms=med.get("image_transfer"),
+                         unpack_ms=med.get("image_unpack"), compressed_mib=med.get("image_compressed"),
+                         layers=med.get("layers_fetched"), warm_ms=warm["value"].median()))
+    return sort_by_runtime(pd.DataFrame(rows), ["app", "runtime"]) if rows else pd.DataFrame(rows)
+
+
+def first_start_figure(df: pd.DataFrame):
+    """Where a first start's time goes: per app and runtime, the pull then the start (what a user
+    waits for), the pull's transfer and its decompression and extraction each measured alone, and
+    the warm start; medians."""
+    import matplotlib.pyplot as plt
+    table = first_start_table(df)
+    if table.empty:
+        return None
+    labels = [f"{r.app}, {r.runtime}" for r in table.itertuples()]
+    fig, ax = plt.subplots(figsize=(8.5, 1.2 + 1.1 * len(labels)))
+    y = np.arange(len(labels)) * 3.0
+    for bar, parts in ((0.0, FIRST_PARTS), (0.8, PULL_PARTS)):
+        left = np.zeros(len(labels))
+        for metric, name, colour in parts:
+            col = {"image_pull": "pull_ms", "time_to_ready": "start_ms", "image_transfer": "transfer_ms",
+                   "image_unpack": "unpack_ms"}[metric]
+            width = table[col].astype(float).fillna(0).to_numpy()
+            ax.barh(y + bar, width, left=left, height=0.7, color=colour, label=name, edgecolor="white")
+            left = left + width
+    ax.barh(y + 1.6, table["warm_ms"].astype(float).fillna(0), height=0.7, color="#aec7e8", label="warm start")
+    ax.set_yticks(y + 0.8, labels)
+    ax.invert_yaxis()
+    ax.set_xlabel("ms (median)")
+    ax.grid(axis="x", alpha=0.3)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.12 - 0.25 / len(labels)), ncol=3, fontsize=8)
+    ax.set_title("First start: the image pulled from a registry, then started (bars: first start; "
+                 "the pull's parts alone; a warm start)", fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+def first_start_findings(table: pd.DataFrame) -> str:
+    lines = []
+    for r in table.itertuples():
+        if r.first_start_ms != r.first_start_ms:
+            continue
+        warm = f", {r.first_start_ms / r.warm_ms:.0f}x a warm start ({r.warm_ms:.0f} ms)" if r.warm_ms == r.warm_ms else ""
+        lines.append(f"- **{r.app}/{r.runtime}**: first start {r.first_start_ms:.0f} ms = pull {r.pull_ms:.0f} ms "
+                     f"({r.compressed_mib:.1f} MiB compressed, {r.layers:.0f} layer(s); alone, the transfer takes "
+                     f"{r.transfer_ms:.0f} ms and decompression + extraction {r.unpack_ms:.0f} ms) + start "
+                     f"{r.start_ms:.0f} ms{warm}.")
     return "\n".join(lines)

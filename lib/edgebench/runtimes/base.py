@@ -282,19 +282,7 @@ class Runtime(ABC):
     def free_port(self, port: int) -> int:
         """`port`, or the next one nothing listens on: another program or another run may hold
         it (Docker would fail with "address already in use", ops refuse it)."""
-        r = self.target.run(["ss", "-Htln"], check=False)
-        if not r.ok:  # no ss: the launch itself will say what holds the port
-            return port
-        busy = set()
-        for line in r.stdout.splitlines():
-            fields = line.split()
-            if len(fields) >= 4 and fields[3].rsplit(":", 1)[-1].isdigit():
-                busy.add(int(fields[3].rsplit(":", 1)[-1]))
-        for candidate in range(port, port + PORT_TRIES):
-            if candidate not in busy:
-                return candidate
-        raise ConfigError(f"ports {port}-{port + PORT_TRIES - 1} on {self.target.name} are all in use; "
-                          "stop what listens there")
+        return self.target.free_port(port, PORT_TRIES)
 
     def start(self, artifact: Artifact, limits: Limits, port: int,
               timeout_s: float = DEFAULT_READY_TIMEOUT_S) -> tuple[Instance, ProbeResult]:
@@ -384,6 +372,23 @@ class Runtime(ABC):
     def listen_unix_ns(self, instance: Instance) -> int | None:
         """When the app started listening, on the target's clock: by default its own reading."""
         return parse_listen_line(self.app_output(instance))
+
+    # -- first starts: an image that is not on the device yet ---------------------
+    # Why a first start does not apply ("" = it fetches its images from a registry).
+    no_image_fetch: ClassVar[str] = "it has no image that a device fetches before a start"
+
+    def publish_image(self, artifact: Artifact, registry) -> Artifact:
+        """Put the artifact's image in the registry (untimed); the artifact that pulls it."""
+        raise ConfigError(f"{self.name}: {self.no_image_fetch}")
+
+    def drop_image(self, artifact: Artifact) -> None:
+        """Remove the image from the device, so that the next start must fetch it."""
+        raise ConfigError(f"{self.name}: {self.no_image_fetch}")
+
+    def fetch_image(self, artifact: Artifact) -> dict:
+        """Fetch the published image onto the device, timed there: {"fetch_ms", "layers_fetched",
+        "layers_present", "command", "output"}."""
+        raise ConfigError(f"{self.name}: {self.no_image_fetch}")
 
     def boot_phases(self, instance: Instance) -> dict[str, int]:
         """Phases of a start before the app listens that the runtime can time on the target's

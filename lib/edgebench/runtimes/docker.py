@@ -11,6 +11,8 @@ Images build two ways:
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from edgebench.apps import BuiltApp
 from edgebench.cgroups import AppliedLimits, memory_thrash, read_limits, remove_cgroup_everywhere
 from edgebench.errors import ConfigError, EdgebenchError
@@ -23,6 +25,14 @@ from edgebench.targets import sh
 BUILD_MODES = ("offline", "published")
 LABEL = "edgebench.run"
 BUILD_TIMEOUT_S = 900
+FIRST_TAG = "first-"  # an image's tag in the run's registry: first-<run tag>
+
+# `docker pull`, timed on the device; its output names each layer's fate ("Pull complete",
+# "Already exists").
+_TIMED_PULL = r"""
+t0=$(date +%s%N); docker pull "$1"; rc=$?; t1=$(date +%s%N)
+echo "edgebench-pull $rc $t0 $t1"
+"""
 
 # Lays out rootfs/ for an offline image of a dynamically linked binary: the binary under
 # /usr/local/bin/NAME, every library ldd lists, an empty /tmp, and extra files (SRC DEST ...).
@@ -56,7 +66,8 @@ class DockerRuntime(Runtime):
         r = target.run(["docker", "ps", "-a", "--filter", f"label={LABEL}", "--format",
                         f'{{{{.Names}}}}\t{{{{.Label "{LABEL}"}}}}'], check=False, timeout=30)
         rows = [line.partition("\t") for line in r.stdout.splitlines()]
-        return [f"container {name}" for name, _, tag in rows if tag.startswith(tag_prefix)]
+        found = [f"container {name}" for name, _, tag in rows if tag.startswith(tag_prefix)]
+        return found + [f"image {ref}" for ref in first_start_refs(target, tag_prefix)]
 
     def availability(self) -> Availability:
         if not self.target.which("docker"):
@@ -219,6 +230,44 @@ class DockerRuntime(Runtime):
         ids = r.stdout.split()
         if ids:
             self.target.run(["docker", "rm", "-f", "-v", *ids], timeout=60, check=False)
+        # The run's registry tags (first starts); untagging leaves the build's tag and its image.
+        refs = first_start_refs(self.target, self.run_tag)
+        if refs:
+            self.target.run(["docker", "image", "rm", *refs], timeout=60, check=False)
+
+    # -- first starts: pulled from the run's registry -----------------------------
+    no_image_fetch = ""
+
+    def publish_image(self, artifact: Artifact, registry) -> Artifact:
+        ref = registry.ref(f"edgebench/{artifact.app}", f"{FIRST_TAG}{self.run_tag}")
+        self.target.run(["docker", "tag", artifact.ref, ref])
+        r = self.target.run(["docker", "push", ref], timeout=BUILD_TIMEOUT_S, check=False)
+        if not r.ok:
+            raise EdgebenchError(f"docker push {ref} (to the registry on {registry.host.name}) failed: "
+                                 f"{(r.stderr or r.stdout).strip()[-600:]}")
+        return replace(artifact, ref=ref, details={**artifact.details, "local_ref": artifact.ref,
+                                                   "registry": registry.name, "push_output": r.stdout[-2000:]})
+
+    def drop_image(self, artifact: Artifact) -> None:
+        # Every tag of the image goes (the build's too), or its layers would stay "Already exists".
+        image_id = self.inspect(artifact.ref, "{{.Id}}")
+        if image_id:
+            self.target.run(["docker", "image", "rm", "-f", image_id], timeout=120)
+        if self.inspect(artifact.ref, "{{.Id}}") or self.inspect(artifact.details["local_ref"], "{{.Id}}"):
+            raise EdgebenchError(f"{artifact.ref} is still on {self.target.name} after docker image rm")
+
+    def fetch_image(self, artifact: Artifact) -> dict:
+        r = self.target.run(["sh", "-c", _TIMED_PULL, "timed-pull", artifact.ref], timeout=BUILD_TIMEOUT_S,
+                            check=False)
+        fields = (r.stdout.strip().splitlines() or [""])[-1].split()
+        if len(fields) != 4 or fields[0] != "edgebench-pull" or fields[1] != "0":
+            raise EdgebenchError(f"docker pull {artifact.ref} on {self.target.name} failed: "
+                                 f"{(r.stderr or r.stdout).strip()[-600:]}")
+        # The other starts of the run use the build's tag: it points at the pulled image again.
+        self.target.run(["docker", "tag", artifact.ref, artifact.details["local_ref"]])
+        return {"fetch_ms": (int(fields[3]) - int(fields[2])) / 1e6,
+                "layers_fetched": r.stdout.count("Pull complete"), "layers_present": r.stdout.count("Already exists"),
+                "command": f"docker pull {artifact.ref}", "output": r.stdout + r.stderr}
 
     # -- batch -------------------------------------------------------------------
     def cgroup_driver(self) -> str:
@@ -255,6 +304,12 @@ class DockerRuntime(Runtime):
         state = self.inspect(name, "{{.State.OOMKilled}}|{{.State.ExitCode}}") or "|"
         oom, _, code = state.partition("|")
         return BatchOutcome(applied, oom_killed=oom == "true", details={"container_exit_code": code or None})
+
+
+def first_start_refs(target, run_tag_start: str) -> list[str]:
+    """Image references a run whose tag starts so gave its registry (first starts)."""
+    r = target.run(["docker", "images", "--format", "{{.Repository}}:{{.Tag}}"], check=False, timeout=30)
+    return [ref for ref in r.stdout.split() if ref.rpartition(":")[2].startswith(FIRST_TAG + run_tag_start)]
 
 
 def daemon_error(stderr: str) -> str | None:

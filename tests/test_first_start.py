@@ -1,0 +1,108 @@
+"""First starts (paper 001's cold start with the image not on the device): the plan counts them for
+runtimes with images only; for real, Docker removes the image, pulls it from a registry on this
+machine or on a second host (a network namespace) over TLS, starts it, and the pull's transfer and
+unpacking are timed alone; afterwards no registry, trust entry or registry tag is left."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pandas as pd
+import pytest
+
+from conftest import need_tool
+from edgebench.errors import ConfigError
+
+ttr = pytest.importorskip("edgebench.experiments.time_to_ready")
+
+
+def test_first_is_a_cache_kind_and_the_plan_counts_it_for_docker_only():
+    assert ttr.check_caches("warm,first") == ["warm", "first"]
+    with pytest.raises(ConfigError, match="warm, cold, first"):
+        ttr.check_caches("lukewarm")
+    base = dict(apps="go-http", protocols="fair", repetitions=2, profile="quick")
+    warm = ttr.plan_time_to_ready({**base, "caches": "warm"}, ["native", "docker"])
+    first = ttr.plan_time_to_ready({**base, "caches": "warm,first"}, ["native", "docker"])
+    assert warm.points == 4 and first.points == 6  # native: 2 warm; docker: 2 warm + 2 first
+    assert first.seconds > warm.seconds + 2 * ttr.FIRST_EXTRA_S
+
+
+def test_the_first_start_table_splits_the_pull_from_the_start():
+    from edgebench.plotting.time_to_ready import first_start_figure, first_start_findings, first_start_table
+    rows = [dict(app="go-http", runtime="docker", protocol="fair", cache="first", rep=1, metric=m, value=v,
+                 status="ok") for m, v in (("image_pull", 300.0), ("time_to_ready", 400.0), ("first_start", 700.0),
+                                             ("image_transfer", 50.0), ("image_unpack", 120.0),
+                                             ("image_compressed", 3.5), ("layers_fetched", 1))]
+    rows.append(dict(app="go-http", runtime="docker", protocol="fair", cache="warm", rep=1, metric="time_to_ready",
+                     value=350.0, status="ok"))
+    df = pd.DataFrame(rows)
+    table = first_start_table(df)
+    r = table.iloc[0]
+    assert (r.first_start_ms, r.pull_ms, r.start_ms, r.warm_ms) == (700.0, 300.0, 400.0, 350.0)
+    assert "first start 700 ms = pull 300 ms" in first_start_findings(table) and "2x a warm start" in \
+        first_start_findings(table)
+    assert first_start_figure(df) is not None
+    assert first_start_figure(df[df["cache"] == "warm"]) is None  # nothing pulled: no figure
+
+
+def _registry_ready(local):
+    need_tool(local, "docker-registry")
+    need_tool(local, "openssl")
+
+
+def _check_first_starts(run_dir, registry_host_name: str) -> pd.DataFrame:
+    from edgebench.results import load_results
+    df = load_results(run_dir)
+    first = df[(df["cache"] == "first") & (df["status"] == "ok")]
+    assert set(first["runtime"]) == {"docker"}, df[df["status"] == "failed"][["runtime", "metric", "error"]]
+    by = lambda m: first[first["metric"] == m]["value"]  # noqa: E731
+    # The image really was absent: every layer came over the network, none was already there.
+    assert (by("layers_fetched") >= 1).all() and (by("layers_present") == 0).all()
+    assert len(by("first_start")) == 2 and (by("image_transfer") > 0).all() and (by("image_unpack") > 0).all()
+    assert (by("first_start") > by("image_pull").values).all()
+    warm = df[(df["cache"] == "warm") & (df["runtime"] == "docker") & (df["metric"] == "time_to_ready")]["value"]
+    assert by("first_start").median() > warm.median()  # the pull comes on top of a start
+    notes = json.loads((run_dir / "meta.json").read_text())["notes"]
+    assert "native" in json.dumps(notes.get("no_first_starts", {}))
+    assert notes["registry"]["host"] == registry_host_name
+    assert any("pull-go-http-docker" in p.name for p in (run_dir / "raw").iterdir())
+    return df
+
+
+def _nothing_left(local, run_dir):
+    trusted = os.listdir("/etc/docker/certs.d") if os.path.isdir("/etc/docker/certs.d") else []
+    assert not trusted, f"the run's registry is still trusted: {trusted}"
+    assert local.run(["docker", "image", "inspect", "edgebench/go-http:offline"], check=False).ok, \
+        "the build's tag must point at the pulled image again"
+
+
+@pytest.mark.integration
+def test_docker_first_starts_pull_from_a_registry_on_this_machine(local, docker_ready, cgroups_ready,
+                                                                   no_leftovers):
+    _registry_ready(local)
+    run_dir = ttr.run_time_to_ready(runtimes="native,docker", apps="go-http", caches="warm,first", protocols="fair",
+                                    repetitions=2, profile="quick", cpus="1", memory="256m", progress=False)
+    _check_first_starts(run_dir, local.name)
+    _nothing_left(local, run_dir)
+
+
+@pytest.mark.integration
+def test_first_starts_pull_from_a_registry_on_the_load_generator_host(local, docker_ready, cgroups_ready, ssh_host,
+                                                                      no_leftovers):
+    """The registry in a network namespace with its own sshd: started over SSH, reached by the
+    device's Docker at the namespace's address over the veth pair, its certificate trusted for
+    that address only."""
+    _registry_ready(local)
+    from edgebench.targets import SSHTarget
+    host = SSHTarget(f"root@{ssh_host.host}", key_file=ssh_host.key_file, known_hosts=ssh_host.known_hosts)
+    try:
+        run_dir = ttr.run_time_to_ready(runtimes="native,docker", apps="go-http", caches="warm,first",
+                                        protocols="fair", repetitions=2, profile="quick", cpus="1", memory="256m",
+                                        progress=False, registry=host)
+    finally:
+        host.close()
+    _check_first_starts(run_dir, host.name)
+    meta = json.loads((run_dir / "meta.json").read_text())
+    assert meta["notes"]["registry"]["address"].startswith(ssh_host.host + ":")
+    _nothing_left(local, run_dir)
