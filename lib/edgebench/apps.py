@@ -106,6 +106,11 @@ PAPER_ENDPOINTS = ("/io", "/compute")  # paper 000's I/O-bound and CPU-bound req
 APPS: dict[str, App] = {
     "go-http": App("go-http", "go", APPS_DIR / "go-http", ".", endpoints=PAPER_ENDPOINTS),
     "node-http": App("node-http", "node", APPS_DIR / "node-http", "server.js", endpoints=PAPER_ENDPOINTS),
+    # Paper 001's home automation: per HTTPS request a DHT11 reading (the kernel's IIO driver, or
+    # simulated with its timing) and an LED decision; ready when it accepts a connection (the
+    # probe speaks no TLS).
+    "home-automation": App("home-automation", "go", APPS_DIR / "home-automation", ".", readiness=TCP_CONNECT,
+                           endpoints=("/reading", "/stats"), container_port=8443),
     # Batch workloads (LZW, AES, k-means) for the IoMT and page-fault experiments.
     "iomt": App("iomt", "go", APPS_DIR / "iomt", ".", kind="batch", readiness=None),
     # Microbenchmarks: the target's own sysbench, and its iperf3 as a server (the client runs on

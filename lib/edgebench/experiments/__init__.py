@@ -99,6 +99,10 @@ _EXPERIMENTS = [
     Experiment("services", "12_services.ipynb", "edgebench.experiments.services:run_services",
                ("paper002_services.csv",), (),  # its services are its own parameter, not APPS
                plan="edgebench.experiments.services:plan_services"),
+    Experiment("home_automation", "13_home_automation.ipynb",
+               "edgebench.experiments.home_automation:run_home_automation",
+               ("paper001_table3_apps.csv",), (),  # its one app is its own
+               plan="edgebench.experiments.home_automation:plan_home_automation"),
 ]
 EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in _EXPERIMENTS}
 

@@ -1,0 +1,3 @@
+module edgebench/apps/home-automation
+
+go 1.22

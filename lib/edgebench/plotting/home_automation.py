@@ -1,0 +1,90 @@
+"""Home automation (paper 001, Table 3 'DHT11'): a request's mean latency split into the sensor, the
+rest of the handler and everything outside it, per runtime and network mode, beside the paper."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from edgebench.plotting.services import label
+from edgebench.plotting.style import PROTOCOL_TITLE, plt, runtime_colour
+from edgebench.plotting.tables import NoData, mark_emulated, mark_health, sort_by_runtime
+
+BASELINE = "native"
+PARTS = (("sensor_per_request", "sensor (DHT11 read or its kept reading)", "#2ca02c"),
+         ("handler_rest_per_request", "rest of the handler", "#bcbd22"),
+         ("outside_handler_per_request", "outside the handler: TLS, HTTP, network path", "#7f7f7f"))
+
+
+def latency_table(df: pd.DataFrame) -> pd.DataFrame:
+    """Medians per (protocol, runtime label): the latency's parts, wrk's mean and p99, req/s, the
+    sensor used, and the mean latency's ratio to native's in the same protocol."""
+    ok = mark_emulated(df[df["status"] == "ok"])
+    ok = ok.assign(label=label(ok))
+    rows = []
+    for (protocol, lab), g in ok.groupby(["protocol", "label"], sort=False):
+        med = g.groupby("metric")["value"].median()
+        rows.append({"protocol": protocol, "label": lab, "runtime": g["runtime"].iloc[0],
+                     "runs": int((g["metric"] == "throughput").sum()),
+                     "sensor": ", ".join(sorted(set(g["sensor"].dropna().astype(str)))) if "sensor" in g else "",
+                     "throughput_rps": med.get("throughput"), "mean_ms": med.get("request_time"),
+                     "p99_ms": med.get("latency_p99"), "errors": med.get("errors"),
+                     **{metric: med.get(metric) for metric, _, _ in PARTS}})
+    table = pd.DataFrame(rows)
+    if table.empty:
+        return table
+    base = table[table["label"] == BASELINE].set_index("protocol")["mean_ms"]
+    table["vs_native"] = [r.mean_ms / base.get(r.protocol, np.nan) for r in table.itertuples()]
+    table = mark_health(table, ok, ["protocol", "label"])
+    return sort_by_runtime(table, ["protocol", "runtime", "label"])
+
+
+def latency_figure(table: pd.DataFrame):
+    """Stacked bars of a request's mean latency, one panel per protocol."""
+    if table.empty:
+        raise NoData("home automation table is empty")
+    protocols = [p for p in ("published", "fair") if p in set(table["protocol"])]
+    fig, axes = plt.subplots(1, len(protocols), figsize=(5.4 * len(protocols), 4.2), squeeze=False, sharey=True)
+    for j, protocol in enumerate(protocols):
+        ax = axes[0][j]
+        t = table[table["protocol"] == protocol]
+        x = np.arange(len(t))
+        bottom = np.zeros(len(t))
+        for metric, name, colour in PARTS:
+            values = t[metric].astype(float).fillna(0).clip(lower=0).to_numpy()
+            ax.bar(x, values, 0.7, bottom=bottom, color=colour, label=name, edgecolor="white")
+            bottom += values
+        for xi, r in zip(x, t.itertuples()):
+            ax.plot([xi - 0.35, xi + 0.35], [r.mean_ms] * 2, color=runtime_colour(r.runtime), linewidth=2.5)
+            if r.label != BASELINE and np.isfinite(r.vs_native):
+                ax.text(xi, max(r.mean_ms, bottom[xi]), f"{r.vs_native:.2f}x", ha="center", va="bottom", fontsize=8)
+        ax.set_xticks(x, t["label"], rotation=20, ha="right")
+        ax.set_title(f"{PROTOCOL_TITLE.get(protocol, protocol)}", fontsize=9)
+        ax.grid(axis="y", alpha=0.3)
+    axes[0][0].set_ylabel("mean latency per request (ms, medians)")
+    handles, names = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles[:len(PARTS)], names[:len(PARTS)], fontsize=8, loc="lower center", ncol=len(PARTS))
+    sensors = ", ".join(sorted(set(s for s in table["sensor"] if s)))
+    fig.suptitle(f"Home automation over HTTPS (sensor: {sensors or 'unknown'}; line: a request's mean time in "
+                 "the runtime's colour; ratio to native)", fontsize=10)
+    fig.tight_layout(rect=(0, 0.07, 1, 1))
+    return fig
+
+
+def latency_findings(table: pd.DataFrame, reference: pd.DataFrame) -> str:
+    lines = []
+    for protocol, g in table.groupby("protocol", sort=False):
+        parts = [f"{r.label} {r.mean_ms:.2f} ms ({r.vs_native:.2f}x; sensor {r.sensor_per_request:.2f}, outside "
+                 f"the handler {r.outside_handler_per_request:.2f})" for r in g.itertuples()
+                 if r.label != BASELINE and np.isfinite(r.vs_native)]
+        native = g[g["label"] == BASELINE]
+        if parts and not native.empty:
+            lines.append(f"- **{protocol}**: native {native['mean_ms'].iloc[0]:.2f} ms; " + "; ".join(parts) + ".")
+    ref = reference[reference["app"] == "home_automation"] if not reference.empty else reference
+    for mode, g in (ref.groupby("network_mode") if not ref.empty else []):
+        values = g.set_index("runtime")["value"]
+        if {"docker", "native"} <= set(values.index):
+            lines.append(f"- Paper 001 Table 3 (DHT11-{mode.capitalize()}, as printed): Docker {values['docker']:g} s, "
+                         f"native {values['native']:g} s ({values['docker'] / values['native']:.1f}x); its unit covers "
+                         "the sensor's read and retries, so compare ratios, not times.")
+    return "\n".join(lines)
