@@ -39,6 +39,7 @@ ANSWERS: dict[str, list] = {
 # Where each runtime's package() leaves the artifact (Artifact.ref); the built binary otherwise.
 REFS = {
     "docker": "edgebench/go-http:offline",
+    "docker-crun": "edgebench/go-http:offline",
     "lxd": "edgebench/debian-bookworm",
     "nanos": "/root/.ops/images/edgebench-go-http",
     "linux-vm": f"{WORKSPACE}/linux-vm/go-http.initramfs",
@@ -105,8 +106,14 @@ def check_docker(plan, target, rt):
     assert "--memory-swap=64m" not in argv  # swap allowed: no memory+swap limit
     assert argv[argv.index("-p") + 1] == f"{PORT}:8080"
     assert argv[argv.index("--name") + 1] == plan.name == plan.state["container"]
-    assert REFS["docker"] in argv and ["-e", "PORT=8080"] == argv[argv.index("-e"):argv.index("-e") + 2]
+    assert REFS[rt.name] in argv and ["-e", "PORT=8080"] == argv[argv.index("-e"):argv.index("-e") + 2]
     assert not any(c.startswith("docker ") for c in target.commands)  # nothing started yet
+
+
+def check_docker_crun(plan, target, rt):
+    """Docker's configuration, run by crun instead of the daemon's default (runc)."""
+    check_docker(plan, target, rt)
+    assert plan.argv[plan.argv.index("--runtime") + 1] == "crun"
 
 
 def check_lxd(plan, target, rt):
@@ -168,6 +175,7 @@ def check_linux_vm(plan, target, rt):
 SPECIFIC = {
     "native": check_native,
     "docker": check_docker,
+    "docker-crun": check_docker_crun,
     "lxd": check_lxd,
     "nanos": check_nanos,
     "linux-vm": check_linux_vm,

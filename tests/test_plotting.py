@@ -266,7 +266,8 @@ def test_labels_sort_in_the_registrys_order():
         ["native", "docker", "lxd", "nanos (TCG)", "linux-vm (TCG)"]
     assert in_runtime_order(["docker", "unknown", "native"]) == ["native", "docker", "unknown"]
     table = pd.DataFrame({"app": ["a"] * 5, "runtime": ["linux-vm", "nanos", "lxd", "docker", "native"]})
-    assert list(sort_by_runtime(table, ["app", "runtime"])["runtime"]) == runtime_order()
+    assert list(sort_by_runtime(table, ["app", "runtime"])["runtime"]) == [
+        r for r in runtime_order() if r in set(table["runtime"])]
 
 
 def test_a_runtime_has_the_same_colour_in_every_experiments_figures():

@@ -211,7 +211,7 @@ def test_versions_table_parsing():
 
 # -- the executor, against a scripted target ---------------------------------------------------
 
-READ_ONLY = ("sh -c 'export PATH=", "dpkg-query ", "apt-cache policy ", "docker version ", "lxc query ",
+READ_ONLY = ("sh -c 'export PATH=", "dpkg-query ", "apt-cache policy ", "docker version ", "docker info ", "lxc query ",
              "curl -sfI ", "command -v ", "sh -c 'command -v ", "sha256sum ", "cat ",
              "sh -c 'root=$1", "ls -1 ")  # linux_guest.DESCRIBE_KIT: is the linux-vm kit there
 

@@ -55,7 +55,7 @@ class NotebookPlan:
 # What a runtime adds on the project's reference machine (2 cores, Debian 12, VMs under TCG), in
 # seconds: packaging one app once per run, and one start-limit-check-stop cycle of an instance.
 # Calibrated from `make figures PROFILE=quick` there; a device's own history replaces them.
-RUNTIME_COST_S = {"native": (1.0, 0.4), "docker": (3.0, 0.9), "lxd": (25.0, 6.0), "nanos": (3.0, 2.5),
+RUNTIME_COST_S = {"native": (1.0, 0.4), "docker": (3.0, 0.9), "docker-crun": (3.0, 0.9), "lxd": (25.0, 6.0), "nanos": (3.0, 2.5),
                   "linux-vm": (3.0, 5.0), "unikraft": (3.0, 2.5)}
 UNKNOWN_RUNTIME_COST_S = (10.0, 5.0)
 SESSION_S = 3.0   # the kernel, connecting, facts, the run's files, the figure
@@ -151,8 +151,9 @@ def make_plan(nb: Path, params: dict, available: list[str], data_dir: Path | Non
     from edgebench.figures import experiment_of
     from edgebench.experiments import for_notebook
     effective = {**notebook_defaults(nb), **params}
-    requested = str(effective.get("runtimes") or "auto")
-    runtimes = available if requested == "auto" else [r.strip() for r in requested.split(",") if r.strip()]
+    from edgebench.runtimes import requested_runtimes
+    names, named = requested_runtimes(str(effective.get("runtimes") or "auto"))
+    runtimes = [n for n in names if n in named or n in available]
     work = for_notebook(nb).plan_work(effective, runtimes)
     target = str(effective.get("target") or "local")
     profile = str(effective.get("profile") or "standard")
@@ -174,7 +175,8 @@ __all__ = ["Work", "NotebookPlan", "make_plan", "table", "record", "history", "f
 
 
 def available_runtimes(target) -> list[str]:
-    """The runtimes `runtimes="auto"` would choose on this target (each one's availability check)."""
+    """The runtimes available on this target (each one's availability check): what "auto" chooses
+    from, and the variants that join when named."""
     from edgebench.runtimes import RUNTIMES
     return [name for name, cls in RUNTIMES.items() if cls(target, "plan").availability()]
 

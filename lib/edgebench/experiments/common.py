@@ -14,7 +14,7 @@ from edgebench.errors import ConfigError
 from edgebench.health import HealthMonitor
 from edgebench.needs import tool_versions
 from edgebench.results import Run
-from edgebench.runtimes import RUNTIMES, Availability, Runtime, check_runtime_names
+from edgebench.runtimes import RUNTIMES, Availability, Runtime, requested_runtimes
 from edgebench.signals import deferred_signals
 from edgebench.targets import Target, connect
 from edgebench.units import parse_cpus, parse_memory_mb
@@ -92,12 +92,12 @@ def open_run(experiment: str, params: dict, target: Target, **options) -> Run:
 
 def select_runtimes(target: Target, requested, run_tag: str, apps: Iterable[str] = (),
                     options: dict | None = None) -> Selection:
-    """'auto': every runtime the target can run, the rest skipped with the reason.
+    """'auto': every runtime the target can run (of those that join automatically; names beside
+    it add variants such as docker-crun), the rest skipped with the reason.
     A runtime named explicitly must be available, or this fails before anything starts.
     `apps`: what will run; a runtime that runs none of them is left out (auto) or refused.
     `options`: per-runtime settings, e.g. {"nanos": {"require_kvm": True}}."""
-    auto = requested is None or as_list(requested, ["auto"]) == ["auto"] or requested == "auto"
-    names = list(RUNTIMES) if auto else check_runtime_names(as_list(requested, RUNTIMES))
+    names, named = requested_runtimes(requested)
     chosen, skipped = [], {}
     for name in names:
         rt = RUNTIMES[name](target, run_tag, **(options or {}).get(name, {}))
@@ -109,7 +109,7 @@ def select_runtimes(target: Target, requested, run_tag: str, apps: Iterable[str]
             why = rt.availability()
         if why:
             chosen.append(rt)
-        elif auto:
+        elif name not in named:
             skipped[name] = why.reason
         else:
             raise ConfigError(f"runtime {name!r} is not available on {target.name}: {why.reason}; "

@@ -6,7 +6,7 @@ from edgebench.errors import ConfigError
 from edgebench.runtimes.base import Runtime
 from edgebench.runtimes.contract import (Artifact, Availability, BatchResult, Instance, LaunchPlan, Limits,
                                          ProbeResult, StartFailed)
-from edgebench.runtimes.docker import DockerRuntime
+from edgebench.runtimes.docker import DockerCrunRuntime, DockerRuntime
 from edgebench.runtimes.linux_vm import LinuxVmRuntime
 from edgebench.runtimes.lxd import LxdRuntime
 from edgebench.runtimes.nanos import NanosRuntime
@@ -16,6 +16,7 @@ from edgebench.targets import Target
 RUNTIMES: dict[str, type[Runtime]] = {
     "native": NativeRuntime,
     "docker": DockerRuntime,
+    "docker-crun": DockerCrunRuntime,
     "lxd": LxdRuntime,
     "nanos": NanosRuntime,
     "linux-vm": LinuxVmRuntime,
@@ -49,10 +50,22 @@ def check_runtime_names(names) -> list[str]:
     return out
 
 
+def requested_runtimes(requested) -> tuple[list[str], set[str]]:
+    """What `runtimes` asks for, in the registry's order: "auto" is every runtime that joins
+    automatically, and names beside it ("auto,docker-crun") add to it. Returns (names, the ones
+    named explicitly: those must be available, the others are skipped with the reason)."""
+    from edgebench.experiments.common import as_list
+    names = as_list(requested if requested not in (None, "") else "auto", ["auto"])
+    named = set(check_runtime_names([n for n in names if n != "auto"]))
+    if "auto" not in names:
+        return [n for n in names if n in named], named
+    return [n for n, cls in RUNTIMES.items() if cls.in_auto or n in named], named
+
+
 def get_runtime(name: str, target: Target, run_tag: str | None = None, **options) -> Runtime:
     check_runtime_names([name])
     return RUNTIMES[name](target, run_tag, **options)
 
 
-__all__ = ["RUNTIMES", "runtime_order", "runtime_colours", "get_runtime", "check_runtime_names", "Runtime", "Limits", "Artifact", "Instance",
+__all__ = ["RUNTIMES", "requested_runtimes", "runtime_order", "runtime_colours", "get_runtime", "check_runtime_names", "Runtime", "Limits", "Artifact", "Instance",
            "LaunchPlan", "BatchResult", "Availability", "ProbeResult", "StartFailed"]

@@ -57,6 +57,8 @@ class Runtime(ABC):
     # the default. "host": the app uses the host's own network stack. () : one way only, its own
     # (a proxy device, a VM's user-mode network); LaunchPlan.network_path says which.
     network_modes: ClassVar[tuple[str, ...]] = ()
+    # Chosen by runtimes="auto" where available; False: only when named (a variant of another).
+    in_auto: ClassVar[bool] = True
     # What it needs on a target (packages and what runs them, versions to record): provisioning,
     # its table and meta.json iterate the registry's declarations (edgebench.needs).
     needs: ClassVar[TargetNeeds | None] = None

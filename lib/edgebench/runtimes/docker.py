@@ -60,6 +60,7 @@ class DockerRuntime(Runtime):
     min_memory_mb = 6  # dockerd refuses --memory below 6 MiB
     needs = docker_daemon.NEEDS
     prepare_target = staticmethod(docker_daemon.prepare)
+    oci_runtime = ""  # the daemon's default (runc)
 
     @classmethod
     def leftovers(cls, target, tag_prefix: str = "") -> list[str]:
@@ -133,7 +134,7 @@ class DockerRuntime(Runtime):
     network_modes = ("bridge", "host")
 
     def run_args(self, limits: Limits) -> list[str]:
-        args = []
+        args = ["--runtime", self.oci_runtime] if self.oci_runtime else []
         if limits.cpus is not None:
             args.append(f"--cpus={limits.cpus:g}")
         if limits.memory_mb is not None:
@@ -176,6 +177,7 @@ class DockerRuntime(Runtime):
         return Instance(self.name, plan.app, name, plan.port, f"http://127.0.0.1:{plan.port}", pid,
                         plan.limits, applied, plan.network_path, plan,
                         details={"container_id": self.inspect(name, "{{.Id}}"),
+                                 "oci_runtime": self.inspect(name, "{{.HostConfig.Runtime}}"),
                                  "host_config": host_config})
 
     def app_output(self, instance: Instance) -> str:
@@ -304,6 +306,40 @@ class DockerRuntime(Runtime):
         state = self.inspect(name, "{{.State.OOMKilled}}|{{.State.ExitCode}}") or "|"
         oom, _, code = state.partition("|")
         return BatchOutcome(applied, oom_killed=oom == "true", details={"container_exit_code": code or None})
+
+
+class DockerCrunRuntime(DockerRuntime):
+    """Docker with crun as the OCI runtime instead of runc (paper 001 counts runc's start-up among
+    a container's costs): the same images, daemon and limits; `docker run --runtime crun`. It
+    joins a run when named (runtimes="auto,docker-crun" or a list), not under "auto" alone."""
+    name = "docker-crun"
+    colour = "#17becf"
+    in_auto = False
+    oci_runtime = docker_daemon.CRUN
+    needs = docker_daemon.CRUN_NEEDS
+    prepare_target = staticmethod(docker_daemon.prepare_crun)
+
+    @classmethod
+    def leftovers(cls, target, tag_prefix: str = "") -> list[str]:
+        return []  # its containers carry Docker's label: DockerRuntime.leftovers lists them
+
+    def availability(self) -> Availability:
+        docker = super().availability()
+        if not docker:
+            return docker
+        if docker_daemon.CRUN not in docker_daemon.registered_runtimes(self.target):
+            why = ("crun is not installed" if not self.target.which("crun") else
+                   f"the Docker daemon does not know crun (not in {docker_daemon.DAEMON_JSON})")
+            return Availability(False, f"{why} on {self.target.name}: `make provision` installs crun and registers it")
+        left = docker_daemon.controllers_on_unified(self.target)
+        if left:
+            return Availability(False, f"{self.target.name} mixes cgroup v1 and v2 with {', '.join(left)} on the unified "
+                                "hierarchy, which crun refuses; `make provision` mounts them as v1")
+        return Availability(True)
+
+    def describe(self) -> str:
+        crun = self.target.run(["crun", "--version"], check=False).stdout.strip().splitlines()
+        return f"{super().describe()} with {crun[0] if crun else 'crun'}"
 
 
 def first_start_refs(target, run_tag_start: str) -> list[str]:

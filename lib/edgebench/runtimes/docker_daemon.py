@@ -6,6 +6,7 @@ workspace."""
 
 from __future__ import annotations
 
+import json
 import time
 
 from edgebench.needs import Need, Preparation, TargetNeeds, Version, tail
@@ -70,3 +71,91 @@ def prepare(prep: Preparation) -> None:
     log_tail = "" if prep.systemd else tail(target.read_text(log, missing_ok=True) or "", 5)
     prep.fail("docker daemon", f"started, but `docker version` gets no answer after {WAIT_S} s"
                                f"{'; ' + log + ': ' + log_tail if log_tail else ''}")
+
+
+# Docker with crun (docker-crun): Debian's crun, registered with dockerd as an OCI runtime named
+# "crun" in /etc/docker/daemon.json ("runtimes" is one of the settings dockerd reloads on SIGHUP,
+# so no restart and no container is touched); runc stays the default.
+CRUN = "crun"
+DAEMON_JSON = "/etc/docker/daemon.json"
+
+CRUN_NEEDS = TargetNeeds(
+    "docker runtime with crun",
+    (*NEEDS.packages, Need("crun", (("crun",),))),
+    (*NEEDS.versions, Version("crun", ("crun", "--version"))),
+    (*NEEDS.by_hand, "crun"))
+
+
+def registered_runtimes(target, sudo=()) -> set[str]:
+    """The OCI runtimes the answering daemon knows (`docker info`)."""
+    r = target.run([*sudo, "docker", "info", "--format", "{{json .Runtimes}}"], timeout=30, check=False)
+    try:
+        return set(json.loads(r.stdout)) if r.ok else set()
+    except ValueError:
+        return set()
+
+
+# A hybrid cgroup host (v1 controllers, plus the unified v2 hierarchy) whose unified hierarchy
+# holds controllers: crun (1.8) refuses to create a container there ("cgroups in hybrid mode not
+# supported, drop all controllers from cgroupv2"). systemd's hybrid layout mounts every controller
+# as v1, which moves it off the unified hierarchy; prints the controllers left there.
+UNIFIED = "/sys/fs/cgroup/unified"
+_CONTROLLERS_ON_UNIFIED = r"""
+grep -q " $1 cgroup2 " /proc/mounts && grep -q " cgroup " /proc/mounts && cat "$1/cgroup.controllers" 2>/dev/null
+true
+"""
+
+
+def controllers_on_unified(target) -> list[str]:
+    return target.run(["sh", "-c", _CONTROLLERS_ON_UNIFIED, "unified", UNIFIED], check=False).stdout.split()
+
+
+def prepare_crun(prep: Preparation) -> None:
+    """Register crun with the daemon unless it knows it: add it to daemon.json (keeping what is
+    there) and have dockerd reload its configuration. On a hybrid cgroup host, mount the
+    controllers left on the unified hierarchy as v1 (as systemd's hybrid layout does), which crun
+    needs; not persistent, so every provisioning checks it again."""
+    target = prep.target
+    if not answers(prep):
+        return
+    left = controllers_on_unified(target) if target.which(CRUN) else []
+    if left and prep.check:
+        prep.did(f"mount the cgroup controllers {', '.join(left)} as v1 (crun refuses them on the unified hierarchy)")
+    elif left:
+        for controller in left:
+            r = target.run([*prep.sudo, "sh", "-c", 'mkdir -p "/sys/fs/cgroup/$1" && '
+                            'mount -t cgroup -o "$1" cgroup "/sys/fs/cgroup/$1"', "mount-v1", controller], check=False)
+            if not r.ok:
+                prep.fail("crun for Docker", f"mounting the {controller} cgroup controller as v1 failed: {tail(r.stderr)}")
+                return
+        prep.did(f"mounted the cgroup controllers {', '.join(left)} as v1 (crun refuses them on the unified hierarchy)")
+    if CRUN in registered_runtimes(target, prep.sudo):
+        return
+    crun = target.which(CRUN)
+    if not crun:
+        if not prep.check:
+            prep.log("no crun: Docker with crun (docker-crun) is not registered")
+        return
+    if prep.check:
+        prep.did(f"register crun with the Docker daemon ({DAEMON_JSON}, reload)")
+        return
+    text = target.run([*prep.sudo, "cat", DAEMON_JSON], check=False).stdout.strip()
+    try:
+        config = json.loads(text) if text else {}
+    except ValueError:
+        prep.fail("crun for Docker", f"{DAEMON_JSON} is not JSON; add \"runtimes\": {{\"crun\": {{\"path\": \"{crun}\"}}}} "
+                                     "by hand and reload dockerd")
+        return
+    config.setdefault("runtimes", {})[CRUN] = {"path": crun}
+    target.run([*prep.sudo, "mkdir", "-p", "/etc/docker"])
+    target.run([*prep.sudo, "sh", "-c", f"cat > {DAEMON_JSON}"], stdin=json.dumps(config, indent=2) + "\n")
+    how = (["systemctl", "reload", "docker"] if prep.systemd
+           else ["sh", "-c", 'kill -HUP $(cat /var/run/docker.pid 2>/dev/null || pidof dockerd)'])
+    target.run([*prep.sudo, *how], timeout=60, check=False)
+    deadline = time.monotonic() + WAIT_S
+    while time.monotonic() < deadline:
+        if CRUN in registered_runtimes(target, prep.sudo):
+            prep.did(f"registered crun with the Docker daemon ({DAEMON_JSON})")
+            return
+        time.sleep(0.5)
+    prep.fail("crun for Docker", f"added crun to {DAEMON_JSON}, but the daemon does not list it after a reload")
