@@ -40,7 +40,7 @@ def test_the_first_start_table_splits_the_pull_from_the_start():
     table = first_start_table(df)
     r = table.iloc[0]
     assert (r.first_start_ms, r.pull_ms, r.start_ms, r.warm_ms) == (700.0, 300.0, 400.0, 350.0)
-    assert "first start 700 ms = pull 300 ms" in first_start_findings(table) and "2x a warm start" in \
+    assert "first start 700 ms = pull 300 ms" in first_start_findings(table) and "2.0x a warm start" in \
         first_start_findings(table)
     assert first_start_figure(df) is not None
     assert first_start_figure(df[df["cache"] == "warm"]) is None  # nothing pulled: no figure
@@ -106,3 +106,48 @@ def test_first_starts_pull_from_a_registry_on_the_load_generator_host(local, doc
     meta = json.loads((run_dir / "meta.json").read_text())
     assert meta["notes"]["registry"]["address"].startswith(ssh_host.host + ":")
     _nothing_left(local, run_dir)
+
+
+_FIRST_STARTS = """
+import sys
+from edgebench.experiments.time_to_ready import run_time_to_ready
+run_time_to_ready(runtimes="docker", apps="go-http,node-http", caches="first", protocols="fair", repetitions=20,
+                  profile="quick", cpus="1", run_id=sys.argv[1], progress=False)
+"""
+
+
+@pytest.mark.integration
+def test_ctrl_c_during_first_starts_leaves_no_registry_trust_or_tag(local, docker_ready, cgroups_ready, tmp_path,
+                                                                    no_leftovers):
+    """Interrupted while it pulls and starts: the child dies of the signal, its rows so far are
+    kept, and the registry, its storage, the device's trust entry and the run's tags are gone."""
+    import signal
+    import subprocess
+    import sys
+    import time
+    from conftest import sigint_default, vm_tagged_processes
+    from edgebench.results import load_meta
+    _registry_ready(local)
+    run_id = "first-interrupt"
+    proc = subprocess.Popen([sys.executable, "-c", _FIRST_STARTS, run_id], text=True, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=dict(os.environ, EDGEBENCH_DATA_DIR=str(tmp_path)),
+                            preexec_fn=sigint_default)
+    try:
+        deadline = time.monotonic() + 120
+        pulls = tmp_path / "time_to_ready" / run_id / "raw"
+        while not (pulls.is_dir() and len([p for p in pulls.iterdir() if "pull-" in p.name]) >= 2):
+            assert proc.poll() is None, proc.communicate()[1][-2000:]
+            assert time.monotonic() < deadline, "no first start within 120 s"
+            time.sleep(0.05)
+        assert any(comm.startswith("docker-regis") for _, comm in vm_tagged_processes())
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode == -signal.SIGINT, err[-2000:]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert load_meta(tmp_path / "time_to_ready" / run_id)["status"] == "interrupted"
+    assert not os.listdir("/etc/docker/certs.d") if os.path.isdir("/etc/docker/certs.d") else True
+    assert not list((local.run(["sh", "-c", "ls -d $HOME/.cache/edgebench/registry/*/ 2>/dev/null"],
+                               check=False).stdout or "").split())

@@ -38,7 +38,7 @@ from pathlib import Path
 
 from edgebench.apps import HTTP_APPS, place_probe
 from edgebench.errors import ConfigError, MissingTool
-from edgebench.experiments.common import (open_run, run_tag_for, runtime_options, check_apps, check_profile, check_protocols, check_repetitions,
+from edgebench.experiments.common import (open_run, runtime_options, check_apps, check_profile, check_protocols, check_repetitions,
                                           resolve_limits, session)
 from edgebench.experiments.protocols import fair_limits, package_all, published_limits, with_instance
 from edgebench.experiments.sweep import Point, artifact_for, sweep
@@ -265,7 +265,8 @@ def run_time_to_ready(target="local", runtimes="auto", apps="all", repetitions: 
             published, image_registry = {}, None
             if fetching:
                 host = stack.enter_context(registry_host(tgt, registry))
-                image_registry = stack.enter_context(serving(host, tgt, run_tag_for(run_id)))
+                # Named after the run's tag as the runtimes name what they start (tags.py).
+                image_registry = stack.enter_context(serving(host, tgt, fetching[0].run_tag))
                 run.note("registry", image_registry.describe())
                 for rt in fetching:
                     for app in app_names:

@@ -173,7 +173,7 @@ def first_start_findings(table: pd.DataFrame) -> str:
     for r in table.itertuples():
         if r.first_start_ms != r.first_start_ms:
             continue
-        warm = f", {r.first_start_ms / r.warm_ms:.0f}x a warm start ({r.warm_ms:.0f} ms)" if r.warm_ms == r.warm_ms else ""
+        warm = f", {r.first_start_ms / r.warm_ms:.1f}x a warm start ({r.warm_ms:.0f} ms)" if r.warm_ms == r.warm_ms else ""
         lines.append(f"- **{r.app}/{r.runtime}**: first start {r.first_start_ms:.0f} ms = pull {r.pull_ms:.0f} ms "
                      f"({r.compressed_mib:.1f} MiB compressed, {r.layers:.0f} layer(s); alone, the transfer takes "
                      f"{r.transfer_ms:.0f} ms and decompression + extraction {r.unpack_ms:.0f} ms) + start "
