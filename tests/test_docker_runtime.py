@@ -171,3 +171,16 @@ def test_run_batch_nonzero_exit_and_container_removed(runtime, artifacts, no_lef
     after = set(docker("ps", "-aq", "--filter", f"label=edgebench.run={runtime.run_tag}").stdout.split())
     assert after <= before
     assert not runtime._live
+
+
+def test_a_rebuild_removes_the_image_the_tag_left_behind(runtime, built, artifacts, tmp_path):
+    # Stand in for an older build of the app: a different image under the app's tag.
+    (tmp_path / "Dockerfile").write_text("FROM scratch\nCOPY marker /marker\n")
+    (tmp_path / "marker").write_text(uuid.uuid4().hex)
+    tag = artifacts["go-http"].ref
+    assert docker("build", "-q", "-t", tag, str(tmp_path)).returncode == 0
+    older = docker("image", "inspect", "-f", "{{.Id}}", tag).stdout.strip()
+    again = runtime.package(built["go-http"], "offline")
+    assert again.details["image_id"] != older
+    # Not left untagged on the device's disk (it would be one more per app and run).
+    assert docker("image", "inspect", older).returncode != 0

@@ -117,16 +117,25 @@ class DockerRuntime(Runtime):
                 self.target.put(f, f"{ctx}/{f.relative_to(app.source_dir)}")
         self.target.upload_if_changed(dockerfile, f"{ctx}/Dockerfile")
         cmd = ["docker", "build", "-q", "-t", tag, "-f", f"{ctx}/Dockerfile", ctx]
+        before = self.image_id(tag)
         r = self.target.run(cmd, timeout=BUILD_TIMEOUT_S, check=False)
         if not r.ok:
             hint = (" (the published build pulls base images: it needs a registry; use build='offline' "
                     "without internet)") if build == "published" else ""
             raise EdgebenchError(f"docker build of {tag} on {self.target.name} failed{hint}:\n"
                                  f"{r.stderr[-1500:]}")
+        if before and before != r.stdout.strip():
+            # The image the tag left: untagged, it would stay on the device's disk for good, one
+            # per rebuilt app and run. Docker refuses (and we let it) while a container uses it.
+            self.target.run(["docker", "image", "rm", before], check=False)
         size = int(self.target.run(["docker", "image", "inspect", "-f", "{{.Size}}", tag]).stdout.strip())
         return Artifact(self.name, app.name, tag, size, built.size_bytes, built, build=build,
                         details={"image_id": r.stdout.strip(), "build_command": sh(cmd),
                                  "dockerfile": dockerfile.name})
+
+    def image_id(self, ref: str) -> str | None:
+        r = self.target.run(["docker", "image", "inspect", "-f", "{{.Id}}", ref], check=False)
+        return r.stdout.strip() if r.ok and r.stdout.strip() else None
 
     # -- services ----------------------------------------------------------------
     # bridge: published with -p, reached through docker-proxy and the bridge (Docker's default);
