@@ -3,6 +3,8 @@ but never passes that notebook's estimate, and its ETA follows the pace seen so 
 
 from __future__ import annotations
 
+import pytest
+
 from edgebench import plan
 
 
@@ -92,7 +94,24 @@ def test_points_follow_repetitions_runtimes_and_apps():
                                               "experiment": "io_bound"}, ["native"])
     longer = EXPERIMENTS["io_bound"].plan_work({"profile": "quick", "apps": "go-http", "memory_levels": "256m",
                                                 "experiment": "io_bound", "duration_s": 30}, ["native"])
-    assert http.points == longer.points == 2 * 2 and longer.seconds - http.seconds >= 4 * 29
+    assert http.points == longer.points == 2 * 2 and longer.seconds - http.seconds >= 4 * 29 - 1e-6
+
+
+def test_an_app_a_runtime_cannot_run_costs_it_nothing_in_every_plan():
+    # node-http on linux-vm fails before any start; the run measured here took 44 s of linux-vm
+    # time in io_bound (go-http only) where counting both apps planned 126 s.
+    from edgebench.experiments import EXPERIMENTS
+    for name in ("static_footprint", "time_to_ready", "io_bound", "cpu_bound", "min_memory", "boot_time"):
+        exp = EXPERIMENTS[name]
+        params = {**plan.notebook_defaults(exp.notebook_path), "profile": "quick", "repetitions": 2}
+        go = exp.plan_work({**params, "apps": "go-http"}, ["linux-vm"])
+        both = exp.plan_work({**params, "apps": "go-http,node-http"}, ["linux-vm"])
+        assert both.seconds == pytest.approx(go.seconds), name
+        # where both run, both cost
+        assert exp.plan_work({**params, "apps": "go-http,node-http"}, ["docker"]).seconds > \
+            exp.plan_work({**params, "apps": "go-http"}, ["docker"]).seconds, name
+    assert plan.runnable("linux-vm", ["go-http", "node-http"]) == ["go-http"]
+    assert plan.runnable("some-new-runtime", ["node-http"]) == ["node-http"]
 
 
 def test_history_of_the_same_device_replaces_the_model_scaled_by_points(tmp_path):

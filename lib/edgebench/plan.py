@@ -53,22 +53,36 @@ class NotebookPlan:
 
 
 # What a runtime adds on the project's reference machine (2 cores, Debian 12, VMs under TCG), in
-# seconds: packaging one app once per run, and one start-limit-check-stop cycle of an instance.
-# Calibrated from `make figures PROFILE=quick` there; a device's own history replaces them.
-RUNTIME_COST_S = {"native": (1.0, 0.4), "docker": (3.0, 0.9), "docker-crun": (3.0, 0.9), "lxd": (25.0, 6.0), "nanos": (3.0, 2.5),
-                  "linux-vm": (3.0, 5.0), "unikraft": (3.0, 2.5)}
+# seconds: packaging one app (built images are cached; LXD's base image and the tools are made
+# when provisioning, outside the notebooks), and one start-limit-check-stop cycle of an instance.
+# Calibrated from `make figures PROFILE=quick` there (raw files' times per runtime); a device's own
+# history replaces them.
+RUNTIME_COST_S = {"native": (0.1, 0.4), "docker": (0.8, 0.9), "docker-crun": (0.8, 0.9), "lxd": (0.5, 5.0),
+                  "nanos": (3.0, 2.5), "linux-vm": (2.5, 5.0), "unikraft": (3.0, 2.5)}
 UNKNOWN_RUNTIME_COST_S = (10.0, 5.0)
 SESSION_S = 3.0   # the kernel, connecting, facts, the run's files, the figure
 TOOL_RUNTIMES = ("native", "docker", "lxd")  # those that run Linux tool binaries (sysbench, fio, ...)
 
 
-def model_seconds(runtimes: list[str], packages: int, starts: int, busy_s: float) -> float:
+def runnable(runtime: str, apps: list[str]) -> list[str]:
+    """Those of `apps` the runtime can run: the others (node-http on linux-vm) fail before any start."""
+    from edgebench.apps import APPS
+    from edgebench.runtimes import RUNTIMES
+    if runtime not in RUNTIMES:
+        return list(apps)
+    return [a for a in apps if a not in APPS or APPS[a].language in RUNTIMES[runtime].languages]
+
+
+def model_seconds(runtimes: list[str], packages: int, starts: int, busy_s: float,
+                  apps: list[str] | None = None) -> float:
     """A notebook's time in the model: per runtime, `packages` artifacts, `starts` instance
-    cycles and `busy_s` seconds of measuring (load, benchmark run, sleeps)."""
+    cycles and `busy_s` seconds of measuring (load, benchmark run, sleeps). Given the `apps`
+    these are spread over, a runtime does only the share of its runnable apps."""
     total = SESSION_S
     for name in runtimes:
         pack, start = RUNTIME_COST_S.get(name, UNKNOWN_RUNTIME_COST_S)
-        total += pack * packages + start * starts + busy_s
+        share = len(runnable(name, apps)) / len(apps) if apps else 1.0
+        total += share * (pack * packages + start * starts + busy_s)
     return total
 
 
@@ -171,7 +185,7 @@ def table(plans: list[NotebookPlan]) -> str:
 
 
 __all__ = ["Work", "NotebookPlan", "make_plan", "table", "record", "history", "from_history", "duration",
-           "notebook_defaults", "HISTORY_FILE", "model_seconds", "names", "reps_or", "RUNTIME_COST_S"]
+           "notebook_defaults", "HISTORY_FILE", "model_seconds", "runnable", "names", "reps_or", "RUNTIME_COST_S"]
 
 
 def available_runtimes(target) -> list[str]:

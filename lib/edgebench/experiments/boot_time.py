@@ -187,14 +187,10 @@ def plan_boot_time(params: dict, runtimes: list[str]):
     reps = plan.reps_or(params.get("repetitions"), check_profile(params.get("profile", "standard"))["repetitions"])
     machines = [m for m in str(params.get("machines", "pc,microvm")).split(",") if m.strip()] or ["default"]
     variants = [rt for name in runtimes for rt in ([name] * len(machines) if name == "linux-vm" else [name])]
-    from edgebench.apps import APPS
-    from edgebench.runtimes import RUNTIMES
     points, seconds = 0, plan.SESSION_S
     for name in variants:
-        # An app the runtime cannot run (node-http on linux-vm) fails at once, before any start.
-        runnable = [a for a in apps if name not in RUNTIMES or APPS[a].language in RUNTIMES[name].languages]
         points += len(apps) * reps
-        seconds += plan.model_seconds([name], len(runnable), len(runnable) * reps, 0) - plan.SESSION_S
+        seconds += plan.model_seconds([name], len(apps), len(apps) * reps, 0, apps) - plan.SESSION_S
     return plan.Work(points=points, seconds=seconds, apps=apps, levels=f"linux-vm machines {','.join(machines)}",
                      repetitions=reps)
 

@@ -84,5 +84,5 @@ def plan_footprint(params: dict, runtimes: list[str]):
     apps = plan.names(params.get("apps"), HTTP_APPS)
     builds = plan.names(params.get("docker_builds", "offline"), ["offline"])
     return plan.Work(points=len(apps) * len(runtimes) * len(builds),
-                     seconds=plan.model_seconds(runtimes, len(apps) * len(builds), 0, 0), apps=apps,
+                     seconds=plan.model_seconds(runtimes, len(apps) * len(builds), 0, 0, apps), apps=apps,
                      levels=f"builds {','.join(builds)}", repetitions=1)

@@ -277,5 +277,5 @@ def plan_http_load(params: dict, runtimes: list[str]):
     cells = (1 + len(levels)) * len(apps) * reps
     busy = cells * (len(protocols) * closed_s + open_s)
     return plan.Work(points=cells * len(protocols) * len(runtimes),
-                     seconds=plan.model_seconds(runtimes, len(apps), cells * len(protocols), busy), apps=apps,
+                     seconds=plan.model_seconds(runtimes, len(apps), cells * len(protocols), busy, apps), apps=apps,
                      levels=f"rich + memory {','.join(levels)}, protocols {','.join(protocols)}", repetitions=reps)

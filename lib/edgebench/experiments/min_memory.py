@@ -220,6 +220,7 @@ def plan_min_memory(params: dict, runtimes: list[str]):
     bisections = len(apps) * s.repetitions
     hold = float(params.get("hold_s", 1.0)) + 0.3
     return plan.Work(points=bisections * len(runtimes),
-                     seconds=plan.model_seconds(runtimes, len(apps), bisections * trials, bisections * trials * hold),
+                     seconds=plan.model_seconds(runtimes, len(apps), bisections * trials,
+                                                 bisections * trials * hold, apps),
                      apps=apps, levels=f"bisection to {s.resolution_mb:g} MiB (~{trials} trials)",
                      repetitions=s.repetitions)

@@ -338,7 +338,7 @@ def plan_time_to_ready(params: dict, runtimes: list[str]):
     for name in runtimes:
         own = starts - (0 if name in fetching else per_cache["first"])
         extra = per_cache["cold"] * COLD_EXTRA_S + (per_cache["first"] * FIRST_EXTRA_S if name in fetching else 0)
-        seconds += plan.model_seconds([name], len(apps), own, extra) - plan.SESSION_S
+        seconds += plan.model_seconds([name], len(apps), own, extra, apps) - plan.SESSION_S
         points += own
     return plan.Work(points=points, seconds=seconds, apps=apps,
                      levels=f"protocols {','.join(protocols)}; caches {','.join(caches)}", repetitions=reps)
