@@ -1,7 +1,8 @@
 """The benchmarked services, and getting them onto a target.
 
 Go programs are cross-compiled on the controlling machine for the target's architecture
-(static, CGO_ENABLED=0) and uploaded; Node apps run with the target's own `node`. Tools
+(static, CGO_ENABLED=0) and uploaded; Node apps run with the target's own `node`, Python apps
+with its own `python3` and wheels the controlling machine fetched for it (edgebench.python_apps). Tools
 (sysbench, iperf3, fio) are the target's own binaries, run through `tools/steps` so that a tool's
 phases (prepare, run, cleanup) share one container and are timed apart; a tool started as a
 service (the iperf3 server) runs as itself, with its `args`. A tool that is not a command on the
@@ -67,7 +68,7 @@ APP_KINDS = ("http", "tcp", "batch", "tool")
 @dataclass(frozen=True)
 class App:
     name: str
-    language: str          # "go", "node", or "tool" (a binary the target's packages provide)
+    language: str          # "go", "node", "tool" (a binary the target's packages provide) or "python"
     source_dir: Path
     entry: str             # go: package dir "."; node: the script file; tool: the binary's name
     kind: str = "http"     # http or tcp: a service with a port; batch: runs to completion; tool
@@ -113,6 +114,10 @@ APPS: dict[str, App] = {
                            endpoints=("/reading", "/stats"), container_port=8443),
     # Batch workloads (LZW, AES, k-means) for the IoMT and page-fault experiments.
     "iomt": App("iomt", "go", APPS_DIR / "iomt", ".", kind="batch", readiness=None),
+    # Paper 001's face recognition: OpenCV's Haar cascade and a k-NN over eigenface features, on
+    # the target's python3 with pinned wheels (apps/face-recognition/requirements.txt).
+    "face-recognition": App("face-recognition", "python", APPS_DIR / "face-recognition", "face.py", kind="batch",
+                            readiness=None),
     # Microbenchmarks: the target's own sysbench, and its iperf3 as a server (the client runs on
     # the load generator), ready once it accepts a connection.
     "sysbench": App("sysbench", "tool", TOOLS_DIR / "steps", "sysbench", kind="tool", readiness=None,
@@ -248,6 +253,15 @@ def place_app(target: Target, app: App) -> BuiltApp:
         return BuiltApp(app, arch, path, size, argv, data_dir=data_dir,
                         details={"tool": path, "version": version[0] if version else None, "steps": steps,
                                  **({"data": [f"{base}/{rel}" for rel in app.data]} if app.data else {})})
+    if app.language == "python":
+        from edgebench import python_apps
+        python = python_apps.interpreter(target)
+        site = python_apps.place_site(target, app.name, app.source_dir, python)
+        script = target.upload_if_changed(app.source_dir / app.entry, f"{base}/{app.entry}")
+        return BuiltApp(app, arch, script, (app.source_dir / app.entry).stat().st_size, [python["executable"], script],
+                        details={"python": python["executable"], "python_version": python["full_version"],
+                                 "python_home": python["base_prefix"], "stdlib": python["stdlib"], "site": site,
+                                 "requirements": python_apps.requirements_of(app.source_dir)})
     raise ConfigError(f"app {app.name}: unsupported language {app.language!r}")
 
 

@@ -44,7 +44,7 @@ class Runtime(ABC):
     # Below this a runtime cannot start an app at all; refused before anything starts.
     min_memory_mb: ClassVar[float] = 4
     # App languages (apps.App.language) this runtime can run.
-    languages: ClassVar[tuple[str, ...]] = ("go", "node", "tool")
+    languages: ClassVar[tuple[str, ...]] = ("go", "node", "tool", "python")
     # Why the app's own clock readings cannot be compared with the target's; None: they can.
     foreign_clock: ClassVar[str | None] = None
     # How it can package an app (`package(build=...)`); the first is what every experiment uses
@@ -400,10 +400,16 @@ class Runtime(ABC):
 
 def app_env(built: BuiltApp, limits: Limits, port: int | None = None) -> list[str]:
     """The environment every runtime gives an app, as NAME=value: its port (services), and
-    GOMAXPROCS for Go when the protocol sets it (the fair protocol: the granted CPUs)."""
+    GOMAXPROCS for Go when the protocol sets it (the fair protocol: the granted CPUs); a Python
+    app its interpreter's paths, and THREADS (OpenCV's threads) as Go's GOMAXPROCS."""
     env = [f"PORT={port}"] if port is not None else []
     if limits.gomaxprocs and built.app.language == "go":
         env.append(f"GOMAXPROCS={limits.gomaxprocs}")
+    if built.app.language == "python":
+        from edgebench.python_apps import python_env
+        env += python_env(built.details)
+        if limits.gomaxprocs:
+            env.append(f"THREADS={limits.gomaxprocs}")
     return env
 
 

@@ -49,7 +49,20 @@ cp "$binary" "$ctx/rootfs/usr/local/bin/$name"
 for lib in $(ldd "$binary" | awk '$2 == "=>" && $3 ~ /^\// {print $3} $1 ~ /^\// {print $1}'); do
   cp --parents -L "$lib" "$ctx/rootfs/"
 done
-while [ $# -ge 2 ]; do mkdir -p "$ctx/rootfs$(dirname "$2")"; cp -L "$1" "$ctx/rootfs$2"; shift 2; done
+while [ $# -ge 2 ]; do
+  mkdir -p "$ctx/rootfs$(dirname "$2")"
+  if [ -d "$1" ]; then
+    cp -rL "$1" "$ctx/rootfs$2"
+    # The shared objects in a folder (Python's extensions) need their libraries too.
+    for lib in $(find "$1" -name '*.so*' -type f -exec ldd {} + 2>/dev/null | grep -v ':$' |
+                 awk '$2 == "=>" && $3 ~ /^\// {print $3} $1 ~ /^\// {print $1}' | sort -u); do
+      [ -e "$ctx/rootfs$lib" ] || cp --parents -L "$lib" "$ctx/rootfs/"
+    done
+  else
+    cp -L "$1" "$ctx/rootfs$2"
+  fi
+  shift 2
+done
 """
 
 
@@ -106,6 +119,12 @@ class DockerRuntime(Runtime):
                 node = self.target.which("node")
                 self.target.run(["sh", "-c", _BUNDLE_ROOTFS, "bundle", ctx, node, "node",
                                  built.remote_path, "/app/server.js"])
+            elif app.language == "python":  # the target's interpreter, its standard library and the wheels
+                d = built.details
+                data = [x for f in d.get("data", []) for x in (f, f)]
+                self.target.run(["sh", "-c", _BUNDLE_ROOTFS, "bundle", ctx, d["python"], "python3",
+                                 built.remote_path, "/app/main.py", d["stdlib"], d["stdlib"], d["site"], d["site"],
+                                 *data])
             else:  # a tool, run through tools/steps; its data files at the same path as on the target
                 data = [x for f in built.details.get("data", []) for x in (f, f)]
                 self.target.run(["sh", "-c", _BUNDLE_ROOTFS, "bundle", ctx, built.remote_path, app.entry,
@@ -304,8 +323,12 @@ class DockerRuntime(Runtime):
             plan.state["counting_cgroup"] = plan.counting_cgroup
             parent = [f"--cgroup-parent=/{plan.counting_cgroup}"]
         env = [x for e in app_env(artifact.built, limits) for x in ("-e", e)]
+        # A batch program on the host's network (paper 001's 'Host' rows), else Docker's bridge.
+        network = ["--network", "host"] if limits.network == "host" else []
+        if limits.network == "host":
+            plan.network_path = "host network"
         plan.argv = ["docker", "run", "--name", name, "--label", f"{LABEL}={self.run_tag}", *parent,
-                     *self.run_args(limits), *env, artifact.ref, *args]
+                     *self.run_args(limits), *network, *env, artifact.ref, *args]
         return plan
 
     def batch_outcome(self, plan: LaunchPlan) -> BatchOutcome:

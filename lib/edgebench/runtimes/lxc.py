@@ -50,9 +50,15 @@ _CPUSET = re.compile(r"^\d+(-\d+)?(,\d+(-\d+)?)*$")
 # target, the path inside the image, the size, and whether the image holds identical bytes there.
 _BUNDLE = r"""
 set -e
-rootfs=$1; binary=$(readlink -f "$2")
+rootfs=$1; binary=$(readlink -f "$2"); shift 2
 echo "bin $binary - $(stat -L -c %s "$binary") -"
-for lib in $(ldd "$binary" | awk '$2 == "=>" && $3 ~ /^\// {print $3} $1 ~ /^\// {print $1}'); do
+# The binary's libraries, and those of the shared objects in the folders named after it (Python's
+# extensions), except what those folders hold themselves (they are mounted whole).
+for lib in $({ ldd "$binary"; for d in "$@"; do find "$d" -name '*.so*' -type f -exec ldd {} + 2>/dev/null | grep -v ':$'; done; } |
+             awk '$2 == "=>" && $3 ~ /^\// {print $3} $1 ~ /^\// {print $1}' | sort -u); do
+  inside_folder=""
+  for d in "$@"; do case "$lib" in "$d"/*) inside_folder=1 ;; esac; done
+  [ -z "$inside_folder" ] || continue
   real=$(readlink -f "$lib")
   inside=$(chroot "$rootfs" readlink -f "$lib" 2>/dev/null || echo "$lib")
   if cmp -s "$real" "$rootfs$inside"; then same=same; else same=differ; fi
@@ -355,11 +361,12 @@ class Lxc:
             return None
         return oom_kills(self.target, pid=st["pid"])
 
-    def bundle(self, binary: str, at: str, rootfs_dir: str) -> tuple[dict[str, dict], dict]:
+    def bundle(self, binary: str, at: str, rootfs_dir: str, folders: tuple[str, ...] = ()) -> tuple[dict[str, dict], dict]:
         """Read-only disk devices: the binary at `at`, and the libraries it needs that the image
         (unpacked at rootfs_dir) lacks or holds in another version, at their own paths inside the
-        container; and their sizes."""
-        r = self.target.run(["sh", "-c", _BUNDLE, "bundle", rootfs_dir, binary])
+        container; and their sizes. `folders` (mounted by the caller) add their shared objects'
+        libraries."""
+        r = self.target.run(["sh", "-c", _BUNDLE, "bundle", rootfs_dir, binary, *folders])
         mounts: dict[str, dict] = {}
         sizes = {"binary_bytes": 0, "lib_bytes": 0}
         for line in r.stdout.splitlines():

@@ -139,6 +139,16 @@ class LxdRuntime(Runtime):
             pushes.append((src_dir, f"{APP_ROOT}/"))
             inner = [f"{BIN_DIR}/node",
                      f"{APP_ROOT}/{posixpath.basename(src_dir)}/{posixpath.basename(built.remote_path)}"]
+        elif app.language == "python":  # the target's interpreter; its standard library and wheels mounted
+            d = built.details
+            folders = (d["stdlib"], d["site"], *d.get("data", []))
+            mounts, bound = self.lxc.bundle(d["python"], f"{BIN_DIR}/python3", image.rootfs_dir, folders)
+            for i, folder in enumerate(folders):
+                mounts[f"edgebench-dir{i}"] = {"type": "disk", "source": folder, "path": folder, "readonly": "true"}
+            bound["lib_bytes"] += sum(int(line.split()[0]) for line in self.target.run(
+                ["du", "-sbL", *folders]).stdout.splitlines())
+            pushes.append((built.remote_path, f"{APP_ROOT}/main.py"))
+            inner = [f"{BIN_DIR}/python3", f"{APP_ROOT}/main.py"]
         elif app.language == "tool" and app.is_service:  # a tool served as itself (redis-server)
             mounts, bound = self.lxc.bundle(built.remote_path, f"{BIN_DIR}/{app.entry}", image.rootfs_dir)
             inner = [f"{BIN_DIR}/{app.entry}", *built.service_args(app.container_port)]
@@ -150,7 +160,7 @@ class LxdRuntime(Runtime):
             pushes.append((built.argv[0], dest))
             inner = [dest]
         else:
-            raise ConfigError(f"lxd: app {app.name} has language {app.language!r}; use go, node or tool")
+            raise ConfigError(f"lxd: app {app.name} has language {app.language!r}; use go, node, tool or python")
         pushed_bytes = sum(int(line.split()[0]) for line in self.target.run(
             ["du", "-sbL", *[src for src, _ in pushes]]).stdout.splitlines()) if pushes else 0
         size = image.size_bytes + pushed_bytes + bound["binary_bytes"] + bound["lib_bytes"]
