@@ -103,6 +103,10 @@ _EXPERIMENTS = [
                "edgebench.experiments.home_automation:run_home_automation",
                ("paper001_table3_apps.csv",), (),  # its one app is its own
                plan="edgebench.experiments.home_automation:plan_home_automation"),
+    Experiment("face_recognition", "14_face_recognition.ipynb",
+               "edgebench.experiments.face_recognition:run_face_recognition",
+               ("paper001_table3_apps.csv",), (),  # its one app is its own
+               plan="edgebench.experiments.face_recognition:plan_face_recognition"),
 ]
 EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in _EXPERIMENTS}
 

@@ -68,15 +68,18 @@ class Artifacts(dict):
         self.failures: dict[tuple[str, str], str] = {}
 
 
-def package_all(run: Run, target: Target, runtimes, apps, docker_build: str) -> Artifacts:
+def package_all(run: Run, target: Target, runtimes, apps, docker_build: str, prepare=None) -> Artifacts:
     """Build every artifact before any clock starts; a failure is kept under raw/ and its reason
-    in `failures`. `apps`: names from the registry, or App records (one per NPB binary)."""
+    in `failures`. `apps`: names from the registry, or App records (one per NPB binary).
+    `prepare(built)`: what goes with the app into every runtime (its input files), before packaging."""
     artifacts = Artifacts()
     for app in apps:
         record = app if isinstance(app, App) else APPS[app]
         app = record.name
         try:
             built = place_app(target, record)
+            if prepare:
+                prepare(built)
         except EdgebenchError as e:
             run.save_raw(f"build-{app}", command="place_app", stderr=str(e))
             artifacts.failures.update({(app, rt.name): str(e) for rt in runtimes})

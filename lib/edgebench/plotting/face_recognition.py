@@ -1,0 +1,115 @@
+"""Face recognition (paper 001, Table 3 'OpenCV' and 'Face-KNN'): a run's time split into the
+interpreter's start, the gallery's enrolment and the images (read, detection, recognition), per
+runtime and network mode, with the accuracy beside it and the paper's ratios below."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from edgebench.plotting.services import label
+from edgebench.plotting.style import PROTOCOL_TITLE, plt, runtime_colour
+from edgebench.plotting.tables import NoData, mark_emulated, mark_health, sort_by_runtime
+
+BASELINE = "native"
+METRICS = ("end_to_end_latency", "inference_time", "read_per_image", "detect_per_image", "recognize_per_image",
+           "enroll_time", "import_time", "startup_overhead", "accuracy", "detected_fraction", "cpu_utilization",
+           "max_rss")
+# A run's parts in seconds, bottom to top: what the table's per-image means add up to, times N.
+PARTS = (("startup_overhead", "runtime start and teardown", "#7f7f7f"),
+         ("import_time", "interpreter start and imports", "#c7c7c7"),
+         ("enroll_time", "gallery enrolment", "#bcbd22"),
+         ("read_s", "reading the images", "#17becf"),
+         ("detect_s", "Haar detection", "#2ca02c"),
+         ("recognize_s", "features + k-NN", "#9467bd"))
+
+
+def face_table(df: pd.DataFrame) -> pd.DataFrame:
+    """Medians per (protocol, runtime label), how many runs agreed on every prediction, and the
+    time over the images as a ratio to native's in the same protocol."""
+    ok = mark_emulated(df[df["status"] == "ok"])
+    if ok.empty:
+        return pd.DataFrame()
+    ok = ok.assign(label=label(ok))
+    rows = []
+    for (protocol, lab), g in ok.groupby(["protocol", "label"], sort=False):
+        med = g.groupby("metric")["value"].median()
+        images = pd.to_numeric(g["images"], errors="coerce").median() if "images" in g else np.nan
+        answers = g[g["metric"] == "inference_time"]["predictions_sha256"].dropna().astype(str)
+        rows.append({"protocol": protocol, "label": lab, "runtime": g["runtime"].iloc[0],
+                     "runs": int((g["metric"] == "inference_time").sum()), "images": images,
+                     "dataset": ", ".join(sorted(set(g["dataset"].dropna().astype(str)))) if "dataset" in g else "",
+                     "answers": ", ".join(sorted(set(a[:8] for a in answers))),
+                     **{m: med.get(m) for m in METRICS}})
+    table = pd.DataFrame(rows)
+    for part, metric in (("read_s", "read_per_image"), ("detect_s", "detect_per_image"),
+                         ("recognize_s", "recognize_per_image")):
+        table[part] = table[metric] * table["images"] / 1000
+    base = table[table["label"] == BASELINE].set_index("protocol")["inference_time"]
+    table["vs_native"] = [r.inference_time / base.get(r.protocol, np.nan) for r in table.itertuples()]
+    table = mark_health(table, ok, ["protocol", "label"])
+    return sort_by_runtime(table, ["protocol", "runtime", "label"])
+
+
+def face_figure(table: pd.DataFrame):
+    """Stacked bars of a run's time, one panel per protocol, the accuracy above each bar."""
+    if table.empty:
+        raise NoData("face recognition table is empty")
+    protocols = [p for p in ("published", "fair") if p in set(table["protocol"])]
+    fig, axes = plt.subplots(1, len(protocols), figsize=(5.4 * len(protocols), 4.4), squeeze=False, sharey=True)
+    for j, protocol in enumerate(protocols):
+        ax = axes[0][j]
+        t = table[table["protocol"] == protocol]
+        x = np.arange(len(t))
+        bottom = np.zeros(len(t))
+        for metric, name, colour in PARTS:
+            values = t[metric].astype(float).fillna(0).clip(lower=0).to_numpy()
+            ax.bar(x, values, 0.7, bottom=bottom, color=colour, label=name, edgecolor="white")
+            bottom += values
+        for xi, r in zip(x, t.itertuples()):
+            ax.plot([xi - 0.35, xi + 0.35], [r.end_to_end_latency] * 2, color=runtime_colour(r.runtime), linewidth=2.5)
+            ratio = f"{r.vs_native:.2f}x, " if r.label != BASELINE and np.isfinite(r.vs_native) else ""
+            ax.text(xi, max(r.end_to_end_latency, bottom[xi]), f"{ratio}acc {r.accuracy:.0%}", ha="center",
+                    va="bottom", fontsize=8)
+        ax.set_xticks(x, t["label"], rotation=20, ha="right")
+        ax.set_title(PROTOCOL_TITLE.get(protocol, protocol), fontsize=9)
+        ax.grid(axis="y", alpha=0.3)
+    axes[0][0].set_ylabel("seconds per run (medians)")
+    handles, names = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles[:len(PARTS)], names[:len(PARTS)], fontsize=8, loc="lower center", ncol=3)
+    n = table["images"].dropna()
+    fig.suptitle(f"Face recognition over {int(n.iloc[0]) if len(n) else '?'} images (line: end to end in the "
+                 "runtime's colour; ratio of the images' time to native; accuracy)", fontsize=10)
+    fig.tight_layout(rect=(0, 0.1, 1, 1))
+    return fig
+
+
+def face_findings(table: pd.DataFrame, reference: pd.DataFrame) -> str:
+    lines = []
+    for protocol, g in table.groupby("protocol", sort=False):
+        native = g[g["label"] == BASELINE]
+        parts = [f"{r.label} {r.inference_time:.2f} s ({r.vs_native:.2f}x; detection {r.detect_per_image:.1f} ms/image, "
+                 f"accuracy {r.accuracy:.0%})" for r in g.itertuples()
+                 if r.label != BASELINE and np.isfinite(r.vs_native)]
+        if parts and not native.empty:
+            n = native.iloc[0]
+            lines.append(f"- **{protocol}**: native {n.inference_time:.2f} s over {int(n.images)} images (detection "
+                         f"{n.detect_per_image:.1f} ms/image, accuracy {n.accuracy:.0%}); " + "; ".join(parts) + ".")
+    answers = set(a for cell in table["answers"] for a in str(cell).split(", ") if a)
+    if len(answers) > 1:
+        lines.append(f"- The runtimes did not all give the same predictions ({len(answers)} different sets): "
+                     "the same program on the same files should; see the raw output.")
+    elif answers:
+        lines.append("- Every run in every runtime gave the same predictions.")
+    ref = reference[(reference["app"] == "facial_recognition") & (reference["metric"] == "inference_latency")] \
+        if not reference.empty else reference
+    for (method, mode), g in (ref.groupby(["method", "network_mode"]) if not ref.empty else []):
+        values = g.set_index("runtime")["value"]
+        if {"docker", "native"} <= set(values.index):
+            lines.append(f"- Paper 001 Table 3 ({method}-{mode.capitalize()}, 100 images, as printed): Docker "
+                         f"{values['docker']:g} s, native {values['native']:g} s "
+                         f"({values['docker'] / values['native']:.2f}x).")
+    if lines and not ref.empty:
+        lines.append("- The paper's OpenCV row compares with the detection here, its Face-KNN row with the whole "
+                     "time over the images; its images, model and device differ, so compare ratios, not seconds.")
+    return "\n".join(lines)
