@@ -253,4 +253,4 @@ def plan_face_recognition(params: dict, runtimes: list[str]):
                   for n in runtimes)
     return plan.Work(points=sum(runs * modes[n] for n in runtimes if plan.runnable(n, [APP])),
                      seconds=plan.SESSION_S + seconds, apps=[APP], levels=f"protocols {','.join(protocols)}",
-                     repetitions=reps)
+                     repetitions=reps, runtimes=[n for n in runtimes if plan.runnable(n, [APP])])
