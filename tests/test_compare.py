@@ -180,6 +180,24 @@ def test_a_runtimes_own_network_mode_is_compared_with_natives_only_one():
     assert compare.ratios_to_native(two)["ratio"].isna().all()
 
 
+def test_dockers_network_mode_is_compared_with_native_which_has_none():
+    # Services, home automation, face recognition: native's rows have no network_mode.
+    rows = [dict(experiment="home_automation", run_id="r", target="pi", app="home-automation", runtime=rt,
+                 protocol="fair", rep=1, metric="request_time", value=v, unit="ms", status="ok", network_mode=mode)
+            for rt, mode, v in (("native", "", 0.1), ("docker", "bridge", 0.25), ("docker", "host", 0.1))]
+    got = compare.ratios_to_native(pd.DataFrame(rows)).set_index("network_mode")
+    assert got.loc["bridge", "ratio"] == pytest.approx(2.5) and got.loc["host", "ratio"] == pytest.approx(1.0)
+    paper = compare.paper_ratios("home_automation").set_index("network_mode")["paper_ratio"]
+    assert paper["bridge"] == pytest.approx(16.2 / 6.5) and paper["host"] == pytest.approx(9.1)
+    face = compare.paper_ratios("face_recognition").set_index("network_mode")["paper_ratio"]
+    assert face["bridge"] == pytest.approx(900 / 320) and face["host"] == pytest.approx(320 / 110)
+
+
+def test_every_experiment_has_a_headline_metric():
+    from edgebench.experiments import EXPERIMENTS
+    assert set(EXPERIMENTS) <= set(compare.HEADLINE_METRICS)
+
+
 def test_an_emulated_vm_is_its_own_runtime():
     rows = http_rows({("go-http", "native"): [1000.0], ("go-http", "nanos"): [100.0]})
     df = pd.DataFrame(rows).assign(experiment="io_bound", run_id="r", target="pi",
