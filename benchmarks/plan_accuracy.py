@@ -1,0 +1,59 @@
+"""The run plan's estimate against the wall time measured, per notebook and in all (issue 16: within
+25% for `make figures PROFILE=quick` and for the default profile on the reference machine).
+
+Reads this device's history (data/history/timings.jsonl: every notebook `make figures` finished,
+with the model's estimate at the time) and takes, per notebook, the newest completed run of the
+profile on the target; prints the model's estimate, the measured time and their ratio, and the
+totals. A profile whose notebooks were not all measured says which are missing.
+
+    python benchmarks/plan_accuracy.py [--profile quick] [--target local] [--since 2026-11-25T06:00]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from edgebench import plan
+from edgebench.experiments import EXPERIMENTS
+
+TOLERANCE = 0.25
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--profile", default="quick")
+    ap.add_argument("--target", default="local")
+    ap.add_argument("--since", default="", help="only runs finished at or after this UTC time (ISO)")
+    args = ap.parse_args()
+    newest: dict[str, dict] = {}
+    for e in plan.history():
+        if (e.get("profile") == args.profile and e.get("target") == args.target and e.get("status") == "completed"
+                and str(e.get("finished_at", "")) >= args.since):
+            newest[e["experiment"]] = e
+    if not newest:
+        print(f"no completed {args.profile} runs on {args.target} in {plan.history_path()}; "
+              f"run `make figures PROFILE={args.profile}` first")
+        return 1
+    print(f"{'notebook':<22} {'model':>9} {'measured':>9} {'ratio':>6}  runtimes")
+    model = measured = 0.0
+    for name in EXPERIMENTS:
+        e = newest.get(name)
+        if not e:
+            continue
+        model += e["model_s"]
+        measured += e["seconds"]
+        print(f"{name:<22} {plan.duration(e['model_s']):>9} {plan.duration(e['seconds']):>9} "
+              f"{e['model_s'] / e['seconds']:>6.2f}  {','.join(e['runtimes'])}  ({e['finished_at'][:16]})")
+    missing = [n for n in EXPERIMENTS if n not in newest]
+    ratio = model / measured
+    print(f"{'total':<22} {plan.duration(model):>9} {plan.duration(measured):>9} {ratio:>6.2f}")
+    if missing:
+        print(f"not measured in this profile: {', '.join(missing)}")
+    ok = abs(ratio - 1) <= TOLERANCE
+    print(f"plan vs measured: {ratio:.2f}x ({'within' if ok else 'outside'} {TOLERANCE:.0%})")
+    return 0 if ok and not missing else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
