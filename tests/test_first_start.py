@@ -1,7 +1,8 @@
 """First starts (paper 001's cold start with the image not on the device): the plan counts them for
 runtimes with images only; for real, Docker removes the image, pulls it from a registry on this
 machine or on a second host (a network namespace) over TLS, starts it, and the pull's transfer and
-unpacking are timed alone; afterwards no registry, trust entry or registry tag is left."""
+unpacking are timed alone; LXD fetches its base image's tarballs from the registry and imports them;
+afterwards no registry, trust entry or registry tag is left, and LXD's base image is back."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from edgebench.errors import ConfigError
 ttr = pytest.importorskip("edgebench.experiments.time_to_ready")
 
 
-def test_first_is_a_cache_kind_and_the_plan_counts_it_for_docker_only():
+def test_first_is_a_cache_kind_and_the_plan_counts_it_for_runtimes_with_images():
     assert ttr.check_caches("warm,first") == ["warm", "first"]
     with pytest.raises(ConfigError, match="warm, cold, first"):
         ttr.check_caches("lukewarm")
@@ -25,6 +26,8 @@ def test_first_is_a_cache_kind_and_the_plan_counts_it_for_docker_only():
     warm = ttr.plan_time_to_ready({**base, "caches": "warm"}, ["native", "docker"])
     first = ttr.plan_time_to_ready({**base, "caches": "warm,first"}, ["native", "docker"])
     assert warm.points == 4 and first.points == 6  # native: 2 warm; docker: 2 warm + 2 first
+    # LXD fetches its base image; a VM's disk is built on the device: nothing to fetch.
+    assert ttr.plan_time_to_ready({**base, "caches": "warm,first"}, ["lxd", "linux-vm"]).points == 4 + 2
     assert first.seconds > warm.seconds + 2 * ttr.FIRST_EXTRA_S
 
 
@@ -85,6 +88,31 @@ def test_docker_first_starts_pull_from_a_registry_on_this_machine(local, docker_
                                     repetitions=2, profile="quick", cpus="1", memory="256m", progress=False)
     _check_first_starts(run_dir, local.name)
     _nothing_left(local, run_dir)
+
+
+@pytest.mark.integration
+def test_lxd_first_starts_fetch_and_import_its_base_image(local, lxd_ready, cgroups_ready, no_leftovers):
+    from edgebench.lxd_image import ensure_image, lxc_query
+    from edgebench.results import load_results
+    _registry_ready(local)
+    before = ensure_image(local)
+    run_dir = ttr.run_time_to_ready(runtimes="lxd", apps="go-http", caches="warm,first", protocols="fair",
+                                    repetitions=2, profile="quick", progress=False)
+    df = load_results(run_dir)
+    first = df[(df["cache"] == "first") & (df["status"] == "ok")]
+    assert set(first["runtime"]) == {"lxd"}, df[df["status"] == "failed"][["runtime", "metric", "error"]]
+    by = lambda m: first[first["metric"] == m]["value"]  # noqa: E731
+    # Both tarballs came over the network, the root filesystem's tens of MiB among them.
+    assert (by("layers_fetched") == 2).all() and (by("image_compressed") > 50).all()
+    assert (by("image_transfer") > 0).all() and (by("image_unpack") > 0).all()
+    assert by("image_pull").values == pytest.approx(by("image_transfer").values + by("image_unpack").values, rel=0.05)
+    warm = df[(df["cache"] == "warm") & (df["metric"] == "time_to_ready")]["value"]
+    assert by("first_start").median() > warm.median()
+    # The base image is back under its alias, as it was: later LXD starts find it.
+    alias = lxc_query(local, f"/1.0/images/aliases/{before.alias.replace('/', '%2F')}") or {}
+    assert alias.get("target") == before.fingerprint
+    trusted = os.listdir("/etc/docker/certs.d") if os.path.isdir("/etc/docker/certs.d") else []
+    assert not trusted, f"the run's registry is still trusted: {trusted}"
 
 
 @pytest.mark.integration

@@ -6,7 +6,8 @@ Debian's `docker-registry` (the CNCF distribution registry), started for the run
 folder and a TLS certificate made for it. The device's Docker trusts that certificate through
 /etc/docker/certs.d/<address:port>/ca.crt, read per connection: no daemon restart and no
 --insecure-registry. When the run ends (or fails, or is interrupted) the registry process, its
-storage, its certificate and the device's trust entry all go.
+storage, its certificate and the device's trust entry all go. Images that are not Docker's (LXD's
+tarballs) are kept in it as plain blobs, which the device fetches over HTTPS with curl.
 """
 
 from __future__ import annotations
@@ -219,6 +220,33 @@ def transfer_and_unpack(registry: Registry, ref: str, scratch: str) -> dict:
     return {"transfer_ms": (t1 - t0) / 1e6, "unpack_ms": (t2 - t1) / 1e6, "compressed_bytes": size,
             "layers": len(layers), "command": " ".join(argv[:1]) + " <transfer-unpack script>",
             "output": r.stdout + r.stderr}
+
+
+# One file as a blob, pushed from the device over the registry's HTTP API (a monolithic upload:
+# POST for a session, PUT with the digest); prints `edgebench-blob DIGEST BYTES`.
+_PUSH_BLOB = r"""
+set -e
+url=$1; ca=$2; repo=$3; file=$4
+digest=sha256:$(sha256sum "$file" | cut -d' ' -f1)
+loc=$(curl -sSf --cacert "$ca" -X POST -D - -o /dev/null "$url/v2/$repo/blobs/uploads/" |
+      awk 'tolower($1) == "location:" {print $2}' | tr -d '\r')
+case "$loc" in http*) ;; *) loc="$url$loc" ;; esac
+case "$loc" in *\?*) sep='&' ;; *) sep='?' ;; esac
+curl -sSf --cacert "$ca" -X PUT -H 'Content-Type: application/octet-stream' --data-binary @"$file" \
+  "$loc${sep}digest=$digest" -o /dev/null
+echo "edgebench-blob $digest $(stat -c %s "$file")"
+"""
+
+
+def push_blob(registry: Registry, repository: str, path: str) -> dict:
+    """A file on the device into the registry as a blob (an image that is not Docker's: LXD's
+    tarballs); {"digest", "bytes", "url"}."""
+    r = registry.device.run(["sh", "-c", _PUSH_BLOB, "push-blob", registry.url, registry.ca_path, repository, path],
+                            timeout=900, check=False)
+    fields = (r.stdout.strip().splitlines() or [""])[-1].split()
+    if not r.ok or len(fields) != 3 or fields[0] != "edgebench-blob":
+        raise EdgebenchError(f"pushing {path} to the registry {registry.name} failed: {r.stderr.strip()[-400:]}")
+    return {"digest": fields[1], "bytes": int(fields[2]), "url": f"{registry.url}/v2/{repository}/blobs/{fields[1]}"}
 
 
 @contextmanager
