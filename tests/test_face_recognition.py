@@ -136,3 +136,21 @@ def test_a_users_folder_replaces_the_built_in_set(local, wheels_ready, cgroups_r
     acc = df[df["metric"] == "accuracy"]
     assert acc["dataset"].iloc[0] == f"directory {tmp_path / 'mine'}"
     assert acc["images"].iloc[0] == 20 and acc["value"].iloc[0] >= ACCURACY_THRESHOLD
+
+
+@pytest.mark.integration
+def test_docker_builds_the_python_bundle_once_and_keeps_no_copy(local, wheels_ready, docker_ready, no_leftovers):
+    import os
+    import uuid
+    from edgebench.apps import APPS, place_app
+    from edgebench.runtimes import DockerRuntime
+    rt = DockerRuntime(local, run_tag=f"it-face-{uuid.uuid4().hex[:8]}")
+    built = place_app(local, APPS[fr.APP])
+    first = rt.package(built, "offline")
+    again = rt.package(built, "offline")
+    # Hundreds of MB are not copied and built again when nothing that goes in changed...
+    assert again.details["image_id"] == first.details["image_id"]
+    assert again.details["build_command"].startswith("(the image built from the same inputs")
+    # ...and the build's copy of them does not stay on the device's disk.
+    assert not os.path.exists(f"{local.workspace}/docker/{fr.APP}-offline")
+    assert first.size_bytes > 50 * 2**20

@@ -85,13 +85,13 @@ def site_tarball(name: str, requirements: list[str], version: str, machine: str)
     """The unpacked wheels as one tarball, cached on the controlling machine."""
     import hashlib
     digest = hashlib.sha256(json.dumps([requirements, version, machine]).encode()).hexdigest()[:12]
-    out = BUILD_DIR / "python" / f"{name}-site-cp{version.replace('.', '')}-{machine}-{digest}.tar"
+    out = BUILD_DIR / "python" / f"{name}-site-cp{version.replace('.', '')}-{machine}-{digest}.tar.gz"
     if out.exists():
         return out
-    wheels = out.with_suffix(".wheels")
+    wheels = out.parent / out.name.replace(".tar.gz", ".wheels")
     pip_download(requirements, wheels, version, machine)
     tmp = out.with_name(f"{out.name}.tmp-{os.getpid()}")
-    with tarfile.open(tmp, "w") as tar:
+    with tarfile.open(tmp, "w:gz", compresslevel=6) as tar:  # ~3x smaller to upload to a device
         for wheel in sorted(wheels.glob("*.whl")):
             with zipfile.ZipFile(wheel) as z:
                 for info in z.infolist():
@@ -111,13 +111,13 @@ def place_site(target: Target, name: str, source_dir: Path, python: dict) -> str
     """The app's wheels unpacked and compiled on the target; the folder's path there."""
     tarball = site_tarball(name, requirements_of(source_dir), python["version"], python["machine"])
     base = f"{target.workspace}/apps/{name}"
-    site = f"{base}/{tarball.stem}"
+    site = f"{base}/{tarball.name.removesuffix('.tar.gz')}"
     if target.run(["test", "-f", f"{site}/.complete"], check=False).ok:
         return site
     remote = target.upload_if_changed(tarball, f"{base}/{tarball.name}")
     # Compiled by the interpreter that runs it (its bytecode version), so no runtime compiles at
     # import time, and no container writes a __pycache__.
-    script = ('set -e; rm -rf "$1.tmp"; mkdir -p "$1.tmp"; tar -xf "$2" -C "$1.tmp"; '
+    script = ('set -e; rm -rf "$1.tmp"; mkdir -p "$1.tmp"; tar -xzf "$2" -C "$1.tmp"; '
               '"$3" -m compileall -q -j 0 "$1.tmp" >/dev/null; rm -rf "$1"; mv "$1.tmp" "$1"; '
               'touch "$1/.complete"; rm -f "$2"')
     r = target.run(["sh", "-c", script, "site", site, remote, python["executable"]], timeout=COMPILE_TIMEOUT_S,

@@ -234,8 +234,8 @@ def collect(run_id: str = "", **params) -> Path:
 
 # The program's time per image on the reference machine (read, detect, recognise), and the
 # interpreter's start with its imports and the gallery's enrolment, for the run plan only.
-PLAN_PER_IMAGE_S = 0.012
-PLAN_FIXED_S = 1.8
+PLAN_PER_IMAGE_S = 0.007
+PLAN_FIXED_S = 0.5
 
 
 def plan_face_recognition(params: dict, runtimes: list[str]):
