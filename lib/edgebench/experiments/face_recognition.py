@@ -31,7 +31,8 @@ from edgebench.apps import APPS, BuiltApp
 from edgebench.errors import ConfigError, EdgebenchError
 from edgebench.experiments.common import (check_profile, check_protocols, check_repetitions, open_run,
                                           resolve_limits, runtime_options, session)
-from edgebench.experiments.protocols import fair_limits, package_all, published_limits, with_applied
+from edgebench.experiments.protocols import (batch_failure, fair_limits, package_all, published_limits,
+                                             with_applied)
 from edgebench.experiments.services import modes_of
 from edgebench.experiments.sweep import Point, artifact_for, sweep
 from edgebench.python_apps import pypi_file, python_env
@@ -140,10 +141,7 @@ def record(run: Run, result, limits: Limits, row: dict, tag: str) -> None:
                  exit_code=result.exit_code, limits_applied=result.limits_applied, details=result.details)
     row = with_applied(dict(row, accelerator=result.accelerator), limits, result.limits_applied)
     if not result.ok:
-        why = ("OOM-killed" if result.oom_killed else
-               "timed out" if result.timed_out else f"exit code {result.exit_code}")
-        tail = " | ".join(result.stderr.strip().splitlines()[-2:])
-        run.failed(metric="inference_time", unit="s", error=f"{why}: {tail}".strip(": "), **row)
+        run.failed(metric="inference_time", unit="s", error=batch_failure(result), **row)
         return
     try:
         images, s = parse_output(result.stdout)

@@ -27,7 +27,7 @@ from edgebench.counters import COLUMNS as PERF_COLUMNS, EVENTS
 from edgebench.errors import ConfigError, EdgebenchError
 from edgebench.experiments.common import (open_run, runtime_options, as_list, check_profile, check_protocols, check_repetitions,
                                           collect as _collect, resolve_limits, session)
-from edgebench.experiments.protocols import fair_limits, package_all, published_limits, with_applied
+from edgebench.experiments.protocols import batch_failure, fair_limits, package_all, published_limits, with_applied
 from edgebench.experiments.sweep import Point, artifact_for, sweep
 from edgebench.results import Run, new_run_id
 from edgebench.runtimes import Limits
@@ -178,10 +178,7 @@ def record_batch(run: Run, result, limits: Limits, row: dict, tag: str) -> None:
                             counting_cgroup=result.cgroup_faults.source if result.cgroup_faults else ""),
                        limits, result.limits_applied)
     if not result.ok:
-        why = ("OOM-killed" if result.oom_killed else
-               "timed out" if result.timed_out else f"exit code {result.exit_code}")
-        tail = " | ".join(result.stderr.strip().splitlines()[-2:])
-        run.failed(metric="end_to_end_latency", unit="s", error=f"{why}: {tail}".strip(": "), **row)
+        run.failed(metric="end_to_end_latency", unit="s", error=batch_failure(result), **row)
         return
     try:
         rec = parse_record(result.stdout)

@@ -91,3 +91,12 @@ def package_all(run: Run, target: Target, runtimes, apps, docker_build: str, pre
                 run.save_raw(f"package-{app}-{rt.name}", command="package", stderr=str(e))
                 artifacts.failures[(app, rt.name)] = str(e)
     return artifacts
+
+
+def batch_failure(result) -> str:
+    """Why a batch run failed, for its failed row: OOM kill, timeout or exit code, and the last
+    lines it wrote to stderr."""
+    why = ("OOM-killed" if result.oom_killed else
+           "timed out" if result.timed_out else f"exit code {result.exit_code}")
+    tail = " | ".join(result.stderr.strip().splitlines()[-2:])
+    return f"{why}: {tail}".strip(": ")

@@ -8,8 +8,8 @@ import numpy as np
 import pandas as pd
 
 from edgebench.plotting.services import label
-from edgebench.plotting.style import PROTOCOL_TITLE, plt, runtime_colour
-from edgebench.plotting.tables import NoData, mark_emulated, mark_health, sort_by_runtime
+from edgebench.plotting.style import PROTOCOL_TITLE, plt
+from edgebench.plotting.tables import NoData, mark_emulated, mark_health, sort_by_runtime, stacked_parts
 
 BASELINE = "native"
 METRICS = ("end_to_end_latency", "inference_time", "read_per_image", "detect_per_image", "recognize_per_image",
@@ -59,19 +59,9 @@ def face_figure(table: pd.DataFrame):
     fig, axes = plt.subplots(1, len(protocols), figsize=(5.4 * len(protocols), 4.4), squeeze=False, sharey=True)
     for j, protocol in enumerate(protocols):
         ax = axes[0][j]
-        t = table[table["protocol"] == protocol]
-        x = np.arange(len(t))
-        bottom = np.zeros(len(t))
-        for metric, name, colour in PARTS:
-            values = t[metric].astype(float).fillna(0).clip(lower=0).to_numpy()
-            ax.bar(x, values, 0.7, bottom=bottom, color=colour, label=name, edgecolor="white")
-            bottom += values
-        for xi, r in zip(x, t.itertuples()):
-            ax.plot([xi - 0.35, xi + 0.35], [r.end_to_end_latency] * 2, color=runtime_colour(r.runtime), linewidth=2.5)
-            ratio = f"{r.vs_native:.2f}x, " if r.label != BASELINE and np.isfinite(r.vs_native) else ""
-            ax.text(xi, max(r.end_to_end_latency, bottom[xi]), f"{ratio}acc {r.accuracy:.0%}", ha="center",
-                    va="bottom", fontsize=8)
-        ax.set_xticks(x, t["label"], rotation=20, ha="right")
+        stacked_parts(ax, table[table["protocol"] == protocol], PARTS, "end_to_end_latency",
+                      lambda r: (f"{r.vs_native:.2f}x, " if r.label != BASELINE and np.isfinite(r.vs_native) else "")
+                      + f"acc {r.accuracy:.0%}")
         ax.set_title(PROTOCOL_TITLE.get(protocol, protocol), fontsize=9)
         ax.grid(axis="y", alpha=0.3)
     axes[0][0].set_ylabel("seconds per run (medians)")

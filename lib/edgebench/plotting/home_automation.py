@@ -7,8 +7,8 @@ import numpy as np
 import pandas as pd
 
 from edgebench.plotting.services import label
-from edgebench.plotting.style import PROTOCOL_TITLE, plt, runtime_colour
-from edgebench.plotting.tables import NoData, mark_emulated, mark_health, sort_by_runtime
+from edgebench.plotting.style import PROTOCOL_TITLE, plt
+from edgebench.plotting.tables import NoData, mark_emulated, mark_health, sort_by_runtime, stacked_parts
 
 BASELINE = "native"
 PARTS = (("sensor_per_request", "sensor (DHT11 read or its kept reading)", "#2ca02c"),
@@ -47,18 +47,8 @@ def latency_figure(table: pd.DataFrame):
     fig, axes = plt.subplots(1, len(protocols), figsize=(5.4 * len(protocols), 4.2), squeeze=False, sharey=True)
     for j, protocol in enumerate(protocols):
         ax = axes[0][j]
-        t = table[table["protocol"] == protocol]
-        x = np.arange(len(t))
-        bottom = np.zeros(len(t))
-        for metric, name, colour in PARTS:
-            values = t[metric].astype(float).fillna(0).clip(lower=0).to_numpy()
-            ax.bar(x, values, 0.7, bottom=bottom, color=colour, label=name, edgecolor="white")
-            bottom += values
-        for xi, r in zip(x, t.itertuples()):
-            ax.plot([xi - 0.35, xi + 0.35], [r.mean_ms] * 2, color=runtime_colour(r.runtime), linewidth=2.5)
-            if r.label != BASELINE and np.isfinite(r.vs_native):
-                ax.text(xi, max(r.mean_ms, bottom[xi]), f"{r.vs_native:.2f}x", ha="center", va="bottom", fontsize=8)
-        ax.set_xticks(x, t["label"], rotation=20, ha="right")
+        stacked_parts(ax, table[table["protocol"] == protocol], PARTS, "mean_ms",
+                      lambda r: f"{r.vs_native:.2f}x" if r.label != BASELINE and np.isfinite(r.vs_native) else "")
         ax.set_title(f"{PROTOCOL_TITLE.get(protocol, protocol)}", fontsize=9)
         ax.grid(axis="y", alpha=0.3)
     axes[0][0].set_ylabel("mean latency per request (ms, medians)")

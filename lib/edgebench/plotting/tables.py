@@ -163,3 +163,24 @@ def run_notes(run_dir, df: pd.DataFrame | None = None) -> str:
             lines.append(f"- **{rt}** ran with accelerator: {kinds}{emulated}")
     health = health_notes(run_dir, df)
     return "\n".join((lines or ["- Every runtime was measured."]) + health)
+
+
+def stacked_parts(ax, t: pd.DataFrame, parts, total: str, note) -> None:
+    """One bar per row of `t`, stacked from `parts` ((column, legend name, colour), bottom to top;
+    missing and negative parts drawn as 0), the row's `total` as a line in its runtime's colour
+    and `note(row)` above it; x labels from the `label` column."""
+    import numpy as np
+    from edgebench.plotting.style import runtime_colour
+    x = np.arange(len(t))
+    bottom = np.zeros(len(t))
+    for column, name, colour in parts:
+        values = t[column].astype(float).fillna(0).clip(lower=0).to_numpy()
+        ax.bar(x, values, 0.7, bottom=bottom, color=colour, label=name, edgecolor="white")
+        bottom += values
+    for xi, r in zip(x, t.itertuples()):
+        top = getattr(r, total)
+        ax.plot([xi - 0.35, xi + 0.35], [top] * 2, color=runtime_colour(r.runtime), linewidth=2.5)
+        text = note(r)
+        if text:
+            ax.text(xi, max(top, bottom[xi]), text, ha="center", va="bottom", fontsize=8)
+    ax.set_xticks(x, t["label"], rotation=20, ha="right")
