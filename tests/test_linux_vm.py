@@ -8,6 +8,7 @@ from __future__ import annotations
 import base64
 import json
 import signal
+import socket
 import urllib.request
 
 import pytest
@@ -227,8 +228,46 @@ def test_an_unknown_machine_is_refused(local):
 
 def test_node_is_refused_with_the_reason(vm, local):
     from edgebench.errors import ConfigError
-    with pytest.raises(ConfigError, match="node-http \\(node\\) cannot run on linux-vm"):
+    with pytest.raises(ConfigError, match="node-http \\(node, http\\) cannot run on linux-vm"):
         vm.package(place_app(local, APPS["node-http"]))
+
+
+def test_a_batch_tool_is_refused_and_a_serving_one_is_not(vm):
+    assert vm.runs(APPS["redis"]) and vm.runs(APPS["nginx"]) and vm.runs(APPS["go-http"])
+    assert not vm.runs(APPS["fio"]) and not vm.runs(APPS["node-http"])
+
+
+@pytest.mark.parametrize("service", ["redis", "nginx"])
+def test_debians_services_run_from_the_initramfs_with_their_libraries(vm, local, service, no_leftovers):
+    """A dynamic binary in the guest: the libraries ldd names and the data files go in at their
+    paths, so the same redis-server and nginx serve there as natively."""
+    app = APPS[service]
+    need(app.entry, None if local.which(app.entry) else f"no {app.entry} (apt-get install {app.package})")
+    artifact = vm.package(place_app(local, app))
+    listing = {p.removeprefix("./") for p in
+               local.run(["sh", "-c", f"{vm.kit()['busybox']} cpio -t <{artifact.ref}"]).stdout.split()}
+    assert "lib64/ld-linux-x86-64.so.2" in listing and "etc/passwd" in listing
+    assert any(p.endswith("/libc.so.6") for p in listing)
+    for f in artifact.built.details.get("data", []):
+        assert f.lstrip("/") in listing
+    port = app.container_port if app.fixed_port else free_port()
+    inst, probe = vm.start(artifact, Limits(cpus=1, memory_mb=256), port, timeout_s=120)
+    try:
+        assert probe.ready_after_ns and probe.error is None
+        if service == "redis":
+            with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+                s.sendall(b"SET k v\r\nGET k\r\n")
+                got = b""
+                while not got.endswith(b"v\r\n"):
+                    got += s.recv(100)
+                assert got == b"+OK\r\n$1\r\nv\r\n"
+        else:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/index.html", timeout=10) as r:
+                assert r.status == 200 and len(r.read()) == 612
+        qemu = inst.pid
+    finally:
+        vm.stop(inst)
+    assert not qemu_alive(qemu)
 
 
 def test_interrupted_while_a_vm_boots_leaves_no_vm(vm, tmp_path, no_leftovers):

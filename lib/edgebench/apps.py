@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import platform
 import shutil
 import subprocess
 import posixpath
@@ -181,8 +182,10 @@ def _source_digest(paths: list[Path]) -> str:
     return h.hexdigest()[:12]
 
 
-def go_build(source_dir: Path, out_name: str, arch: str) -> Path:
-    """Static build for linux/<arch>, cached by source digest under .build/."""
+def go_build(source_dir: Path, out_name: str, arch: str, static_pie: bool = False) -> Path:
+    """Static build for linux/<arch>, cached by source digest under .build/. `static_pie`: a
+    static position-independent executable instead (Unikraft's ELF loader maps only those),
+    linked by the controller's C compiler, so only for the controller's own architecture."""
     if arch not in GO_ARCH:
         raise ConfigError(f"no Go architecture known for target arch {arch!r}; "
                           f"supported: {', '.join(GO_ARCH)}")
@@ -192,7 +195,7 @@ def go_build(source_dir: Path, out_name: str, arch: str) -> Path:
         raise ConfigError("Go is needed on the controlling machine to build the apps for the target; "
                           "install Go >= 1.22 (e.g. `apt-get install golang`) and retry")
     digest = _source_digest(sorted(p for p in source_dir.rglob("*") if p.is_file()))
-    out = BUILD_DIR / f"{out_name}-linux-{goarch}{goarm or ''}-{digest}"
+    out = BUILD_DIR / f"{out_name}-linux-{goarch}{goarm or ''}{'-pie' if static_pie else ''}-{digest}"
     if out.exists():
         return out
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -200,8 +203,17 @@ def go_build(source_dir: Path, out_name: str, arch: str) -> Path:
                GOFLAGS="-mod=mod")
     if goarm:
         env["GOARM"] = goarm
+    flags = ["-ldflags=-s -w"]
+    if static_pie:
+        if GO_ARCH.get(platform.machine(), (None,))[0] != goarch or not shutil.which("cc"):
+            raise ConfigError(f"a static-PIE build for {arch} needs a C compiler for {arch} on the controlling "
+                              f"machine (this one is {platform.machine()}{'' if shutil.which('cc') else ', without cc'}); "
+                              "run edgebench from a machine of the target's architecture with gcc installed")
+        env["CGO_ENABLED"] = "1"
+        # Go's own resolver and user lookup: glibc's, linked statically, would want its NSS modules.
+        flags = ["-buildmode=pie", "-tags=netgo,osusergo", "-ldflags=-s -w -linkmode external -extldflags -static-pie"]
     tmp = out.with_name(f"{out.name}.tmp-{os.getpid()}")  # drivers for several devices may build at once
-    r = subprocess.run([go, "build", "-trimpath", "-ldflags=-s -w", "-o", str(tmp), "."],
+    r = subprocess.run([go, "build", "-trimpath", *flags, "-o", str(tmp), "."],
                        cwd=source_dir, env=env, capture_output=True, text=True, timeout=GO_BUILD_TIMEOUT_S)
     if r.returncode != 0:
         raise EdgebenchError(f"go build of {source_dir} failed:\n{r.stderr[-2000:]}")

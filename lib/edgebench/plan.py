@@ -70,7 +70,7 @@ def runnable(runtime: str, apps: list[str]) -> list[str]:
     from edgebench.runtimes import RUNTIMES
     if runtime not in RUNTIMES:
         return list(apps)
-    return [a for a in apps if a not in APPS or APPS[a].language in RUNTIMES[runtime].languages]
+    return [a for a in apps if a not in APPS or RUNTIMES[runtime].runs(APPS[a])]
 
 
 def model_seconds(runtimes: list[str], packages: int, starts: int, busy_s: float,

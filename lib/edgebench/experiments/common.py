@@ -101,7 +101,7 @@ def select_runtimes(target: Target, requested, run_tag: str, apps: Iterable[str]
     chosen, skipped = [], {}
     for name in names:
         rt = RUNTIMES[name](target, run_tag, **(options or {}).get(name, {}))
-        unfit = [a for a in apps if APPS[a].language not in rt.languages]
+        unfit = [a for a in apps if not rt.runs(APPS[a])]
         if unfit and len(unfit) == len(list(apps)):  # asked first: no need to probe the target
             why = Availability(False, f"{name} does not run {', '.join(unfit)} in edgebench "
                                       f"(it runs {', '.join(rt.languages)} apps)")

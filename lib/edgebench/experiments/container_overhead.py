@@ -339,7 +339,7 @@ def _network(b: _Bench, app_names: list[str], load_generator) -> None:
     """ab (and wrk beside it, fair) from the load-generator host against the app in each runtime
     and network mode. Points alternate their order with each repetition, as the sweep does."""
     s = b.settings
-    runnable = [rt for rt in b.all_runtimes if any(APPS[a].language in rt.languages for a in app_names)]
+    runnable = [rt for rt in b.all_runtimes if any(rt.runs(APPS[a]) for a in app_names)]
     artifacts = package_all(b.run, b.target, runnable, app_names, "offline")
     pts = network_points(runnable)
     order = [(rep, app, pt, proto) for rep in range(1, b.reps + 1) for app in app_names
@@ -469,7 +469,7 @@ def run_container_overhead(target="local", runtimes="auto", benchmarks="all", pr
         cpus_v, mem_v, clip = resolve_limits(tgt, cpus, memory)
         with open_run(EXPERIMENT, params, tgt, extra_columns=EXTRA_COLUMNS, run_id=run_id) as run:
             run.note("skipped_runtimes", selection.skipped)
-            tool_runtimes = [rt for rt in selection.runtimes if "tool" in rt.languages]
+            tool_runtimes = [rt for rt in selection.runtimes if rt.runs(IOZONE)]
             run.note("absent_runtimes", {rt.name: f"{rt.name} runs no Linux tool binaries (fio, STREAM, NPB): "
                                                   f"only the network part runs there"
                                          for rt in selection.runtimes if rt not in tool_runtimes})

@@ -30,7 +30,7 @@ def network_points(runtimes: list[Runtime]) -> list[tuple[Runtime, str, str]]:
     """(runtime, network mode, point) to measure: the baseline (a runtime on the host's network
     only; its point is its name), then every mode of each runtime that has several; none
     without such a runtime (then there is nothing to compare)."""
-    runnable = [rt for rt in runtimes if APPS[APP].language in rt.languages]
+    runnable = [rt for rt in runtimes if rt.runs(APPS[APP])]
     compared = [(rt, mode, mode) for rt in runnable if len(rt.network_modes) > 1 for mode in rt.network_modes]
     if not compared:
         return []

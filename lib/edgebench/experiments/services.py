@@ -25,7 +25,7 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from edgebench.apps import place_probe
+from edgebench.apps import APPS, place_probe
 from edgebench.errors import ConfigError, EdgebenchError
 from edgebench.experiments.common import (as_list, check_profile, check_protocols, check_repetitions, open_run,
                                           resolve_limits, runtime_options, session)
@@ -152,7 +152,7 @@ def run_services(target="local", runtimes="auto", services="all", repetitions: i
         cpus_v, mem_v, clip_note = resolve_limits(tgt, cpus, memory or None)
         cores = tgt.facts()["cores"]
         limits = {"fair": fair_limits(cpus_v, mem_v, cores), "published": published_limits(cpus_v, mem_v)}
-        serving = [rt for rt in selection.runtimes if "tool" in rt.languages]
+        serving = [rt for rt in selection.runtimes if all(rt.runs(APPS[s]) for s in names)]
         with load_generator_for(tgt, load_generator) as (loadgen, shared), \
                 open_run(EXPERIMENT, params, tgt, extra_columns=EXTRA_COLUMNS, run_id=run_id) as run:
             run.note("skipped_runtimes", selection.skipped)
@@ -218,7 +218,7 @@ def plan_services(params: dict, runtimes: list[str]):
     reps = plan.reps_or(params.get("repetitions"), REPETITIONS)
     protocols = plan.names(params.get("protocols", "published,fair"), ["fair", "published"])
     services = plan.names(params.get("services", "all"), list(SERVICES))
-    serving = [n for n in runtimes if n in RUNTIMES and "tool" in RUNTIMES[n].languages]
+    serving = [n for n in runtimes if n in RUNTIMES and all(RUNTIMES[n].runs(APPS[s]) for s in services)]
     modes = {n: len(RUNTIMES[n].network_modes) if len(RUNTIMES[n].network_modes) > 1 else 1 for n in serving}
     starts = reps * len(protocols)
     # Redis: ~1.5 s per 20k requests of both tests at the page's pipelining (0.5-0.75 M req/s here);

@@ -81,6 +81,11 @@ class Runtime(ABC):
         """Start what must run once the packages are there (`make provision`); nothing by default."""
 
     @classmethod
+    def runs(cls, app) -> bool:
+        """Whether this runtime can run `app` (apps.App) at all; asked before anything starts."""
+        return app.language in cls.languages
+
+    @classmethod
     def leftovers(cls, target: Target, tag_prefix: str = "") -> list[str]:
         """What runs whose tag starts with `tag_prefix` left on the target, of the kinds only this
         runtime makes (containers, instances); cgroups and tagged processes: tags.leftovers."""

@@ -16,6 +16,7 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
+from edgebench import rootfs
 from edgebench.apps import BuiltApp
 from edgebench.cgroups import AppliedLimits, memory_thrash, read_limits, remove_cgroup_everywhere
 from edgebench.errors import ConfigError, EdgebenchError
@@ -44,24 +45,13 @@ set -e
 ctx=$1; binary=$(readlink -f "$2"); name=$3; shift 3
 rm -rf "$ctx"; mkdir -p "$ctx/rootfs/usr/local/bin" "$ctx/rootfs/tmp"
 chmod 1777 "$ctx/rootfs/tmp"
-# Users a program may look up (nginx asks for its worker's user even as root); no shell, no home.
-mkdir -p "$ctx/rootfs/etc"
-printf 'root:x:0:0:root:/:/nonexistent\nnobody:x:65534:65534:nobody:/:/nonexistent\nwww-data:x:33:33:www-data:/:/nonexistent\n' >"$ctx/rootfs/etc/passwd"
-printf 'root:x:0:\nnogroup:x:65534:\nwww-data:x:33:\n' >"$ctx/rootfs/etc/group"
-cp "$binary" "$ctx/rootfs/usr/local/bin/$name"
-for lib in $(ldd "$binary" | awk '$2 == "=>" && $3 ~ /^\// {print $3} $1 ~ /^\// {print $1}'); do
-  cp --parents -L "$lib" "$ctx/rootfs/"
-done
-while [ $# -ge 2 ]; do
+""" + rootfs.minimal_users('"$ctx/rootfs"') + r"""cp "$binary" "$ctx/rootfs/usr/local/bin/$name"
+""" + rootfs.copy_libraries('"$binary"', '"$ctx/rootfs"') + r"""while [ $# -ge 2 ]; do
   mkdir -p "$ctx/rootfs$(dirname "$2")"
   if [ -d "$1" ]; then
     cp -rL "$1" "$ctx/rootfs$2"
     # The shared objects in a folder (Python's extensions) need their libraries too.
-    for lib in $(find "$1" -name '*.so*' -type f -exec ldd {} + 2>/dev/null | grep -v ':$' |
-                 awk '$2 == "=>" && $3 ~ /^\// {print $3} $1 ~ /^\// {print $1}' | sort -u); do
-      [ -e "$ctx/rootfs$lib" ] || cp --parents -L "$lib" "$ctx/rootfs/"
-    done
-  else
+""" + rootfs.copy_folder_libraries('"$1"', '"$ctx/rootfs"') + r"""  else
     cp -L "$1" "$ctx/rootfs$2"
   fi
   shift 2

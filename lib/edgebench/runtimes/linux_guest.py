@@ -7,16 +7,19 @@ a minimal initramfs that edgebench assembles around the app.
   package would rewrite the target's own boot, and `busybox-static` conflicts with `busybox`.
 - the modules the guest needs for its network (virtio-net over PCI or MMIO), in the order their
   `depends=` fields ask for, read from the module files themselves (no modinfo or depmod needed).
-- the initramfs (`initramfs_script`): busybox, those modules, the app's static binary and an
-  /init that brings up the network, runs the app with the environment and arguments given on
-  the kernel command line (`eb_env=`, `eb_args=`, base64: one initramfs serves every start and
+- the initramfs (`initramfs_script`): busybox, those modules, the app's binary (a Debian tool's
+  with the libraries it loads and its data files) and an /init that brings up the network,
+  runs the app with the environment and arguments given on the kernel command line (`eb_env=`, `eb_args=`, base64: one initramfs serves every start and
   every argument list), prints its exit status and powers the VM off. `busybox cpio` packs it.
 """
 
 from __future__ import annotations
 
 import base64
+import posixpath
 import shlex
+
+from edgebench import rootfs
 
 # Kernel modules for the guest's network, per QEMU transport; their dependencies follow from
 # the module files.
@@ -177,10 +180,13 @@ def kernel_cmdline(console: str, env: list[str], args: list[str], extra: tuple[s
     return " ".join(words)
 
 
-def initramfs_script(busybox: str, program: str, modules: list[str], out: str, workdir: str) -> str:
+def initramfs_script(busybox: str, program: str, modules: list[str], out: str, workdir: str,
+                     files: tuple[str, ...] = ()) -> str:
     """A shell script that assembles the initramfs in `workdir` and packs it to `out` (newc,
     uncompressed: the kernel unpacks it without a decompressor, which under TCG is slow).
-    `modules`: (name, path) lines as 'name<TAB>path' in load order."""
+    `modules`: (name, path) lines as 'name<TAB>path' in load order. A dynamic `program` (Debian's
+    nginx) brings the libraries it loads, at their paths; `files` (its data) go in at the same
+    absolute paths as on the target."""
     q = shlex.quote
     lines = [
         "set -e",
@@ -188,7 +194,9 @@ def initramfs_script(busybox: str, program: str, modules: list[str], out: str, w
         f"mkdir -p {q(workdir)}/bin {q(workdir)}/proc {q(workdir)}/sys {q(workdir)}/dev {q(workdir)}/tmp "
         f"{q(workdir)}/etc {q(workdir)}/app {q(workdir)}/lib/modules",
         f"cp {q(busybox)} {q(workdir)}/bin/busybox",
-        f"cp {q(program)} {q(workdir)}/app/program",
+        f"cp -L {q(program)} {q(workdir)}/app/program",
+        rootfs.copy_libraries(q(program), q(workdir)) + rootfs.minimal_users(q(workdir)).rstrip("\n"),
+        *(f"mkdir -p {q(workdir + posixpath.dirname(f))} && cp -L {q(f)} {q(workdir + f)}" for f in files),
         f": >{q(workdir)}/etc/modules; : >{q(workdir)}/etc/eb.env; : >{q(workdir)}/etc/eb.args",
     ]
     for entry in modules:

@@ -3,7 +3,8 @@
 - kit (provisioning, untimed): the distribution's generic kernel and busybox-static, fetched
   as packages and unpacked in the target's workspace, never installed (runtimes/linux_guest.py).
 - package (untimed): an initramfs per app with busybox, the virtio network modules, the app's
-  static binary and an /init; its size is the image size, the kernel's beside it.
+  binary (Go's static one, or a Debian tool's with its libraries and data files) and an /init;
+  its size is the image size, the kernel's beside it.
 - start: QEMU (`pc` on x86_64, `virt` on arm64) with `-kernel` and
   `-initrd`, the requested vCPUs and memory, the port forwarded by QEMU's user-mode network, the
   serial console on stdout (where the app's own output lands), pinned to the granted cores with
@@ -89,7 +90,13 @@ class LinuxVmRuntime(VmRuntime):
     # Debian's 6.1 kernel with an 8 MB initramfs (QEMU 7.2, pc): 96 MiB serves, 80 MiB panics
     # ("deadlocked on memory"), 64 MiB hangs before its console says anything.
     min_memory_mb = 96
-    languages = ("go",)
+    languages = ("go", "tool")
+
+    @classmethod
+    def runs(cls, app) -> bool:
+        """Go apps, and Debian's tools that serve (nginx, Redis): a batch tool's phases run
+        through tools/steps, which the initramfs' /init does not."""
+        return app.language == "go" or (app.language == "tool" and app.is_service)
 
     @classmethod
     def target_needs(cls, arch: str) -> TargetNeeds:
@@ -171,9 +178,10 @@ class LinuxVmRuntime(VmRuntime):
 
     # -- images --------------------------------------------------------------------
     def package(self, built: BuiltApp, build: str = "native") -> Artifact:
-        if built.app.language not in self.languages:
-            raise ConfigError(f"{built.app.name} ({built.app.language}) cannot run on linux-vm in edgebench: its "
-                              "initramfs holds one static binary; leave it out of the linux-vm runs")
+        if not self.runs(built.app):
+            raise ConfigError(f"{built.app.name} ({built.app.language}, {built.app.kind}) cannot run on linux-vm in "
+                              "edgebench: its initramfs holds one program (a Go binary or a tool that serves); "
+                              "leave it out of the linux-vm runs")
         k = self.kit()
         if k is None:
             raise EdgebenchError(self.availability().reason)
@@ -189,7 +197,8 @@ class LinuxVmRuntime(VmRuntime):
         out = f"{self.target.workspace}/linux-vm/{built.app.name}.initramfs"
         script = linux_guest.initramfs_script(k["busybox"], built.remote_path,
                                               [f"{m}\t{modules[m][0]}" for m in order], out,
-                                              f"{self.target.workspace}/linux-vm/{built.app.name}.root")
+                                              f"{self.target.workspace}/linux-vm/{built.app.name}.root",
+                                              files=tuple(built.details.get("data", ())))
         r = self.target.run(["sh", "-c", script], timeout=120, check=False)
         if not r.ok:
             raise EdgebenchError(f"packing the linux-vm initramfs of {built.app.name} failed: {r.stderr[-500:]}")

@@ -1,0 +1,33 @@
+"""Shell fragments for the root file systems edgebench assembles around a binary it did not
+build (Docker's offline bundles, linux-vm's initramfs): the shared libraries it loads and the
+users it may look up, so that the same binary runs there as on the target."""
+
+from __future__ import annotations
+
+# The libraries `ldd` names with a path, and the dynamic loader (its line has no "=>").
+_LDD_PATHS = r"""awk '$2 == "=>" && $3 ~ /^\// {print $3} $1 ~ /^\// {print $1}'"""
+
+
+def copy_libraries(binary: str, root: str) -> str:
+    """Copy what `binary` loads into `root` at the same paths (shell words, already quoted). A
+    static binary loads nothing: ldd's complaint about it is not an error."""
+    return (f"for lib in $(ldd {binary} 2>/dev/null | {_LDD_PATHS}); do\n"
+            f"  [ -e {root}\"$lib\" ] || cp --parents -L \"$lib\" {root}/\n"
+            "done\n")
+
+
+def copy_folder_libraries(folder: str, root: str) -> str:
+    """The same for every shared object in `folder` (Python's extension modules)."""
+    return (f"for lib in $(find {folder} -name '*.so*' -type f -exec ldd {{}} + 2>/dev/null | grep -v ':$' |\n"
+            f"             {_LDD_PATHS} | sort -u); do\n"
+            f"  [ -e {root}\"$lib\" ] || cp --parents -L \"$lib\" {root}/\n"
+            "done\n")
+
+
+def minimal_users(root: str) -> str:
+    """/etc/passwd and /etc/group with the users a program may look up (nginx asks for its
+    worker's user even as root); no shell, no home."""
+    return (f"mkdir -p {root}/etc\n"
+            r"printf 'root:x:0:0:root:/:/nonexistent\nnobody:x:65534:65534:nobody:/:/nonexistent\n"
+            rf"www-data:x:33:33:www-data:/:/nonexistent\n' >{root}/etc/passwd" "\n"
+            rf"printf 'root:x:0:\nnogroup:x:65534:\nwww-data:x:33:\n' >{root}/etc/group" "\n")
