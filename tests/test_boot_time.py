@@ -38,8 +38,19 @@ def test_the_papers_split_or_the_reason_it_is_missing():
 
 def test_an_unknown_machine_is_refused_before_anything_starts(local):
     from edgebench.runtimes.linux_vm import LinuxVmRuntime
-    with pytest.raises(ConfigError, match="linux-vm machine 'q35' unknown"):
+    with pytest.raises(ConfigError, match="machines q35 unknown on x86_64; the VM runtimes offer microvm, pc"):
         bt.machine_variants([LinuxVmRuntime(local, "x")], "pc,q35", "r1")
+
+
+def test_a_machine_one_vm_runtime_lacks_is_left_out_of_it_only(local):
+    from edgebench.runtimes.linux_vm import LinuxVmRuntime
+    from edgebench.runtimes.native import NativeRuntime
+    from edgebench.runtimes.unikraft import UnikraftRuntime
+    native, vm, uk = NativeRuntime(local, "x"), LinuxVmRuntime(local, "x"), UnikraftRuntime(local, "x", images_dir="/i")
+    got = bt.machine_variants([native, vm, uk], "pc,microvm", "r1")
+    assert [(rt.name, getattr(rt, "machine", "")) for rt in got] == [
+        ("native", ""), ("linux-vm", "pc"), ("linux-vm", "microvm"), ("unikraft", "pc")]
+    assert got[3] is uk and got[2].accel == vm.accel  # the variant keeps the runtime's options
 
 
 def test_plan_counts_a_start_per_machine():

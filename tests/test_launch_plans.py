@@ -43,6 +43,7 @@ REFS = {
     "lxd": "edgebench/debian-bookworm",
     "nanos": "/root/.ops/images/edgebench-go-http",
     "linux-vm": f"{WORKSPACE}/linux-vm/go-http.initramfs",
+    "unikraft": f"{WORKSPACE}/unikraft/go-http.cpio",
 }
 
 # Artifact.details, as each runtime's package() records them (their keys do not collide).
@@ -62,6 +63,8 @@ DETAILS = {
     "image_id": "sha256:0123456789abcdef",
     # linux-vm
     "kernel": f"{WORKSPACE}/linux-vm/kit/root/boot/vmlinuz-6.1.0-56-amd64",
+    # unikraft
+    "loader": f"{WORKSPACE}/unikraft/elfloader_qemu-x86_64",
 }
 
 
@@ -172,6 +175,22 @@ def check_linux_vm(plan, target, rt):
     assert not any("qemu" in c for c in target.commands)  # nothing started yet
 
 
+def check_unikraft(plan, target, rt):
+    argv = plan.argv
+    assert argv[:5] == ["env", plan.state["tag"], "taskset", "-c", "0"]
+    assert argv[5:7] == ["sh", "-c"] and argv[8:10] == ["console-stamp", plan.state["console_stamps"]]
+    qemu = argv[11:]
+    assert qemu[0] == "qemu-system-x86_64" and qemu[qemu.index("-M") + 1] == "pc"
+    # one vCPU whatever the grant: Unikraft 0.16's loader schedules one
+    assert qemu[qemu.index("-m") + 1] == "64M" and qemu[qemu.index("-smp") + 1] == "1"
+    assert qemu[qemu.index("-accel") + 1] == "kvm" and qemu[qemu.index("-cpu") + 1] == "host"
+    assert qemu[qemu.index("-kernel") + 1] == DETAILS["loader"] and qemu[qemu.index("-initrd") + 1] == REFS["unikraft"]
+    assert qemu[qemu.index("-netdev") + 1] == f"user,id=n0,hostfwd=tcp:127.0.0.1:{PORT}-:8080"
+    # no images folder on this controller: the loader's environment support is unknown, so none is passed
+    assert qemu[qemu.index("-append") + 1] == "netdev.ip=10.0.2.15/24:10.0.2.2 -- /app/program"
+    assert not any("qemu" in c for c in target.commands)  # nothing started yet
+
+
 SPECIFIC = {
     "native": check_native,
     "docker": check_docker,
@@ -179,6 +198,7 @@ SPECIFIC = {
     "lxd": check_lxd,
     "nanos": check_nanos,
     "linux-vm": check_linux_vm,
+    "unikraft": check_unikraft,
 }
 
 

@@ -115,16 +115,30 @@ def start_events(run: Run, rt: Runtime, artifact, limits: Limits, port: int, row
 
 
 def machine_variants(selection_runtimes: list[Runtime], machines: str, run_id: str) -> list[Runtime]:
-    """The runtimes to measure: each as selected, and linux-vm once more per further machine type."""
+    """The runtimes to measure: each as selected, and a VM runtime once more per further machine
+    type it offers (linux-vm: pc and microvm; unikraft: pc only). A machine no VM runtime knows
+    is refused before anything starts."""
+    from edgebench.runtimes import RUNTIMES
     wanted = [m.strip() for m in (machines or "default").split(",") if m.strip()]
+    vms = [rt for rt in selection_runtimes if hasattr(rt, "machine")]
+    if vms:
+        arch = vms[0].target.facts().get("arch") or "x86_64"
+        known = {m for cls in RUNTIMES.values() if hasattr(cls, "machines_for") for m in cls.machines_for(arch)}
+        unknown = [m for m in wanted if m != "default" and m not in known]
+        if unknown:
+            raise ConfigError(f"machines {', '.join(unknown)} unknown on {arch}; the VM runtimes offer "
+                              f"{', '.join(sorted(known))} (or 'default')")
     out = []
     for rt in selection_runtimes:
-        if not hasattr(rt, "machine"):
+        if rt not in vms:
             out.append(rt)
             continue
         for m in wanted:
-            out.append(rt if m in ("default", rt.machine) else type(rt)(rt.target, run_tag_for(run_id), machine=m))
-    return out
+            if m in ("default", rt.machine):
+                out.append(rt)
+            elif m in type(rt).machines_for(rt._arch()):
+                out.append(type(rt)(rt.target, run_tag_for(run_id), **rt.options(), machine=m))
+    return list(dict.fromkeys(out))
 
 
 def run_boot_time(target="local", runtimes="auto", apps="go-http", repetitions: int | None = None,

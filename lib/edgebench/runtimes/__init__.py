@@ -11,6 +11,7 @@ from edgebench.runtimes.linux_vm import LinuxVmRuntime
 from edgebench.runtimes.lxd import LxdRuntime
 from edgebench.runtimes.nanos import NanosRuntime
 from edgebench.runtimes.native import NativeRuntime
+from edgebench.runtimes.unikraft import UnikraftRuntime
 from edgebench.targets import Target
 
 RUNTIMES: dict[str, type[Runtime]] = {
@@ -19,6 +20,7 @@ RUNTIMES: dict[str, type[Runtime]] = {
     "docker-crun": DockerCrunRuntime,
     "lxd": LxdRuntime,
     "nanos": NanosRuntime,
+    "unikraft": UnikraftRuntime,
     "linux-vm": LinuxVmRuntime,
 }
 

@@ -30,7 +30,8 @@ from edgebench.runtimes import linux_guest, qemu
 from edgebench.runtimes.base import app_env
 from edgebench.runtimes.contract import Artifact, Availability, Instance, LaunchPlan, Limits
 from edgebench.runtimes.tags import LAUNCH_TAG
-from edgebench.runtimes.vm import VmRuntime
+from edgebench.runtimes.vm import VmRuntime, console_args, stamped_console
+from edgebench.runtimes.vm import boot_events as vm_boot_events
 from edgebench.targets import Target
 
 # A VM has a memory size even when the run sets no limit.
@@ -47,15 +48,9 @@ MACHINES = {
 # romfile=: no iPXE option ROM to load (seconds under TCG); the kernel needs none. microvm's
 # virtio-mmio devices have no ROM; QEMU names them on the kernel command line.
 NET_DEVICE = {"pc": "virtio-net-pci,romfile=", "virt": "virtio-net-pci,romfile=", "microvm": "virtio-net-device"}
-# Machines whose firmware (SeaBIOS) writes to QEMU's debug port 0x402: its banner and its jump to
-# the kernel become console lines, stamped on the host like the rest (boot_events). qboot
-# (microvm) prints nothing.
-DEBUGCON_MACHINES = ("pc",)
 # The kernel's early console: its first line (before the decompressed kernel's console is up)
 # marks the end of firmware and decompression. aarch64's earlycon is left out (untested there).
 EARLY_CONSOLE = {"x86_64": "earlyprintk=serial,ttyS0,115200"}
-# Console lines that mark a boot event (boot_events): SeaBIOS's first line and its hand-over.
-FIRMWARE_START, FIRMWARE_HANDOVER = "SeaBIOS (version", "Booting from "
 ACCEL_MODES = ("auto", "kvm", "tcg")
 
 # The target's TSC frequency in kHz: the kernel's own calibration where dmesg is readable, else
@@ -65,17 +60,6 @@ TSC_KHZ = r"""
 mhz=$(dmesg 2>/dev/null | sed -n 's/.*tsc: Refined TSC clocksource calibration: \([0-9.]*\) MHz.*/\1/p' | tail -n 1)
 [ -n "$mhz" ] || mhz=$(sed -n 's/^cpu MHz[[:space:]]*: *\([0-9.]*\)$/\1/p' /proc/cpuinfo | head -n 1)
 [ -n "$mhz" ] && awk -v m="$mhz" 'BEGIN { printf "%d\n", m * 1000 }'
-"""
-
-# Runs QEMU ("$@") with its serial console through `probe -stamp`, which copies it to stdout and
-# writes each line with the host's clock at its arrival to $1 (the guest's clock is its own).
-# Exits with the status the guest's /init printed for the app (linux_guest.MARK), or 125
-# when it printed none (the guest crashed, or QEMU was killed). $2: the probe on the target.
-_STAMPED = r"""
-stamps=$1; probe=$2; shift 2
-"$@" | "$probe" -stamp "$stamps"
-code=$(tr -d '\r' <"$stamps" | sed -n 's/^[0-9]*[[:space:]]edgebench-guest: exit \([0-9][0-9]*\)$/\1/p' | tail -n 1)
-exit "${code:-125}"
 """
 
 
@@ -138,6 +122,14 @@ class LinuxVmRuntime(VmRuntime):
             raise ConfigError(f"linux-vm accel={accel!r} unknown; choose from {', '.join(ACCEL_MODES)}")
         self.accel = "kvm" if require_kvm else accel
         self.require_kvm = require_kvm
+
+    @classmethod
+    def machines_for(cls, arch: str) -> tuple[str, ...]:
+        return MACHINES.get(arch, ((),))[0]
+
+    def options(self) -> dict:
+        """What a variant of this runtime (another machine type) is made with."""
+        return {"accel": self.accel, "require_kvm": self.require_kvm}
 
     def kit(self) -> dict | None:
         if "_kit" not in self.__dict__:
@@ -242,12 +234,7 @@ class LinuxVmRuntime(VmRuntime):
         return [f"tsc_early_khz={self._tsc_khz}"] if self._tsc_khz else []
 
     def console_args(self) -> list[str]:
-        """The serial console on stdout; on `pc` the firmware's debug port joins it (one stream,
-        so the host stamps both in order)."""
-        if self.machine not in DEBUGCON_MACHINES:
-            return ["-serial", "stdio"]
-        return ["-chardev", "stdio,mux=on,id=console", "-serial", "chardev:console",
-                "-device", "isa-debugcon,iobase=0x402,chardev=console"]
+        return console_args(self.machine)
 
     def _plan(self, artifact: Artifact, limits: Limits, port: int | None, args: list[str]) -> LaunchPlan:
         self.check_limits(artifact.app, limits)
@@ -257,8 +244,8 @@ class LinuxVmRuntime(VmRuntime):
         tag = f"{LAUNCH_TAG}={name}"
         stamps = f"{logs}/{name}.console"
         # Pinned at launch: every QEMU thread (vCPUs, I/O, user-mode network) inherits the cores.
-        argv = ["env", tag, *qemu.pinned(limits.cpuset), "sh", "-c", _STAMPED, "console-stamp", stamps,
-                place_probe(self.target), *self.qemu_argv(artifact, limits, port, args)]
+        argv = ["env", tag, *qemu.pinned(limits.cpuset), *stamped_console(stamps, place_probe(self.target)),
+                *self.qemu_argv(artifact, limits, port, args)]
         network = ("none" if port is None else
                    f"qemu user-mode (slirp) hostfwd tcp::{port}-:{artifact.built.app.container_port}")
         return LaunchPlan(self.name, artifact.app, name, argv, port or 0, limits=limits,
@@ -302,26 +289,11 @@ class LinuxVmRuntime(VmRuntime):
 
 
 def boot_events(lines: list[tuple[int, str]]) -> dict[str, int]:
-    """Boot events from host-stamped console lines [(unix ns, line)], in boot order:
-    firmware_start (SeaBIOS's banner: QEMU itself is up), firmware_handover (it jumps to the
-    kernel), kernel_first_output (the kernel's first line, from its early console: firmware and
+    """Boot events from host-stamped console lines [(unix ns, line)] (vm.boot_events): the
+    firmware's, kernel_first_output (the kernel's first line, from its early console: firmware and
     decompression are behind it), guest_init (the initramfs' /init runs: the kernel is booted) and
-    app_exec (modules and network up, the app is started). An event the console did not show is
-    left out: qboot prints nothing, a kernel without an early console says nothing before /init."""
-    events: dict[str, int] = {}
-    marks = {f"{linux_guest.MARK} init": "guest_init", f"{linux_guest.MARK} exec": "app_exec"}
-    for ns, line in lines:
-        if line in marks:
-            events.setdefault(marks[line], ns)
-        elif line.startswith(FIRMWARE_START):
-            events.setdefault("firmware_start", ns)
-        elif line.startswith(FIRMWARE_HANDOVER) and "kernel_first_output" not in events:
-            events["firmware_handover"] = ns  # the last one ("Booting from ROM..." then "from c000:0054")
-        elif "firmware_start" in events and "firmware_handover" not in events:
-            continue  # the rest of SeaBIOS's lines
-        elif line.strip() and "guest_init" not in events:
-            events.setdefault("kernel_first_output", ns)
-    return events
+    app_exec (modules and network up, the app is started)."""
+    return vm_boot_events(lines, {f"{linux_guest.MARK} init": "guest_init", f"{linux_guest.MARK} exec": "app_exec"})
 
 
 def kit(target: Target) -> dict | None:

@@ -13,6 +13,25 @@ from edgebench.runtimes.base import Runtime
 from edgebench.runtimes.contract import BatchOutcome, Instance, LaunchPlan, StartFailed
 from edgebench.runtimes.tags import LAUNCH_TAG, is_alive, kill_pid, tagged
 
+# Machines whose firmware (SeaBIOS) writes to QEMU's debug port 0x402: its banner and its jump to
+# the kernel become console lines, stamped on the host like the rest (boot_events). qboot
+# (microvm) prints nothing.
+DEBUGCON_MACHINES = ("pc",)
+# Console lines that mark a boot event (boot_events): SeaBIOS's first line and its hand-over.
+FIRMWARE_START, FIRMWARE_HANDOVER = "SeaBIOS (version", "Booting from "
+
+# Runs QEMU ("$@") with its serial console through `probe -stamp`, which copies it to stdout and
+# writes each line with the host's clock at its arrival to $1 (the guest's clock is its own).
+# Exits with the status a linux-vm guest's /init printed for the app (linux_guest.MARK), or 125
+# when it printed none (the guest crashed, QEMU was killed, or the guest prints no status).
+# $2: the probe on the target.
+_STAMPED = r"""
+stamps=$1; probe=$2; shift 2
+"$@" | "$probe" -stamp "$stamps"
+code=$(tr -d '\r' <"$stamps" | sed -n 's/^[0-9]*[[:space:]]edgebench-guest: exit \([0-9][0-9]*\)$/\1/p' | tail -n 1)
+exit "${code:-125}"
+"""
+
 # What a batch row's facts keep from QEMU's state.
 _BATCH_FACTS = ("accelerator_evidence", "accel_requested", "vcpus", "memory_mb", "qemu_cpuset", "qemu_argv")
 
@@ -110,3 +129,39 @@ def parse_stamped(text: str) -> list[tuple[int, str]]:
         if tab and ns.isdigit():
             out.append((int(ns), rest.rstrip("\r")))
     return out
+
+
+def stamped_console(stamps: str, probe: str) -> list[str]:
+    """The prefix that runs a QEMU command line with its console stamped into `stamps` (_STAMPED)."""
+    return ["sh", "-c", _STAMPED, "console-stamp", stamps, probe]
+
+
+def console_args(machine: str) -> list[str]:
+    """The serial console on stdout; on `pc` the firmware's debug port joins it (one stream,
+    so the host stamps both in order)."""
+    if machine not in DEBUGCON_MACHINES:
+        return ["-serial", "stdio"]
+    return ["-chardev", "stdio,mux=on,id=console", "-serial", "chardev:console",
+            "-device", "isa-debugcon,iobase=0x402,chardev=console"]
+
+
+def boot_events(lines: list[tuple[int, str]], marks: dict[str, str]) -> dict[str, int]:
+    """Boot events from host-stamped console lines [(unix ns, line)], in boot order:
+    firmware_start (SeaBIOS's banner: QEMU itself is up), firmware_handover (it jumps to the
+    kernel), kernel_first_output (the guest's first line), then the guest's own events: `marks`
+    {line prefix: event}. An event the console did not show is left out: qboot prints nothing,
+    a kernel without an early console says nothing before its first mark."""
+    events: dict[str, int] = {}
+    for ns, line in lines:
+        mark = next((event for prefix, event in marks.items() if line.startswith(prefix)), None)
+        if mark:
+            events.setdefault(mark, ns)
+        elif line.startswith(FIRMWARE_START):
+            events.setdefault("firmware_start", ns)
+        elif line.startswith(FIRMWARE_HANDOVER) and "kernel_first_output" not in events:
+            events["firmware_handover"] = ns  # the last one ("Booting from ROM..." then "from c000:0054")
+        elif "firmware_start" in events and "firmware_handover" not in events:
+            continue  # the rest of SeaBIOS's lines
+        elif line.strip() and not any(event in events for event in marks.values()):
+            events.setdefault("kernel_first_output", ns)
+    return events

@@ -1,0 +1,283 @@
+"""Unikraft (paper 002) under QEMU: a prebuilt Unikraft kernel, and edgebench's own apps run on it
+through Unikraft's ELF loader, so the unikernel serves the same Go code as every other runtime.
+
+- images: edgebench neither vendors nor builds Unikraft. The ELF loader is app-elfloader's
+  `qemu-x86_64-initrd` build (what kraft calls `unikraft.org/base`), a file named
+  `elfloader_qemu-<arch>` or `base_qemu-<arch>` in a folder on the controlling machine that
+  `EDGEBENCH_UNIKRAFT_IMAGES` (or the runtime's `images_dir`) names; it is copied into the
+  target's workspace when it changed. Its version is read from the image's own banner.
+- package (untimed): the app built as a static PIE (the loader maps position-independent
+  executables only) into a newc cpio archive at /app/program, written by the controlling machine
+  (cpio.py): the loader's initrd, unpacked into its RAM file system at boot. Its size is the
+  image size, the loader's beside it.
+- start: QEMU `pc` with `-kernel` (the loader) and `-initrd` (the app), one vCPU (Unikraft 0.16's
+  loader schedules one), the run's memory, `-cpu max` under TCG (Unikraft's random driver wants
+  RDRAND/RDSEED, which TCG's default CPU lacks), the port forwarded by QEMU's user-mode network,
+  every QEMU thread pinned to the granted cores, and the loader's command line: the guest's
+  address (`netdev.ip=`), the environment (`env.vars=`, where the image parses it), then `--`
+  and the program with its arguments. Limits and accelerator are read back from QEMU as for
+  Nanos and linux-vm; the serial console goes through `probe -stamp` as for linux-vm.
+- boot events (host clock): SeaBIOS's banner and hand-over, Unikraft's first console line (its
+  network coming up), "Powered by Unikraft" (its boot is done and the loader's main runs: the
+  app is being loaded), then the app's listening line.
+
+Services only: when a Go program exits on Unikraft 0.16's loader the VM does not halt (the IoMT
+program printed its record, matching native's, and the VM stayed up), so a batch run would end
+only at its timeout. `microvm` is not offered: the loader finds no network device there (its
+virtio-mmio devices are named after the `--`, among the program's arguments).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+from pathlib import Path
+
+from edgebench import cpio
+from edgebench.apps import BuiltApp, go_build, place_probe
+from edgebench.errors import ConfigError, EdgebenchError
+from edgebench.needs import TargetNeeds
+from edgebench.runtimes import linux_guest, qemu
+from edgebench.runtimes.base import app_env
+from edgebench.runtimes.contract import Artifact, Availability, Instance, LaunchPlan, Limits
+from edgebench.runtimes.tags import LAUNCH_TAG
+from edgebench.runtimes.vm import VmRuntime, boot_events, console_args, stamped_console
+
+IMAGES_ENV = "EDGEBENCH_UNIKRAFT_IMAGES"
+# The ELF loader's file names: app-elfloader's build name, and kraft's name for it.
+LOADER_NAMES = ("elfloader", "base")
+# Machine types per architecture (only x86_64's loader was tried; aarch64 would be `virt`).
+MACHINES = {"x86_64": ("pc",)}
+NET_DEVICE = "virtio-net-pci,romfile="   # no iPXE ROM to load (seconds under TCG)
+ACCEL_MODES = ("auto", "kvm", "tcg")
+# A VM has a memory size even when the run sets no limit: kraft's default for the loader.
+DEFAULT_MEMORY_MB = 64
+BOOTED = "Powered by Unikraft"
+PROGRAM = "/app/program"
+# The loader's banner, "Powered by Unikraft <codename> (<version>)", as stored in the image.
+_BANNER = re.compile(rb"Powered by Unikraft (\w+) \(([^)\x00]+)\)")
+# A library's parameters sit in a section named after it: the environment's are in
+# libposix_environ's, built only with CONFIG_LIBPOSIX_ENVIRON_LIBPARAM.
+_ENV_PARAMS = b".uk_libparam_params_libposix_environ"
+
+
+def images_folder(images_dir: str | None = None) -> Path | None:
+    """The folder of prebuilt Unikraft images on the controlling machine, or None when unset."""
+    chosen = images_dir or os.environ.get(IMAGES_ENV, "")
+    return Path(chosen).expanduser() if chosen else None
+
+
+def find_loader(folder: Path, arch: str) -> Path | None:
+    for name in LOADER_NAMES:
+        path = folder / f"{name}_qemu-{arch}"
+        if path.is_file():
+            return path
+    return None
+
+
+def image_facts(image: Path) -> dict:
+    """What the image says about itself: Unikraft's codename and version, and whether its
+    command line takes environment variables."""
+    data = image.read_bytes()
+    banner = _BANNER.search(data)
+    return {"unikraft_version": banner.group(2).decode() if banner else None,
+            "unikraft_codename": banner.group(1).decode() if banner else None,
+            "env_params": _ENV_PARAMS in data}
+
+
+def loader_cmdline(env: list[str], args: list[str], pass_env: bool) -> str:
+    """The loader's command line: Unikraft's own parameters, `--`, the program and its arguments.
+    The guest's address comes first, and always: with no parameter before it, Unikraft 0.16
+    takes `--` for the program's name."""
+    words = [f"netdev.ip={linux_guest.GUEST_IP}:{linux_guest.GUEST_GATEWAY}"]
+    if env and pass_env:
+        words.append("env.vars=[" + " ".join(_quoted(w) for w in env) + "]")
+    return " ".join([*words, "--", PROGRAM, *(_quoted(a) for a in args)])
+
+
+def _quoted(word: str) -> str:
+    """Unikraft splits its command line on spaces and honours double quotes."""
+    if '"' in word or "\n" in word:
+        raise ValueError(f"a Unikraft command-line word cannot hold a double quote or a newline: {word!r}")
+    return f'"{word}"' if (not word or " " in word or "\t" in word) else word
+
+
+class UnikraftRuntime(VmRuntime):
+    name = "unikraft"
+    colour = "#bcbd22"
+    foreign_clock = None  # the listening line is timed where it reaches the host (console stamps)
+    # At 8 MiB the kernel's memory init fails; from 12 MiB it boots (an app needs more: go-http's
+    # 7 MB binary is unpacked into RAM and then copied by the loader, 32 MiB serves here).
+    min_memory_mb = 12
+    languages = ("go",)
+
+    @classmethod
+    def runs(cls, app) -> bool:
+        """Go services: a batch program's exit does not halt the VM (see the module's notes)."""
+        return app.language == "go" and app.is_service
+
+    @classmethod
+    def target_needs(cls, arch: str) -> TargetNeeds:
+        return qemu.qemu_needs(arch, "unikraft runtime")
+
+    def __init__(self, target, run_tag=None, images_dir: str | None = None, machine: str = "default",
+                 accel: str = "auto", require_kvm: bool = False):
+        super().__init__(target, run_tag)
+        machines = MACHINES.get(self._arch(), ())
+        self.machine = machines[0] if machine in ("default", None, "") and machines else machine
+        if machines and self.machine not in machines:
+            raise ConfigError(f"unikraft machine {machine!r} is not offered on {self._arch()}; choose from "
+                              f"{', '.join(machines)} (on microvm Unikraft 0.16's ELF loader finds no network device)")
+        if accel not in ACCEL_MODES:
+            raise ConfigError(f"unikraft accel={accel!r} unknown; choose from {', '.join(ACCEL_MODES)}")
+        self.accel = "kvm" if require_kvm else accel
+        self.require_kvm = require_kvm
+        self.images_dir = images_dir
+
+    @classmethod
+    def machines_for(cls, arch: str) -> tuple[str, ...]:
+        return MACHINES.get(arch, ())
+
+    def options(self) -> dict:
+        """What a variant of this runtime (another machine type) is made with."""
+        return {"images_dir": self.images_dir, "accel": self.accel, "require_kvm": self.require_kvm}
+
+    # -- the loader ----------------------------------------------------------------------
+    def loader(self) -> Path | None:
+        folder = images_folder(self.images_dir)
+        return find_loader(folder, self._arch()) if folder else None
+
+    def facts_of_loader(self) -> dict:
+        if "_loader_facts" not in self.__dict__:
+            local = self.loader()
+            self._loader_facts = {**image_facts(local), "loader": local.name, "loader_bytes": local.stat().st_size} \
+                if local else {}
+        return self._loader_facts
+
+    def placed_loader(self) -> str:
+        """The loader in the target's workspace (copied when it changed)."""
+        local = self.loader()
+        return self.target.upload_if_changed(local, f"{self.target.workspace}/unikraft/{local.name}")
+
+    def availability(self) -> Availability:
+        if self._arch() not in MACHINES:
+            return Availability(False, f"unikraft runs x86_64 targets in edgebench ({self.target.name} is "
+                                f"{self._arch()}): only that ELF loader build was tried")
+        folder = images_folder(self.images_dir)
+        if folder is None:
+            return Availability(False, f"no Unikraft images: set {IMAGES_ENV} to a folder holding app-elfloader's "
+                                f"qemu-x86_64-initrd build as elfloader_qemu-{self._arch()} (kraft: unikraft.org/base); "
+                                "edgebench does not build Unikraft")
+        if self.loader() is None:
+            return Availability(False, f"{folder} holds no Unikraft ELF loader (looked for "
+                                f"{' or '.join(f'{n}_qemu-{self._arch()}' for n in LOADER_NAMES)})")
+        binary = qemu.qemu_binary(self._arch())
+        if not self.target.which(binary):
+            system = qemu.qemu_system(self._arch())
+            return Availability(False, f"no {binary} on {self.target.name}; install QEMU there "
+                                f"(apt-get install {system[1] if system else 'qemu-system'})")
+        if self.accel_used() == "kvm" and self.kvm_unusable():
+            return Availability(False, f"KVM is required but {self.kvm_unusable()}; run where QEMU gets KVM or "
+                                "allow software emulation (TCG)")
+        return Availability(True)
+
+    def kvm_unusable(self) -> str | None:
+        if "_no_kvm" not in self.__dict__:
+            self._no_kvm = qemu.kvm_unusable(self.target)
+        return self._no_kvm
+
+    def accel_used(self) -> str:
+        if self.accel == "auto":
+            return "tcg" if self.kvm_unusable() else "kvm"
+        return self.accel
+
+    def describe(self) -> str:
+        f, no_kvm = self.facts_of_loader(), self.kvm_unusable()
+        return (f"Unikraft {f.get('unikraft_version')} ({f.get('unikraft_codename')}), ELF loader {f.get('loader')}; "
+                f"machine {self.machine}; {'VMs run under TCG: ' + no_kvm if no_kvm else 'kvm: yes'}")
+
+    def versions_brief(self) -> dict:
+        f = self.facts_of_loader()
+        return {"unikraft_version": f.get("unikraft_version"), "loader": f.get("loader"), "machine": self.machine,
+                "env_passed": f.get("env_params")}
+
+    # -- images --------------------------------------------------------------------
+    def package(self, built: BuiltApp, build: str = "elfloader") -> Artifact:
+        if not self.runs(built.app):
+            raise ConfigError(f"{built.app.name} ({built.app.language}, {built.app.kind}) cannot run on unikraft in "
+                              "edgebench: Go services only (a program's exit does not halt Unikraft 0.16's ELF "
+                              "loader); leave it out of the unikraft runs")
+        if self.loader() is None:
+            raise EdgebenchError(self.availability().reason)
+        binary = go_build(built.app.source_dir, built.app.name, built.arch, static_pie=True)
+        local = binary.with_name(f"{binary.name}.cpio")
+        if not local.exists():
+            local.write_bytes(cpio.newc({PROGRAM.lstrip("/"): (binary, 0o755)}))
+        initrd = self.target.upload_if_changed(local, f"{self.target.workspace}/unikraft/{built.app.name}.cpio")
+        loader = self.placed_loader()
+        f = self.facts_of_loader()
+        details = {"initrd": initrd, "loader": loader, "program": binary.name, "program_bytes": binary.stat().st_size,
+                   "unikraft_version": f.get("unikraft_version"), "machine": self.machine,
+                   "build_command": "go build -buildmode=pie (static-pie) | cpio.newc"}
+        # The app's own size is the static PIE's: what the unikernel holds (a little larger than the
+        # static binary the other runtimes run).
+        return Artifact(self.name, built.app.name, initrd, local.stat().st_size, binary.stat().st_size, built,
+                        build="elfloader", details=details,
+                        extra_sizes=[("kernel_size", f.get("loader_bytes"), "bytes", loader)])
+
+    # -- starting and stopping -------------------------------------------------------
+    def qemu_argv(self, artifact: Artifact, limits: Limits, port: int, args: list[str]) -> list[str]:
+        accel = self.accel_used()
+        env = app_env(artifact.built, limits, artifact.built.app.container_port)
+        memory = limits.memory_mb or DEFAULT_MEMORY_MB
+        return [qemu.qemu_binary(self._arch()), "-M", self.machine,
+                *(["-accel", "kvm", "-cpu", "host"] if accel == "kvm" else ["-cpu", "max"]),
+                "-m", f"{int(memory)}M", "-smp", "1",
+                "-nodefaults", "-no-user-config", "-display", "none", *console_args(self.machine), "-no-reboot",
+                "-kernel", artifact.details["loader"], "-initrd", artifact.ref,
+                "-append", loader_cmdline(env, args, bool(self.facts_of_loader().get("env_params"))),
+                "-netdev", f"user,id=n0,hostfwd=tcp:127.0.0.1:{port}-:{artifact.built.app.container_port}",
+                "-device", f"{NET_DEVICE},netdev=n0"]
+
+    def launch_plan(self, artifact: Artifact, limits: Limits, port: int) -> LaunchPlan:
+        self.check_limits(artifact.app, limits)
+        name = self.new_name(artifact.app)
+        logs = self.logs_dir()
+        self.target.run(["mkdir", "-p", logs])
+        tag = f"{LAUNCH_TAG}={name}"
+        stamps = f"{logs}/{name}.console"
+        guest_port = artifact.built.app.container_port
+        qemu_argv = self.qemu_argv(artifact, limits, port, artifact.built.service_args(guest_port))
+        # Pinned at launch: every QEMU thread (the vCPU, I/O, user-mode network) inherits the cores.
+        argv = ["env", tag, *qemu.pinned(limits.cpuset), *stamped_console(stamps, place_probe(self.target)),
+                *qemu_argv]
+        return LaunchPlan(self.name, artifact.app, name, argv, port, limits=limits,
+                          stdout_path=f"{logs}/{name}.out", stderr_path=f"{logs}/{name}.err",
+                          network_path=f"qemu user-mode (slirp) hostfwd tcp::{port}-:{guest_port}",
+                          state={"tag": tag, "console_stamps": stamps, "cmdline": shlex.join(qemu_argv)})
+
+    def listen_unix_ns(self, instance: Instance) -> int | None:
+        """When the app's listening line reached the host (its own clock reading is the guest's)."""
+        return next((ns for ns, line in self.console_lines(instance.plan) if '"event":"listening"' in line), None)
+
+    def boot_phases(self, instance: Instance) -> dict[str, int]:
+        """On the host's clock: the firmware's events, Unikraft's first line, and its banner, after
+        which the loader's main loads the app (app_exec)."""
+        return boot_events(self.console_lines(instance.plan), {BOOTED: "app_exec"})
+
+    def failure_reason(self, plan: LaunchPlan) -> str | None:
+        out = self.target.read_text(plan.stdout_path, missing_ok=True) or ""
+        err = self.target.read_text(plan.stderr_path, missing_ok=True) or ""
+        lines = [x.strip() for x in (out + "\n" + err).replace("\r", "").splitlines() if x.strip()]
+        # Too little memory shows as Unikraft's own errors: its memory init, unpacking the initrd
+        # into RAM, or the loader copying the program.
+        if any(w in x for x in lines for w in ("Mem init failed", "Failed to extract cpio", "Failed to copy the executable",
+                                                "Out of memory")):
+            lines.append(f"Unikraft ran out of memory at {plan.limits.memory_mb or DEFAULT_MEMORY_MB:g} MiB; "
+                         "raise the memory limit")
+        return " | ".join(lines[-3:]) or None
+
+    def batch_plan(self, artifact: Artifact, args: list[str], limits: Limits) -> LaunchPlan:
+        raise ConfigError(f"{artifact.app} cannot run as a batch program on unikraft: the VM does not halt when the "
+                          "program exits (Unikraft 0.16's ELF loader); leave unikraft out of batch experiments")
