@@ -20,7 +20,7 @@ from edgebench.apps import APPS, place_app
 from edgebench.errors import ConfigError
 from edgebench.runtimes.contract import Limits, StartFailed
 from edgebench.runtimes.unikraft import (IMAGES_ENV, UnikraftRuntime, find_loader, image_facts, images_folder,
-                                         loader_cmdline)
+                                         loader_cmdline, service_rootfs)
 
 # -- the parts ----------------------------------------------------------------------------------
 
@@ -59,6 +59,21 @@ def test_loader_command_line_puts_the_address_first_and_the_program_after_the_se
         loader_cmdline([], ['say "hi"'], pass_env=False)
 
 
+def test_a_services_own_image_gets_the_same_configuration_without_fork():
+    files, args = service_rootfs(APPS["nginx"])
+    conf = files["nginx/conf/nginx.conf"][0].decode()
+    assert conf.startswith("daemon off;\nmaster_process off;\n") and "\nuser " not in conf
+    assert "listen 18480;" in conf and "root html;" in conf  # the port and page every runtime serves
+    assert files["nginx/html/index.html"][0].stat().st_size == 612
+    assert args == ["-p", "/nginx/", "-c", "conf/nginx.conf"]
+    files, args = service_rootfs(APPS["redis"])
+    assert files["redis.conf"][0].decode().splitlines() == ["port 6379", "bind 0.0.0.0", "protected-mode no",
+                                                            'save ""', "appendonly no"]
+    assert args == ["/redis.conf"]
+    # Its own image takes its arguments only: no program path after the separator.
+    assert loader_cmdline([], args, pass_env=False, program=None) == "netdev.ip=10.0.2.15/24:10.0.2.2 -- /redis.conf"
+
+
 def test_an_image_names_its_version_and_whether_it_takes_an_environment(tmp_path):
     image = tmp_path / "elfloader_qemu-x86_64"
     image.write_bytes(b"\0junk Powered by Unikraft Telesto (0.16.3~e453b74a)\0more .uk_libparam_params_libuknetdev\0")
@@ -66,6 +81,8 @@ def test_an_image_names_its_version_and_whether_it_takes_an_environment(tmp_path
                                   "env_params": False}
     image.write_bytes(b"Powered by Unikraft Kiviuq (0.17.0)\0.uk_libparam_params_libposix_environ\0")
     assert image_facts(image)["env_params"] is True
+    image.write_bytes(b"Powered by\0Unikraft Telesto 0.16.3~e453b74a\0")  # a service's image: the logo's line
+    assert image_facts(image)["unikraft_version"] == "0.16.3~e453b74a"
     assert find_loader(tmp_path, "x86_64") == image and find_loader(tmp_path, "aarch64") is None
     (tmp_path / "base_qemu-aarch64").write_bytes(b"")  # kraft's name for the loader
     assert find_loader(tmp_path, "aarch64").name == "base_qemu-aarch64"
@@ -89,7 +106,8 @@ def test_microvm_and_unknown_accelerators_are_refused_with_the_reason(local):
 def test_it_runs_go_services_and_refuses_the_rest(local):
     assert UnikraftRuntime.runs(APPS["go-http"]) and UnikraftRuntime.runs(APPS["home-automation"])
     assert not UnikraftRuntime.runs(APPS["iomt"]) and not UnikraftRuntime.runs(APPS["node-http"])
-    assert not UnikraftRuntime.runs(APPS["redis"])
+    assert UnikraftRuntime.runs(APPS["redis"]) and UnikraftRuntime.runs(APPS["nginx"])  # from their own images
+    assert not UnikraftRuntime.runs(APPS["fio"])
 
 
 def test_boot_events_come_from_firmware_unikrafts_lines_and_its_banner():
@@ -170,8 +188,38 @@ def test_memory_below_what_unikraft_boots_in_is_refused_before_anything_starts(u
     assert not vm_tagged_processes()
 
 
+@pytest.mark.parametrize("service", ["nginx", "redis"])
+def test_nginx_and_redis_serve_from_their_own_unikraft_images(uk, local, service, no_leftovers):
+    import socket
+    folder = images_folder()
+    need("unikraft", None if (folder / f"{service}_qemu-x86_64").is_file() else
+         f"no {service}_qemu-x86_64 in {folder} (app-{service}'s build)")
+    app = APPS[service]
+    artifact = uk.package(place_app(local, app))
+    assert artifact.build == f"app-{service}" and artifact.details["unikraft_version"]
+    port = app.container_port if app.fixed_port else free_port()
+    inst, probe = uk.start(artifact, Limits(cpus=1), port, timeout_s=120)
+    try:
+        assert probe.ready_after_ns and probe.error is None
+        assert inst.limits_applied.memory_mb == (128.0 if service == "redis" else 64.0)
+        if service == "nginx":
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/index.html", timeout=10) as r:
+                assert r.status == 200 and len(r.read()) == 612
+        else:
+            with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+                s.sendall(b"SET k v\r\nGET k\r\n")
+                got = b""
+                while not got.endswith(b"v\r\n"):
+                    got += s.recv(100)
+                assert got == b"+OK\r\n$1\r\nv\r\n"
+        assert "app_exec" in uk.boot_phases(inst)  # the logo's "Powered by" line
+    finally:
+        uk.stop(inst)
+    assert not vm_tagged_processes()
+
+
 def test_a_batch_program_is_refused_before_anything_starts(uk, local):
-    with pytest.raises(ConfigError, match="iomt \\(go, batch\\) cannot run on unikraft"):
+    with pytest.raises(ConfigError, match="iomt \\(go, batch\\) cannot run on unikraft in edgebench: Go services, nginx"):
         uk.package(place_app(local, APPS["iomt"]))
 
 

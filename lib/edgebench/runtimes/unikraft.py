@@ -21,6 +21,12 @@ through Unikraft's ELF loader, so the unikernel serves the same Go code as every
   network coming up), "Powered by Unikraft" (its boot is done and the loader's main runs: the
   app is being loaded), then the app's listening line.
 
+Paper 002's own Unikraft builds of nginx and Redis (app-nginx, app-redis: `nginx_qemu-<arch>`,
+`redis_qemu-<arch>` in the same folder) serve in the services notebook: edgebench packs their root
+file system (its nginx configuration and 612-byte page, its Redis options as a redis.conf), so they
+serve what Debian's binaries serve in the other runtimes. Unikraft has no fork(): nginx runs
+without a master process, as a daemon-less single process.
+
 Services only: when a Go program exits on Unikraft 0.16's loader the VM does not halt (the IoMT
 program printed its record, matching native's, and the VM stayed up), so a batch run would end
 only at its timeout. `microvm` is not offered: the loader finds no network device there (its
@@ -29,6 +35,7 @@ virtio-mmio devices are named after the `--`, among the program's arguments).
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import shlex
@@ -38,6 +45,7 @@ from edgebench import cpio
 from edgebench.apps import BuiltApp, go_build, place_probe
 from edgebench.errors import ConfigError, EdgebenchError
 from edgebench.needs import TargetNeeds
+from edgebench.paths import BUILD_DIR
 from edgebench.runtimes import linux_guest, qemu
 from edgebench.runtimes.base import app_env
 from edgebench.runtimes.contract import Artifact, Availability, Instance, LaunchPlan, Limits
@@ -51,12 +59,18 @@ LOADER_NAMES = ("elfloader", "base")
 MACHINES = {"x86_64": ("pc",)}
 NET_DEVICE = "virtio-net-pci,romfile="   # no iPXE ROM to load (seconds under TCG)
 ACCEL_MODES = ("auto", "kvm", "tcg")
-# A VM has a memory size even when the run sets no limit: kraft's default for the loader.
+# A VM has a memory size even when the run sets no limit: kraft's default for the loader; Redis
+# needs more (96 MiB served here, 80 MiB did not: "Can't initialize Background Jobs").
 DEFAULT_MEMORY_MB = 64
-BOOTED = "Powered by Unikraft"
+DEFAULT_MEMORY_MB_OF = {"redis": 128}
+# Unikraft's boot banner begins so: one line on the loader, an ASCII-art logo on the others.
+BOOTED = "Powered by"
 PROGRAM = "/app/program"
-# The loader's banner, "Powered by Unikraft <codename> (<version>)", as stored in the image.
-_BANNER = re.compile(rb"Powered by Unikraft (\w+) \(([^)\x00]+)\)")
+# Paper 002's Unikraft builds of the off-the-shelf services, by app name: their image's name.
+SERVICE_KERNELS = {"nginx": "nginx", "redis": "redis"}
+# The banner's codename and version as stored in the image: "Unikraft Telesto (0.16.3~e453b74a)"
+# in the loader, "Unikraft Telesto 0.16.3~e453b74a" in the services' images.
+_BANNER = re.compile(rb"Unikraft (\w+) \(?(\d+\.\d+\.\d+[^)\x00\s]*)")
 # A library's parameters sit in a section named after it: the environment's are in
 # libposix_environ's, built only with CONFIG_LIBPOSIX_ENVIRON_LIBPARAM.
 _ENV_PARAMS = b".uk_libparam_params_libposix_environ"
@@ -69,11 +83,28 @@ def images_folder(images_dir: str | None = None) -> Path | None:
 
 
 def find_loader(folder: Path, arch: str) -> Path | None:
-    for name in LOADER_NAMES:
-        path = folder / f"{name}_qemu-{arch}"
-        if path.is_file():
-            return path
-    return None
+    return next((p for n in LOADER_NAMES if (p := folder / f"{n}_qemu-{arch}").is_file()), None)
+
+
+def service_rootfs(app) -> tuple[dict, list[str]]:
+    """What edgebench packs for a service's own Unikraft image ({path: (content, mode)}) and the
+    arguments it is started with: the same configuration as Debian's binaries get elsewhere."""
+    if app.name == "nginx":
+        conf = (app.source_dir / "nginx.conf").read_text()
+        # No fork() on Unikraft: one process, no master, no user switch; errors to the console.
+        conf = "daemon off;\nmaster_process off;\nerror_log stderr;\n" + "\n".join(
+            line for line in conf.splitlines() if not line.strip().startswith(("user ", "#")))
+        files = {"nginx/conf/nginx.conf": (conf.encode() + b"\n", 0o644),
+                 "nginx/logs/error.log": (b"", 0o644),   # opened before the configuration is read
+                 "tmp/.edgebench": (b"", 0o644)}          # pid and temporary files
+        files.update({f"nginx/{rel}": (app.source_dir / rel, 0o644) for rel in app.data if rel != "nginx.conf"})
+        return files, ["-p", "/nginx/", "-c", "conf/nginx.conf"]
+    if app.name == "redis":
+        # Its command-line options ("--port 6379 --save ''") as redis.conf lines, the port the guest's.
+        words = app.service_args(app.container_port)
+        lines = [f"{k.lstrip('-')} {v if v else chr(34) * 2}" for k, v in zip(words[::2], words[1::2])]
+        return {"redis.conf": ("\n".join(lines).encode() + b"\n", 0o644)}, ["/redis.conf"]
+    raise ConfigError(f"no Unikraft image is known for {app.name}")
 
 
 def image_facts(image: Path) -> dict:
@@ -86,14 +117,15 @@ def image_facts(image: Path) -> dict:
             "env_params": _ENV_PARAMS in data}
 
 
-def loader_cmdline(env: list[str], args: list[str], pass_env: bool) -> str:
-    """The loader's command line: Unikraft's own parameters, `--`, the program and its arguments.
+def loader_cmdline(env: list[str], args: list[str], pass_env: bool, program: str | None = PROGRAM) -> str:
+    """The loader's command line: Unikraft's own parameters, `--`, the program and its arguments
+    (a service's own image: its arguments only, program=None).
     The guest's address comes first, and always: with no parameter before it, Unikraft 0.16
     takes `--` for the program's name."""
     words = [f"netdev.ip={linux_guest.GUEST_IP}:{linux_guest.GUEST_GATEWAY}"]
     if env and pass_env:
         words.append("env.vars=[" + " ".join(_quoted(w) for w in env) + "]")
-    return " ".join([*words, "--", PROGRAM, *(_quoted(a) for a in args)])
+    return " ".join([*words, "--", *([program] if program else []), *(_quoted(a) for a in args)])
 
 
 def _quoted(word: str) -> str:
@@ -114,8 +146,9 @@ class UnikraftRuntime(VmRuntime):
 
     @classmethod
     def runs(cls, app) -> bool:
-        """Go services: a batch program's exit does not halt the VM (see the module's notes)."""
-        return app.language == "go" and app.is_service
+        """Go services, and nginx and Redis from their own images: a batch program's exit does
+        not halt the VM (see the module's notes)."""
+        return (app.language == "go" and app.is_service) or app.name in SERVICE_KERNELS
 
     @classmethod
     def target_needs(cls, arch: str) -> TargetNeeds:
@@ -155,9 +188,8 @@ class UnikraftRuntime(VmRuntime):
                 if local else {}
         return self._loader_facts
 
-    def placed_loader(self) -> str:
-        """The loader in the target's workspace (copied when it changed)."""
-        local = self.loader()
+    def placed(self, local: Path) -> str:
+        """An image in the target's workspace (copied when it changed)."""
         return self.target.upload_if_changed(local, f"{self.target.workspace}/unikraft/{local.name}")
 
     def availability(self) -> Availability:
@@ -206,8 +238,10 @@ class UnikraftRuntime(VmRuntime):
     def package(self, built: BuiltApp, build: str = "elfloader") -> Artifact:
         if not self.runs(built.app):
             raise ConfigError(f"{built.app.name} ({built.app.language}, {built.app.kind}) cannot run on unikraft in "
-                              "edgebench: Go services only (a program's exit does not halt Unikraft 0.16's ELF "
-                              "loader); leave it out of the unikraft runs")
+                              "edgebench: Go services, nginx and Redis only (a program's exit does not halt Unikraft "
+                              "0.16's ELF loader); leave it out of the unikraft runs")
+        if built.app.name in SERVICE_KERNELS:
+            return self._package_service(built)
         if self.loader() is None:
             raise EdgebenchError(self.availability().reason)
         binary = go_build(built.app.source_dir, built.app.name, built.arch, static_pie=True)
@@ -215,9 +249,9 @@ class UnikraftRuntime(VmRuntime):
         if not local.exists():
             local.write_bytes(cpio.newc({PROGRAM.lstrip("/"): (binary, 0o755)}))
         initrd = self.target.upload_if_changed(local, f"{self.target.workspace}/unikraft/{built.app.name}.cpio")
-        loader = self.placed_loader()
+        loader = self.placed(self.loader())
         f = self.facts_of_loader()
-        details = {"initrd": initrd, "loader": loader, "program": binary.name, "program_bytes": binary.stat().st_size,
+        details = {"initrd": initrd, "uk_kernel": loader, "program": binary.name, "program_bytes": binary.stat().st_size,
                    "unikraft_version": f.get("unikraft_version"), "machine": self.machine,
                    "build_command": "go build -buildmode=pie (static-pie) | cpio.newc"}
         # The app's own size is the static PIE's: what the unikernel holds (a little larger than the
@@ -226,17 +260,43 @@ class UnikraftRuntime(VmRuntime):
                         build="elfloader", details=details,
                         extra_sizes=[("kernel_size", f.get("loader_bytes"), "bytes", loader)])
 
+    def _package_service(self, built: BuiltApp) -> Artifact:
+        """A service's own Unikraft image, and the root file system edgebench packs for it."""
+        folder = images_folder(self.images_dir)
+        name = f"{SERVICE_KERNELS[built.app.name]}_qemu-{self._arch()}"
+        image = folder / name if folder else None
+        if image is None or not image.is_file():
+            raise EdgebenchError(f"no Unikraft image of {built.app.name}: put app-{built.app.name}'s qemu build as {name} "
+                                 f"in {folder or f'the folder {IMAGES_ENV} names'} (kraft: unikraft.org/{built.app.name})")
+        files, args = service_rootfs(built.app)
+        archive = cpio.newc(files)
+        local = BUILD_DIR / f"unikraft-{built.app.name}-rootfs-{hashlib.sha256(archive).hexdigest()[:12]}.cpio"
+        local.parent.mkdir(parents=True, exist_ok=True)
+        local.write_bytes(archive)
+        out = self.target.upload_if_changed(local, f"{self.target.workspace}/unikraft/{built.app.name}-rootfs.cpio")
+        facts = image_facts(image)
+        kernel = self.placed(image)
+        details = {"initrd": out, "uk_kernel": kernel, "service_args": args, "unikraft_version": facts["unikraft_version"],
+                   "machine": self.machine, "build_command": f"{name} (app-{built.app.name}) + cpio.newc of its files"}
+        # The service is its image: the app's size is the image's, the root file system beside it.
+        return Artifact(self.name, built.app.name, kernel, image.stat().st_size, image.stat().st_size, built,
+                        build=f"app-{built.app.name}", details=details,
+                        extra_sizes=[("rootfs_size", len(archive), "bytes", out)])
+
     # -- starting and stopping -------------------------------------------------------
     def qemu_argv(self, artifact: Artifact, limits: Limits, port: int, args: list[str]) -> list[str]:
         accel = self.accel_used()
-        env = app_env(artifact.built, limits, artifact.built.app.container_port)
-        memory = limits.memory_mb or DEFAULT_MEMORY_MB
+        app = artifact.built.app
+        service_image = app.name in SERVICE_KERNELS
+        env = [] if service_image else app_env(artifact.built, limits, app.container_port)
+        memory = limits.memory_mb or DEFAULT_MEMORY_MB_OF.get(app.name, DEFAULT_MEMORY_MB)
         return [qemu.qemu_binary(self._arch()), "-M", self.machine,
                 *(["-accel", "kvm", "-cpu", "host"] if accel == "kvm" else ["-cpu", "max"]),
                 "-m", f"{int(memory)}M", "-smp", "1",
                 "-nodefaults", "-no-user-config", "-display", "none", *console_args(self.machine), "-no-reboot",
-                "-kernel", artifact.details["loader"], "-initrd", artifact.ref,
-                "-append", loader_cmdline(env, args, bool(self.facts_of_loader().get("env_params"))),
+                "-kernel", artifact.details["uk_kernel"], "-initrd", artifact.details["initrd"],
+                "-append", loader_cmdline(env, args, bool(self.facts_of_loader().get("env_params")),
+                                          None if service_image else PROGRAM),
                 "-netdev", f"user,id=n0,hostfwd=tcp:127.0.0.1:{port}-:{artifact.built.app.container_port}",
                 "-device", f"{NET_DEVICE},netdev=n0"]
 
@@ -248,7 +308,8 @@ class UnikraftRuntime(VmRuntime):
         tag = f"{LAUNCH_TAG}={name}"
         stamps = f"{logs}/{name}.console"
         guest_port = artifact.built.app.container_port
-        qemu_argv = self.qemu_argv(artifact, limits, port, artifact.built.service_args(guest_port))
+        args = artifact.details.get("service_args") or artifact.built.service_args(guest_port)
+        qemu_argv = self.qemu_argv(artifact, limits, port, args)
         # Pinned at launch: every QEMU thread (the vCPU, I/O, user-mode network) inherits the cores.
         argv = ["env", tag, *qemu.pinned(limits.cpuset), *stamped_console(stamps, place_probe(self.target)),
                 *qemu_argv]
@@ -274,7 +335,8 @@ class UnikraftRuntime(VmRuntime):
         # into RAM, or the loader copying the program.
         if any(w in x for x in lines for w in ("Mem init failed", "Failed to extract cpio", "Failed to copy the executable",
                                                 "Out of memory")):
-            lines.append(f"Unikraft ran out of memory at {plan.limits.memory_mb or DEFAULT_MEMORY_MB:g} MiB; "
+            lines.append(f"Unikraft ran out of memory at "
+                         f"{plan.limits.memory_mb or DEFAULT_MEMORY_MB_OF.get(plan.app, DEFAULT_MEMORY_MB):g} MiB; "
                          "raise the memory limit")
         return " | ".join(lines[-3:]) or None
 
