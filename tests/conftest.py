@@ -144,6 +144,20 @@ def vm_tagged_processes() -> list[tuple[int, str]]:
     return tags.tagged(LocalTarget(), f"{tags.LAUNCH_TAG}=eb-{TAG_PREFIX}", prefix=True)
 
 
+def redis_set_get(port: int) -> bytes:
+    """A Redis at 127.0.0.1:port asked to SET k v and GET k: its replies, as they came."""
+    import socket
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+        s.sendall(b"SET k v\r\nGET k\r\n")
+        got = b""
+        while not got.endswith(b"v\r\n") and len(got) < 100:
+            chunk = s.recv(100)
+            if not chunk:
+                break
+            got += chunk
+    return got
+
+
 def qemu_alive(pid: int | None) -> bool:
     """Whether a QEMU process (or any) still runs (a zombie does not)."""
     try:

@@ -8,12 +8,11 @@ from __future__ import annotations
 import base64
 import json
 import signal
-import socket
 import urllib.request
 
 import pytest
 
-from conftest import free_port, interrupt_while_a_vm_boots, need, qemu_alive, vm_tagged_processes
+from conftest import free_port, interrupt_while_a_vm_boots, need, qemu_alive, redis_set_get, vm_tagged_processes
 from edgebench.apps import APPS, place_app
 from edgebench.experiments.iomt import parse_record, workload_args
 from edgebench.runtimes import linux_guest
@@ -255,12 +254,7 @@ def test_debians_services_run_from_the_initramfs_with_their_libraries(vm, local,
     try:
         assert probe.ready_after_ns and probe.error is None
         if service == "redis":
-            with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
-                s.sendall(b"SET k v\r\nGET k\r\n")
-                got = b""
-                while not got.endswith(b"v\r\n"):
-                    got += s.recv(100)
-                assert got == b"+OK\r\n$1\r\nv\r\n"
+            assert redis_set_get(port) == b"+OK\r\n$1\r\nv\r\n"
         else:
             with urllib.request.urlopen(f"http://127.0.0.1:{port}/index.html", timeout=10) as r:
                 assert r.status == 200 and len(r.read()) == 612

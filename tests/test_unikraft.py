@@ -14,7 +14,7 @@ import urllib.request
 
 import pytest
 
-from conftest import free_port, interrupt_while_a_vm_boots, need, qemu_alive, vm_tagged_processes
+from conftest import free_port, interrupt_while_a_vm_boots, need, qemu_alive, redis_set_get, vm_tagged_processes
 from edgebench import cpio
 from edgebench.apps import APPS, place_app
 from edgebench.errors import ConfigError
@@ -190,7 +190,6 @@ def test_memory_below_what_unikraft_boots_in_is_refused_before_anything_starts(u
 
 @pytest.mark.parametrize("service", ["nginx", "redis"])
 def test_nginx_and_redis_serve_from_their_own_unikraft_images(uk, local, service, no_leftovers):
-    import socket
     folder = images_folder()
     need("unikraft", None if (folder / f"{service}_qemu-x86_64").is_file() else
          f"no {service}_qemu-x86_64 in {folder} (app-{service}'s build)")
@@ -206,12 +205,7 @@ def test_nginx_and_redis_serve_from_their_own_unikraft_images(uk, local, service
             with urllib.request.urlopen(f"http://127.0.0.1:{port}/index.html", timeout=10) as r:
                 assert r.status == 200 and len(r.read()) == 612
         else:
-            with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
-                s.sendall(b"SET k v\r\nGET k\r\n")
-                got = b""
-                while not got.endswith(b"v\r\n"):
-                    got += s.recv(100)
-                assert got == b"+OK\r\n$1\r\nv\r\n"
+            assert redis_set_get(port) == b"+OK\r\n$1\r\nv\r\n"
         assert "app_exec" in uk.boot_phases(inst)  # the logo's "Powered by" line
     finally:
         uk.stop(inst)

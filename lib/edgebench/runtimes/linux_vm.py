@@ -23,14 +23,13 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from edgebench.apps import BuiltApp, place_probe
+from edgebench.apps import BuiltApp
 from edgebench.errors import ConfigError, EdgebenchError
 from edgebench.needs import Preparation, TargetNeeds
 from edgebench.runtimes import linux_guest, qemu
 from edgebench.runtimes.base import app_env
 from edgebench.runtimes.contract import Artifact, Availability, Instance, LaunchPlan, Limits
-from edgebench.runtimes.tags import LAUNCH_TAG
-from edgebench.runtimes.vm import VmRuntime, console_args, stamped_console
+from edgebench.runtimes.vm import StampedConsoleVm, console_args
 from edgebench.runtimes.vm import boot_events as vm_boot_events
 from edgebench.targets import Target
 
@@ -51,7 +50,6 @@ NET_DEVICE = {"pc": "virtio-net-pci,romfile=", "virt": "virtio-net-pci,romfile="
 # The kernel's early console: its first line (before the decompressed kernel's console is up)
 # marks the end of firmware and decompression. aarch64's earlycon is left out (untested there).
 EARLY_CONSOLE = {"x86_64": "earlyprintk=serial,ttyS0,115200"}
-ACCEL_MODES = ("auto", "kvm", "tcg")
 
 # The target's TSC frequency in kHz: the kernel's own calibration where dmesg is readable, else
 # the first CPU's MHz (a constant-rate TSC counts at the nominal clock; close enough for a
@@ -67,9 +65,8 @@ def kit_dir(target: Target) -> str:
     return f"{target.workspace}/linux-vm/kit"
 
 
-class LinuxVmRuntime(VmRuntime):
+class LinuxVmRuntime(StampedConsoleVm):
     name = "linux-vm"
-    foreign_clock = None  # the listening line is timed where it reaches the host (console stamps)
     colour = "#e377c2"
     # Debian's 6.1 kernel with an 8 MB initramfs (QEMU 7.2, pc): 96 MiB serves, 80 MiB panics
     # ("deadlocked on memory"), 64 MiB hangs before its console says anything.
@@ -118,10 +115,7 @@ class LinuxVmRuntime(VmRuntime):
         if machines and self.machine not in machines:
             raise ConfigError(f"linux-vm machine {machine!r} unknown on {self._arch()}; choose from "
                               f"{', '.join(machines)}")
-        if accel not in ACCEL_MODES:
-            raise ConfigError(f"linux-vm accel={accel!r} unknown; choose from {', '.join(ACCEL_MODES)}")
-        self.accel = "kvm" if require_kvm else accel
-        self.require_kvm = require_kvm
+        self.choose_accel(accel, require_kvm)
 
     @classmethod
     def machines_for(cls, arch: str) -> tuple[str, ...]:
@@ -140,28 +134,13 @@ class LinuxVmRuntime(VmRuntime):
         if self._arch() not in MACHINES:
             return Availability(False, f"linux-vm knows no QEMU machine for {self._arch()}; it runs on x86_64 "
                                 "and aarch64 targets")
-        binary = qemu.qemu_binary(self._arch())
-        if not self.target.which(binary):
-            system = qemu.qemu_system(self._arch())
-            return Availability(False, f"no {binary} on {self.target.name}; install QEMU there "
-                                f"(apt-get install {system[1] if system else 'qemu-system'})")
+        missing = self.qemu_missing()
+        if missing is not None:
+            return missing
         if self.kit() is None:
             return Availability(False, f"no guest kernel and busybox in {kit_dir(self.target)}; run `make provision` "
                                 "(it downloads linux-image-<arch> and busybox-static with apt-get)")
-        if self.accel_used() == "kvm" and self.kvm_unusable():
-            return Availability(False, f"KVM is required but {self.kvm_unusable()}; run where QEMU gets KVM or "
-                                "allow software emulation (TCG)")
-        return Availability(True)
-
-    def kvm_unusable(self) -> str | None:
-        if "_no_kvm" not in self.__dict__:
-            self._no_kvm = qemu.kvm_unusable(self.target)
-        return self._no_kvm
-
-    def accel_used(self) -> str:
-        if self.accel == "auto":
-            return "tcg" if self.kvm_unusable() else "kvm"
-        return self.accel
+        return self.kvm_missing() or Availability(True)
 
     def describe(self) -> str:
         k, no_kvm = self.kit() or {}, self.kvm_unusable()
@@ -236,28 +215,8 @@ class LinuxVmRuntime(VmRuntime):
     def console_args(self) -> list[str]:
         return console_args(self.machine)
 
-    def _plan(self, artifact: Artifact, limits: Limits, port: int | None, args: list[str]) -> LaunchPlan:
-        self.check_limits(artifact.app, limits)
-        name = self.new_name(artifact.app)
-        logs = self.logs_dir()
-        self.target.run(["mkdir", "-p", logs])
-        tag = f"{LAUNCH_TAG}={name}"
-        stamps = f"{logs}/{name}.console"
-        # Pinned at launch: every QEMU thread (vCPUs, I/O, user-mode network) inherits the cores.
-        argv = ["env", tag, *qemu.pinned(limits.cpuset), *stamped_console(stamps, place_probe(self.target)),
-                *self.qemu_argv(artifact, limits, port, args)]
-        network = ("none" if port is None else
-                   f"qemu user-mode (slirp) hostfwd tcp::{port}-:{artifact.built.app.container_port}")
-        return LaunchPlan(self.name, artifact.app, name, argv, port or 0, limits=limits,
-                          stdout_path=f"{logs}/{name}.out", stderr_path=f"{logs}/{name}.err",
-                          network_path=network, state={"tag": tag, "console_stamps": stamps})
-
     def launch_plan(self, artifact: Artifact, limits: Limits, port: int) -> LaunchPlan:
-        return self._plan(artifact, limits, port, artifact.built.service_args(artifact.built.app.container_port))
-
-    def listen_unix_ns(self, instance: Instance) -> int | None:
-        """When the app's listening line reached the host (its own clock reading is the guest's)."""
-        return next((ns for ns, line in self.console_lines(instance.plan) if '"event":"listening"' in line), None)
+        return self.stamped_plan(artifact, limits, port, artifact.built.service_args(artifact.built.app.container_port))
 
     def boot_phases(self, instance: Instance) -> dict[str, int]:
         """On the host's clock: the boot events the console showed (boot_events)."""
@@ -283,7 +242,7 @@ class LinuxVmRuntime(VmRuntime):
 
     # -- batch -------------------------------------------------------------------------
     def batch_plan(self, artifact: Artifact, args: list[str], limits: Limits) -> LaunchPlan:
-        plan = self._plan(artifact, limits, None, args)
+        plan = self.stamped_plan(artifact, limits, None, args)
         self.watch_batch(plan)
         return plan
 

@@ -38,19 +38,17 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import shlex
 from pathlib import Path
 
 from edgebench import cpio
-from edgebench.apps import BuiltApp, go_build, place_probe
+from edgebench.apps import BuiltApp, go_build
 from edgebench.errors import ConfigError, EdgebenchError
 from edgebench.needs import TargetNeeds
 from edgebench.paths import BUILD_DIR
 from edgebench.runtimes import linux_guest, qemu
 from edgebench.runtimes.base import app_env
 from edgebench.runtimes.contract import Artifact, Availability, Instance, LaunchPlan, Limits
-from edgebench.runtimes.tags import LAUNCH_TAG
-from edgebench.runtimes.vm import VmRuntime, boot_events, console_args, stamped_console
+from edgebench.runtimes.vm import StampedConsoleVm, boot_events, console_args
 
 IMAGES_ENV = "EDGEBENCH_UNIKRAFT_IMAGES"
 # The ELF loader's file names: app-elfloader's build name, and kraft's name for it.
@@ -58,7 +56,6 @@ LOADER_NAMES = ("elfloader", "base")
 # Machine types per architecture (only x86_64's loader was tried; aarch64 would be `virt`).
 MACHINES = {"x86_64": ("pc",)}
 NET_DEVICE = "virtio-net-pci,romfile="   # no iPXE ROM to load (seconds under TCG)
-ACCEL_MODES = ("auto", "kvm", "tcg")
 # A VM has a memory size even when the run sets no limit: kraft's default for the loader; Redis
 # needs more (96 MiB served here, 80 MiB did not: "Can't initialize Background Jobs").
 DEFAULT_MEMORY_MB = 64
@@ -135,10 +132,9 @@ def _quoted(word: str) -> str:
     return f'"{word}"' if (not word or " " in word or "\t" in word) else word
 
 
-class UnikraftRuntime(VmRuntime):
+class UnikraftRuntime(StampedConsoleVm):
     name = "unikraft"
     colour = "#bcbd22"
-    foreign_clock = None  # the listening line is timed where it reaches the host (console stamps)
     # At 8 MiB the kernel's memory init fails; from 12 MiB it boots (an app needs more: go-http's
     # 7 MB binary is unpacked into RAM and then copied by the loader, 32 MiB serves here).
     min_memory_mb = 12
@@ -162,10 +158,7 @@ class UnikraftRuntime(VmRuntime):
         if machines and self.machine not in machines:
             raise ConfigError(f"unikraft machine {machine!r} is not offered on {self._arch()}; choose from "
                               f"{', '.join(machines)} (on microvm Unikraft 0.16's ELF loader finds no network device)")
-        if accel not in ACCEL_MODES:
-            raise ConfigError(f"unikraft accel={accel!r} unknown; choose from {', '.join(ACCEL_MODES)}")
-        self.accel = "kvm" if require_kvm else accel
-        self.require_kvm = require_kvm
+        self.choose_accel(accel, require_kvm)
         self.images_dir = images_dir
 
     @classmethod
@@ -204,25 +197,10 @@ class UnikraftRuntime(VmRuntime):
         if self.loader() is None:
             return Availability(False, f"{folder} holds no Unikraft ELF loader (looked for "
                                 f"{' or '.join(f'{n}_qemu-{self._arch()}' for n in LOADER_NAMES)})")
-        binary = qemu.qemu_binary(self._arch())
-        if not self.target.which(binary):
-            system = qemu.qemu_system(self._arch())
-            return Availability(False, f"no {binary} on {self.target.name}; install QEMU there "
-                                f"(apt-get install {system[1] if system else 'qemu-system'})")
-        if self.accel_used() == "kvm" and self.kvm_unusable():
-            return Availability(False, f"KVM is required but {self.kvm_unusable()}; run where QEMU gets KVM or "
-                                "allow software emulation (TCG)")
-        return Availability(True)
-
-    def kvm_unusable(self) -> str | None:
-        if "_no_kvm" not in self.__dict__:
-            self._no_kvm = qemu.kvm_unusable(self.target)
-        return self._no_kvm
-
-    def accel_used(self) -> str:
-        if self.accel == "auto":
-            return "tcg" if self.kvm_unusable() else "kvm"
-        return self.accel
+        missing = self.qemu_missing()
+        if missing is not None:
+            return missing
+        return self.kvm_missing() or Availability(True)
 
     def describe(self) -> str:
         f, no_kvm = self.facts_of_loader(), self.kvm_unusable()
@@ -301,26 +279,8 @@ class UnikraftRuntime(VmRuntime):
                 "-device", f"{NET_DEVICE},netdev=n0"]
 
     def launch_plan(self, artifact: Artifact, limits: Limits, port: int) -> LaunchPlan:
-        self.check_limits(artifact.app, limits)
-        name = self.new_name(artifact.app)
-        logs = self.logs_dir()
-        self.target.run(["mkdir", "-p", logs])
-        tag = f"{LAUNCH_TAG}={name}"
-        stamps = f"{logs}/{name}.console"
-        guest_port = artifact.built.app.container_port
-        args = artifact.details.get("service_args") or artifact.built.service_args(guest_port)
-        qemu_argv = self.qemu_argv(artifact, limits, port, args)
-        # Pinned at launch: every QEMU thread (the vCPU, I/O, user-mode network) inherits the cores.
-        argv = ["env", tag, *qemu.pinned(limits.cpuset), *stamped_console(stamps, place_probe(self.target)),
-                *qemu_argv]
-        return LaunchPlan(self.name, artifact.app, name, argv, port, limits=limits,
-                          stdout_path=f"{logs}/{name}.out", stderr_path=f"{logs}/{name}.err",
-                          network_path=f"qemu user-mode (slirp) hostfwd tcp::{port}-:{guest_port}",
-                          state={"tag": tag, "console_stamps": stamps, "cmdline": shlex.join(qemu_argv)})
-
-    def listen_unix_ns(self, instance: Instance) -> int | None:
-        """When the app's listening line reached the host (its own clock reading is the guest's)."""
-        return next((ns for ns, line in self.console_lines(instance.plan) if '"event":"listening"' in line), None)
+        args = artifact.details.get("service_args") or artifact.built.service_args(artifact.built.app.container_port)
+        return self.stamped_plan(artifact, limits, port, args)
 
     def boot_phases(self, instance: Instance) -> dict[str, int]:
         """On the host's clock: the firmware's events, Unikraft's first line, and its banner, after

@@ -1,4 +1,4 @@
-"""What every runtime whose app runs in a QEMU VM does the same way (Nanos, linux-vm): find its
+"""What every runtime whose app runs in a QEMU VM does the same way (Nanos, linux-vm, unikraft): find its
 QEMU by the launch's tag and read back what it got, refuse TCG when KVM is required, stop QEMU
 (not only its launcher), and say what a batch run's counts cover. How the VM is built and
 launched stays in each runtime's own module."""
@@ -7,10 +7,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from edgebench.errors import EdgebenchError
+from edgebench.errors import ConfigError, EdgebenchError
 from edgebench.runtimes import qemu
 from edgebench.runtimes.base import Runtime
-from edgebench.runtimes.contract import BatchOutcome, Instance, LaunchPlan, StartFailed
+from edgebench.apps import place_probe
+from edgebench.runtimes.contract import Availability, BatchOutcome, Instance, LaunchPlan, Limits, StartFailed
 from edgebench.runtimes.tags import LAUNCH_TAG, is_alive, kill_pid, tagged
 
 # Machines whose firmware (SeaBIOS) writes to QEMU's debug port 0x402: its banner and its jump to
@@ -32,6 +33,8 @@ code=$(tr -d '\r' <"$stamps" | sed -n 's/^[0-9]*[[:space:]]edgebench-guest: exit
 exit "${code:-125}"
 """
 
+ACCEL_MODES = ("auto", "kvm", "tcg")
+
 # What a batch row's facts keep from QEMU's state.
 _BATCH_FACTS = ("accelerator_evidence", "accel_requested", "vcpus", "memory_mb", "qemu_cpuset", "qemu_argv")
 
@@ -46,6 +49,42 @@ class VmRuntime(Runtime):
 
     def _arch(self) -> str:
         return self.target.facts().get("arch") or "x86_64"
+
+    accel = "auto"   # what QEMU is asked for: kvm, tcg, or auto (KVM where the target can give it)
+
+    def choose_accel(self, accel: str, require_kvm: bool) -> None:
+        """For the runtimes that start QEMU themselves: require_kvm asks for KVM whatever `accel` says."""
+        if accel not in ACCEL_MODES:
+            raise ConfigError(f"{self.name} accel={accel!r} unknown; choose from {', '.join(ACCEL_MODES)}")
+        self.accel = "kvm" if require_kvm else accel
+        self.require_kvm = require_kvm
+
+    def kvm_unusable(self) -> str | None:
+        """Why QEMU gets no KVM on this target, or None (asked once)."""
+        if "_no_kvm" not in self.__dict__:
+            self._no_kvm = qemu.kvm_unusable(self.target)
+        return self._no_kvm
+
+    def accel_used(self) -> str:
+        if self.accel == "auto":
+            return "tcg" if self.kvm_unusable() else "kvm"
+        return self.accel
+
+    def qemu_missing(self) -> Availability | None:
+        """Why this runtime's QEMU cannot start here (not installed), or None."""
+        binary = qemu.qemu_binary(self._arch())
+        if self.target.which(binary):
+            return None
+        system = qemu.qemu_system(self._arch())
+        return Availability(False, f"no {binary} on {self.target.name}; install QEMU there "
+                            f"(apt-get install {system[1] if system else 'qemu-system'})")
+
+    def kvm_missing(self) -> Availability | None:
+        """Why KVM, when it is required, cannot be had here, or None."""
+        if self.accel_used() == "kvm" and self.kvm_unusable():
+            return Availability(False, f"KVM is required but {self.kvm_unusable()}; run where QEMU gets KVM or "
+                                "allow software emulation (TCG)")
+        return None
 
     def console_lines(self, plan: LaunchPlan) -> list[tuple[int, str]]:
         """[(host unix ns, line)] of the console so far, as `probe -stamp` wrote it to
@@ -119,6 +158,36 @@ class VmRuntime(Runtime):
         self._check_accelerator(facts)
         return replace(scope, limits_applied=qemu.applied_limits(facts), accelerator=facts["accelerator"],
                        details={k: facts[k] for k in _BATCH_FACTS} | self.versions_brief())
+
+
+class StampedConsoleVm(VmRuntime):
+    """A VM runtime that starts QEMU itself (linux-vm, unikraft) with its serial console through
+    `probe -stamp`: the app's listening line, and the boot's lines, are timed where they reach
+    the host, so the guest's clock is never read."""
+    foreign_clock = None
+
+    def qemu_argv(self, artifact, limits: Limits, port: int | None, args: list[str]) -> list[str]:
+        raise NotImplementedError
+
+    def stamped_plan(self, artifact, limits: Limits, port: int | None, args: list[str]) -> LaunchPlan:
+        self.check_limits(artifact.app, limits)
+        name = self.new_name(artifact.app)
+        logs = self.logs_dir()
+        self.target.run(["mkdir", "-p", logs])
+        tag = f"{LAUNCH_TAG}={name}"
+        stamps = f"{logs}/{name}.console"
+        # Pinned at launch: every QEMU thread (vCPUs, I/O, user-mode network) inherits the cores.
+        argv = ["env", tag, *qemu.pinned(limits.cpuset), *stamped_console(stamps, place_probe(self.target)),
+                *self.qemu_argv(artifact, limits, port, args)]
+        network = ("none" if port is None else
+                   f"qemu user-mode (slirp) hostfwd tcp::{port}-:{artifact.built.app.container_port}")
+        return LaunchPlan(self.name, artifact.app, name, argv, port or 0, limits=limits,
+                          stdout_path=f"{logs}/{name}.out", stderr_path=f"{logs}/{name}.err",
+                          network_path=network, state={"tag": tag, "console_stamps": stamps})
+
+    def listen_unix_ns(self, instance: Instance) -> int | None:
+        """When the app's listening line reached the host (its own clock reading is the guest's)."""
+        return next((ns for ns, line in self.console_lines(instance.plan) if '"event":"listening"' in line), None)
 
 
 def parse_stamped(text: str) -> list[tuple[int, str]]:
