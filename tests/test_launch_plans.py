@@ -170,7 +170,7 @@ def check_linux_vm(plan, target, rt):
     # the scripted machine has a usable KVM (facts, and vmx/svm found): asked for by name
     assert qemu[qemu.index("-accel") + 1] == "kvm"
     assert qemu[qemu.index("-kernel") + 1] == DETAILS["kernel"] and qemu[qemu.index("-initrd") + 1] == REFS["linux-vm"]
-    assert qemu[qemu.index("-netdev") + 1] == f"user,id=n0,hostfwd=tcp:127.0.0.1:{PORT}-:8080"
+    assert qemu[qemu.index("-netdev") + 1] == f"user,id=n0,hostfwd=tcp::{PORT}-:8080"
     append = qemu[qemu.index("-append") + 1]
     assert append.startswith("console=ttyS0 ") and "eb_env=" in append and "eb_args=" not in append
     assert not any("qemu" in c for c in target.commands)  # nothing started yet
@@ -186,7 +186,7 @@ def check_unikraft(plan, target, rt):
     assert qemu[qemu.index("-m") + 1] == "64M" and qemu[qemu.index("-smp") + 1] == "1"
     assert qemu[qemu.index("-accel") + 1] == "kvm" and qemu[qemu.index("-cpu") + 1] == "host"
     assert qemu[qemu.index("-kernel") + 1] == DETAILS["uk_kernel"] and qemu[qemu.index("-initrd") + 1] == REFS["unikraft"]
-    assert qemu[qemu.index("-netdev") + 1] == f"user,id=n0,hostfwd=tcp:127.0.0.1:{PORT}-:8080"
+    assert qemu[qemu.index("-netdev") + 1] == f"user,id=n0,hostfwd=tcp::{PORT}-:8080"
     # no images folder on this controller: the loader's environment support is unknown, so none is passed
     assert qemu[qemu.index("-append") + 1] == "netdev.ip=10.0.2.15/24:10.0.2.2 -- /app/program"
     assert not any("qemu" in c for c in target.commands)  # nothing started yet

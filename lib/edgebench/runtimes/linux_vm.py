@@ -29,7 +29,7 @@ from edgebench.needs import Preparation, TargetNeeds
 from edgebench.runtimes import linux_guest, qemu
 from edgebench.runtimes.base import app_env
 from edgebench.runtimes.contract import Artifact, Availability, Instance, LaunchPlan, Limits
-from edgebench.runtimes.vm import StampedConsoleVm, console_args
+from edgebench.runtimes.vm import StampedConsoleVm, console_args, user_network
 from edgebench.runtimes.vm import boot_events as vm_boot_events
 from edgebench.targets import Target
 
@@ -197,8 +197,7 @@ class LinuxVmRuntime(StampedConsoleVm):
                 "-append", linux_guest.kernel_cmdline(console, env, args, (
                     *([EARLY_CONSOLE[arch]] if arch in EARLY_CONSOLE else []), *self.tsc_khz_words()))]
         if port is not None:
-            argv += ["-netdev", f"user,id=n0,hostfwd=tcp:127.0.0.1:{port}-:{artifact.built.app.container_port}",
-                     "-device", f"{NET_DEVICE[self.machine]},netdev=n0"]
+            argv += user_network(port, artifact.built.app.container_port, NET_DEVICE[self.machine])
         return argv
 
     def tsc_khz_words(self) -> list[str]:

@@ -48,7 +48,7 @@ from edgebench.paths import BUILD_DIR
 from edgebench.runtimes import linux_guest, qemu
 from edgebench.runtimes.base import app_env
 from edgebench.runtimes.contract import Artifact, Availability, Instance, LaunchPlan, Limits
-from edgebench.runtimes.vm import StampedConsoleVm, boot_events, console_args
+from edgebench.runtimes.vm import StampedConsoleVm, boot_events, console_args, user_network
 
 IMAGES_ENV = "EDGEBENCH_UNIKRAFT_IMAGES"
 # The ELF loader's file names: app-elfloader's build name, and kraft's name for it.
@@ -275,8 +275,7 @@ class UnikraftRuntime(StampedConsoleVm):
                 "-kernel", artifact.details["uk_kernel"], "-initrd", artifact.details["initrd"],
                 "-append", loader_cmdline(env, args, bool(self.facts_of_loader().get("env_params")),
                                           None if service_image else PROGRAM),
-                "-netdev", f"user,id=n0,hostfwd=tcp:127.0.0.1:{port}-:{artifact.built.app.container_port}",
-                "-device", f"{NET_DEVICE},netdev=n0"]
+                *user_network(port, artifact.built.app.container_port, NET_DEVICE)]
 
     def launch_plan(self, artifact: Artifact, limits: Limits, port: int) -> LaunchPlan:
         args = artifact.details.get("service_args") or artifact.built.service_args(artifact.built.app.container_port)

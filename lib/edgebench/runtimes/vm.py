@@ -205,6 +205,12 @@ def stamped_console(stamps: str, probe: str) -> list[str]:
     return ["sh", "-c", _STAMPED, "console-stamp", stamps, probe]
 
 
+def user_network(port: int, guest_port: int, device: str) -> list[str]:
+    """QEMU's user-mode network with the host's `port` forwarded to the guest's, on every address
+    of the host (as Docker's -p and ops' forwards are): a load generator on another host reaches it."""
+    return ["-netdev", f"user,id=n0,hostfwd=tcp::{port}-:{guest_port}", "-device", f"{device},netdev=n0"]
+
+
 def console_args(machine: str) -> list[str]:
     """The serial console on stdout; on `pc` the firmware's debug port joins it (one stream,
     so the host stamps both in order)."""
