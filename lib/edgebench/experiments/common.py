@@ -104,7 +104,7 @@ def select_runtimes(target: Target, requested, run_tag: str, apps: Iterable[str]
         unfit = [a for a in apps if not rt.runs(APPS[a])]
         if unfit and len(unfit) == len(list(apps)):  # asked first: no need to probe the target
             why = Availability(False, f"{name} does not run {', '.join(unfit)} in edgebench "
-                                      f"(it runs {', '.join(rt.languages)} apps)")
+                                      f"(it runs {rt.runs_what()})")
         else:
             why = rt.availability()
         if why:

@@ -86,6 +86,11 @@ class Runtime(ABC):
         return app.language in cls.languages
 
     @classmethod
+    def runs_what(cls) -> str:
+        """What `runs` accepts, in words for an error message."""
+        return f"{', '.join(cls.languages)} apps"
+
+    @classmethod
     def leftovers(cls, target: Target, tag_prefix: str = "") -> list[str]:
         """What runs whose tag starts with `tag_prefix` left on the target, of the kinds only this
         runtime makes (containers, instances); cgroups and tagged processes: tags.leftovers."""

@@ -80,6 +80,10 @@ class LinuxVmRuntime(StampedConsoleVm):
         return app.language == "go" or (app.language == "tool" and app.is_service)
 
     @classmethod
+    def runs_what(cls) -> str:
+        return "Go apps and Debian's tools that serve, such as nginx and Redis"
+
+    @classmethod
     def target_needs(cls, arch: str) -> TargetNeeds:
         needs = qemu.qemu_needs(arch, "linux-vm runtime")
         return replace(needs, by_hand=(*needs.by_hand, "a kernel package (linux-image-*) and busybox-static "

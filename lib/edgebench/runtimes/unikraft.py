@@ -147,6 +147,10 @@ class UnikraftRuntime(StampedConsoleVm):
         return (app.language == "go" and app.is_service) or app.name in SERVICE_KERNELS
 
     @classmethod
+    def runs_what(cls) -> str:
+        return "Go services, and nginx and Redis from their own Unikraft images"
+
+    @classmethod
     def target_needs(cls, arch: str) -> TargetNeeds:
         return qemu.qemu_needs(arch, "unikraft runtime")
 
