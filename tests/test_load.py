@@ -75,6 +75,40 @@ def test_unreachable_server_is_an_error_naming_wrks_reason(local, wrk_ready):
     assert "wrk on local exited 1" in str(e.value) and "unable to connect" in str(e.value)
 
 
+def test_a_server_that_accepts_and_never_answers_is_reported_as_stalled(local, wrk_ready):
+    """Unikraft's lwip under TCG once held every connection open without an answer: wrk counts no
+    error then (its timeout is longer than the run), and the report must not say 'failed' with
+    zero errors, nor a throughput."""
+    import socket
+    import threading
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(64)
+    held, stop = [], threading.Event()
+
+    def hold():
+        server.settimeout(0.1)
+        while not stop.is_set():
+            try:
+                held.append(server.accept()[0])
+            except OSError:
+                continue
+
+    t = threading.Thread(target=hold, daemon=True)
+    t.start()
+    try:
+        report = Wrk(local).run(f"http://127.0.0.1:{server.getsockname()[1]}/io",
+                                LoadSettings(threads=1, connections=4, duration_s=1, timeout_s=5))
+    finally:
+        stop.set()
+        t.join()
+        for c in held:
+            c.close()
+        server.close()
+    assert report.requests == 0 and report.error_count == 0 and held
+    assert "no request was answered in the 1 s run and none failed" in report.nothing_answered()
+
+
 def test_parse_report_and_commands():
     line = REPORT_MARKER + json.dumps({
         "requests": 10, "duration_us": 1_000_000, "bytes": 100, "requests_per_second": 10.0,
@@ -82,7 +116,7 @@ def test_parse_report_and_commands():
                        "p99_9": 2},
         "errors": {"connect": 0, "read": 1, "write": 0, "status": 2, "timeout": 3}})
     report = parse_report("wrk noise\n" + line + "\n")
-    assert report.error_count == 6
+    assert report.error_count == 6 and report.nothing_answered() is None
     assert report.littles_law_ratio(1) == pytest.approx(1.0)  # 10 req/s x 0.1 s = 1 in flight
     with pytest.raises(EdgebenchError, match="no report"):
         parse_report("Requests/sec: 5\n")

@@ -108,6 +108,9 @@ def test_it_runs_go_services_and_refuses_the_rest(local):
     assert not UnikraftRuntime.runs(APPS["iomt"]) and not UnikraftRuntime.runs(APPS["node-http"])
     assert UnikraftRuntime.runs(APPS["redis"]) and UnikraftRuntime.runs(APPS["nginx"])  # from their own images
     assert not UnikraftRuntime.runs(APPS["fio"])
+    with pytest.raises(ConfigError, match="node-http \\(node, http\\) cannot run on unikraft in edgebench: it runs Go "
+                                          "services, and nginx and Redis from their own Unikraft images"):
+        UnikraftRuntime(local, "x", images_dir="/nowhere").package(place_app(local, APPS["node-http"]))
 
 
 def test_boot_events_come_from_firmware_unikrafts_lines_and_its_banner():
@@ -213,7 +216,7 @@ def test_nginx_and_redis_serve_from_their_own_unikraft_images(uk, local, service
 
 
 def test_a_batch_program_is_refused_before_anything_starts(uk, local):
-    with pytest.raises(ConfigError, match="iomt \\(go, batch\\) cannot run on unikraft in edgebench: Go services, nginx"):
+    with pytest.raises(ConfigError, match="iomt \\(go, batch\\) cannot run on unikraft in edgebench: when a program exits"):
         uk.package(place_app(local, APPS["iomt"]))
 
 

@@ -73,6 +73,16 @@ class LoadReport:
     def error_count(self) -> int:
         return sum(self.errors.values())
 
+    def nothing_answered(self) -> str | None:
+        """Why the run has no throughput, or None when some request was answered. No answer and
+        no error is a stall: every connection open and waiting when the run ended."""
+        if self.requests and self.requests != self.error_count:
+            return None
+        if not self.error_count:
+            return (f"no request was answered in the {self.duration_us / 1e6:.0f} s run and none failed: every "
+                    "connection stalled (open, unanswered)")
+        return f"every request failed ({self.errors})"
+
     def littles_law_ratio(self, connections: int) -> float | None:
         """In-flight requests implied by throughput x mean latency, over the connection count.
         Close to 1 for a sound closed-loop run; far from it, the numbers cannot all be right."""

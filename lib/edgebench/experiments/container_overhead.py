@@ -395,9 +395,8 @@ def _ab_point(b: _Bench, ab, wrk, shared: bool, rt, artifact, mode, row: dict, p
 
 
 def _add_load(run: Run, report, row: dict) -> None:
-    if report.requests == 0 or report.requests == report.error_count:
-        run.failed(metric="requests_per_second", unit="req/s", error=f"every request failed ({report.errors})",
-                   **row)
+    if report.nothing_answered():
+        run.failed(metric="requests_per_second", unit="req/s", error=report.nothing_answered(), **row)
         return
     run.add(metric="requests_per_second", value=report.requests_per_second, unit="req/s", **row)
     for metric, key in AB_METRICS:

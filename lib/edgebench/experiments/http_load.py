@@ -233,8 +233,8 @@ def measure_load(run: Run, rt, artifact, limits: Limits, port: int, path: str, l
                      limits_applied=instance.limits_applied)
         gone = instance.pid is not None and not is_alive(rt.target, instance.pid)
         reason = rt.failure_reason(instance.plan) if gone else None
-        if report.requests == report.error_count or report.requests == 0:
-            why = reason or f"every request failed ({report.errors})"
+        if report.nothing_answered():
+            why = reason or report.nothing_answered()
             run.failed(metric="requests_per_second", unit="req/s", error=why, **row)
             return
         row = dict(row, load_tool=loadgen.name)

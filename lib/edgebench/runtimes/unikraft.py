@@ -219,9 +219,10 @@ class UnikraftRuntime(StampedConsoleVm):
     # -- images --------------------------------------------------------------------
     def package(self, built: BuiltApp, build: str = "elfloader") -> Artifact:
         if not self.runs(built.app):
+            why = ("when a program exits, Unikraft 0.16's ELF loader does not halt the VM" if built.app.language == "go"
+                   else f"it runs {self.runs_what()}")
             raise ConfigError(f"{built.app.name} ({built.app.language}, {built.app.kind}) cannot run on unikraft in "
-                              "edgebench: Go services, nginx and Redis only (a program's exit does not halt Unikraft "
-                              "0.16's ELF loader); leave it out of the unikraft runs")
+                              f"edgebench: {why}; leave it out of the unikraft runs")
         if built.app.name in SERVICE_KERNELS:
             return self._package_service(built)
         if self.loader() is None:
