@@ -58,7 +58,7 @@ class NotebookPlan:
 # Calibrated from `make figures PROFILE=quick` there (raw files' times per runtime); a device's own
 # history replaces them.
 RUNTIME_COST_S = {"native": (0.1, 0.4), "docker": (0.8, 0.9), "docker-crun": (0.8, 0.9), "lxd": (0.5, 5.0),
-                  "nanos": (3.0, 2.5), "linux-vm": (2.5, 5.0), "unikraft": (0.5, 1.5)}
+                  "nanos": (3.0, 2.5), "linux-vm": (2.5, 5.0), "unikraft": (0.3, 0.8)}
 UNKNOWN_RUNTIME_COST_S = (10.0, 5.0)
 SESSION_S = 3.0   # the kernel, connecting, facts, the run's files, the figure
 TOOL_RUNTIMES = ("native", "docker", "lxd")  # those that run Linux tool binaries (sysbench, fio, ...)
