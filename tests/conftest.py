@@ -5,12 +5,21 @@ from __future__ import annotations
 
 import os
 import shlex
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
+
+# The runs tests make go to a folder of their own, not to the project's data/ and figures/, where
+# `make replot`, `make compare` and `make report` would take them for the user's own results.
+# Set before edgebench is imported: its paths are read once.
+_TEST_OUTPUTS = Path(tempfile.mkdtemp(prefix="edgebench-test-outputs-"))
+os.environ.setdefault("EDGEBENCH_DATA_DIR", str(_TEST_OUTPUTS / "data"))
+os.environ.setdefault("EDGEBENCH_FIGURES_DIR", str(_TEST_OUTPUTS / "figures"))
 
 from edgebench.runtimes import RUNTIMES, tags  # noqa: E402
 from edgebench.runtimes.tags import RUN_TAG_PREFIX_ENV  # noqa: E402
@@ -277,3 +286,11 @@ class ScriptedTarget(Target):
     def changing(self) -> list[str]:
         """Every command that does not start with one of the read-only prefixes."""
         return [c for c in self.commands if not (self.read_only and c.startswith(self.read_only))]
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """The tests' run outputs are kept only when something failed (to read what it measured)."""
+    if exitstatus == 0:
+        shutil.rmtree(_TEST_OUTPUTS, ignore_errors=True)
+    else:
+        print(f"\nthe test runs' data and figures: {_TEST_OUTPUTS}")

@@ -460,3 +460,16 @@ def test_no_plotting_module_keeps_colours_or_an_order_of_its_own():
         assert len(text.splitlines()) < 400, path.name
     old = PROJECT_ROOT / "lib" / "edgebench"
     assert not [p.name for p in (old / "plots.py", old / "iomt_plots.py", old / "microbench_plots.py") if p.exists()]
+
+
+def test_ratio_to_baseline_pairs_each_row_with_its_cells_baseline():
+    import math
+    import pandas as pd
+    from edgebench.plotting.tables import ratio_to_baseline
+    t = pd.DataFrame({"protocol": ["fair", "fair", "published", "published", "other"],
+                      "label": ["native", "docker", "docker", "native", "docker"],
+                      "v": [2.0, 3.0, 8.0, 4.0, 1.0]})
+    got = ratio_to_baseline(t, "v", t["label"] == "native", ["protocol"]).tolist()
+    assert got[:4] == [1.0, 1.5, 2.0, 1.0] and math.isnan(got[4])  # no native in "other": no ratio
+    two = ratio_to_baseline(t.assign(app="a"), "v", t["label"] == "native", ["app", "protocol"]).tolist()
+    assert two[:4] == got[:4]

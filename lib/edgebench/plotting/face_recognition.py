@@ -9,7 +9,7 @@ import pandas as pd
 
 from edgebench.plotting.services import label
 from edgebench.plotting.style import PROTOCOL_TITLE, plt
-from edgebench.plotting.tables import NoData, mark_emulated, mark_health, sort_by_runtime, stacked_parts
+from edgebench.plotting.tables import NoData, mark_emulated, mark_health, sort_by_runtime, stacked_parts, ratio_to_baseline
 
 BASELINE = "native"
 METRICS = ("end_to_end_latency", "inference_time", "read_per_image", "detect_per_image", "recognize_per_image",
@@ -45,8 +45,7 @@ def face_table(df: pd.DataFrame) -> pd.DataFrame:
     for part, metric in (("read_s", "read_per_image"), ("detect_s", "detect_per_image"),
                          ("recognize_s", "recognize_per_image")):
         table[part] = table[metric] * table["images"] / 1000
-    base = table[table["label"] == BASELINE].set_index("protocol")["inference_time"]
-    table["vs_native"] = [r.inference_time / base.get(r.protocol, np.nan) for r in table.itertuples()]
+    table["vs_native"] = ratio_to_baseline(table, "inference_time", table["label"] == BASELINE, ["protocol"])
     table = mark_health(table, ok, ["protocol", "label"])
     return sort_by_runtime(table, ["protocol", "runtime", "label"])
 

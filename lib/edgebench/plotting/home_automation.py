@@ -8,7 +8,7 @@ import pandas as pd
 
 from edgebench.plotting.services import label
 from edgebench.plotting.style import PROTOCOL_TITLE, plt
-from edgebench.plotting.tables import NoData, mark_emulated, mark_health, sort_by_runtime, stacked_parts
+from edgebench.plotting.tables import NoData, mark_emulated, mark_health, sort_by_runtime, stacked_parts, ratio_to_baseline
 
 BASELINE = "native"
 PARTS = (("sensor_per_request", "sensor (DHT11 read or its kept reading)", "#2ca02c"),
@@ -33,8 +33,7 @@ def latency_table(df: pd.DataFrame) -> pd.DataFrame:
     table = pd.DataFrame(rows)
     if table.empty:
         return table
-    base = table[table["label"] == BASELINE].set_index("protocol")["mean_ms"]
-    table["vs_native"] = [r.mean_ms / base.get(r.protocol, np.nan) for r in table.itertuples()]
+    table["vs_native"] = ratio_to_baseline(table, "mean_ms", table["label"] == BASELINE, ["protocol"])
     table = mark_health(table, ok, ["protocol", "label"])
     return sort_by_runtime(table, ["protocol", "runtime", "label"])
 

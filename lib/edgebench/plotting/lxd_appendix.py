@@ -3,11 +3,10 @@ The paper's figure carries no numbers, only statements: the findings list them b
 
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 
 from edgebench.plotting.style import figure_legend, in_runtime_order, mark_health, plt, runtime_artist
-from edgebench.plotting.tables import NoData, cell_health
+from edgebench.plotting.tables import NoData, cell_health, ratio_to_baseline
 
 # (benchmark, x column, metric, unit, title) per panel of the paper's Fig. 2.
 PANELS = [("fileio", "files", "file_creation_latency", "ms per 1 MiB file", "(a) file creation"),
@@ -40,8 +39,7 @@ def appendix_table(df: pd.DataFrame) -> pd.DataFrame:
     if not rows:
         raise NoData("no successful appendix measurements")
     table = pd.DataFrame(rows)
-    native = table[table["runtime"] == "native"].set_index(["panel", "x"])["median"]
-    table["vs_native"] = [r["median"] / native.get((r["panel"], r["x"]), np.nan) for _, r in table.iterrows()]
+    table["vs_native"] = ratio_to_baseline(table, "median", table["runtime"] == "native", ["panel", "x"])
     return table
 
 

@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 
 from edgebench.plotting.style import PROTOCOL_TITLE, plt, runtime_colour
-from edgebench.plotting.tables import NoData, mark_emulated, mark_health, ok_rows, sort_by_runtime, spread
+from edgebench.plotting.tables import NoData, mark_emulated, mark_health, ok_rows, sort_by_runtime, spread, ratio_to_baseline
 
 BASELINE = "native"
 
@@ -33,8 +33,7 @@ def throughput_table(df: pd.DataFrame) -> pd.DataFrame:
                     "median_rps": s["median"], "min_rps": s["min"], "max_rps": s["max"], "runs": s["n"],
                     "p99_ms": mine["value"].astype(float).median() if len(mine) else np.nan})
     table = pd.DataFrame(out)
-    base = table[table["label"] == BASELINE].set_index(["app", "test", "protocol"])["median_rps"]
-    table["vs_native"] = [r.median_rps / base.get((r.app, r.test, r.protocol), np.nan) for r in table.itertuples()]
+    table["vs_native"] = ratio_to_baseline(table, "median_rps", table["label"] == BASELINE, ["app", "test", "protocol"])
     table = mark_health(table, rows, ["app", "test", "protocol", "label"])
     return sort_by_runtime(table, ["app", "protocol", "test", "runtime", "label"])
 

@@ -42,6 +42,14 @@ def sort_by_runtime(table: pd.DataFrame, by: list[str], ascending=True) -> pd.Da
         .reset_index(drop=True)
 
 
+def ratio_to_baseline(table: pd.DataFrame, value: str, baseline: pd.Series, keys: list[str]) -> pd.Series:
+    """Each row's `value` over the baseline row's (where `baseline` is True) with the same `keys`:
+    the ratio to native of the same cell; NaN where the cell has no baseline."""
+    base = table[baseline].drop_duplicates(keys).set_index(keys)[value]
+    index = pd.MultiIndex.from_frame(table[keys]) if len(keys) > 1 else pd.Index(table[keys[0]])
+    return pd.Series(table[value].to_numpy() / base.reindex(index).to_numpy(), index=table.index)
+
+
 def mark_emulated(df: pd.DataFrame) -> pd.DataFrame:
     """Rows of a VM that ran under software emulation get their own runtime label, "nanos (TCG)":
     they measure QEMU's emulator, not the unikernel on hardware virtualisation, and every table
