@@ -63,8 +63,8 @@ DEFAULT_MEMORY_MB_OF = {"redis": 128}
 # Unikraft's boot banner begins so: one line on the loader, an ASCII-art logo on the others.
 BOOTED = "Powered by"
 PROGRAM = "/app/program"
-# Paper 002's Unikraft builds of the off-the-shelf services, by app name: their image's name.
-SERVICE_KERNELS = {"nginx": "nginx", "redis": "redis"}
+# Paper 002's Unikraft builds of the off-the-shelf services: apps whose image is `<app>_qemu-<arch>`.
+SERVICE_KERNELS = ("nginx", "redis")
 # The banner's codename and version as stored in the image: "Unikraft Telesto (0.16.3~e453b74a)"
 # in the loader, "Unikraft Telesto 0.16.3~e453b74a" in the services' images.
 _BANNER = re.compile(rb"Unikraft (\w+) \(?(\d+\.\d+\.\d+[^)\x00\s]*)")
@@ -99,7 +99,8 @@ def service_rootfs(app) -> tuple[dict, list[str]]:
     if app.name == "redis":
         # Its command-line options ("--port 6379 --save ''") as redis.conf lines, the port the guest's.
         words = app.service_args(app.container_port)
-        lines = [f"{k.lstrip('-')} {v if v else chr(34) * 2}" for k, v in zip(words[::2], words[1::2])]
+        empty = '""'  # redis.conf's empty argument (`save ""`)
+        lines = [f"{k.lstrip('-')} {v or empty}" for k, v in zip(words[::2], words[1::2])]
         return {"redis.conf": ("\n".join(lines).encode() + b"\n", 0o644)}, ["/redis.conf"]
     raise ConfigError(f"no Unikraft image is known for {app.name}")
 
@@ -246,7 +247,7 @@ class UnikraftRuntime(StampedConsoleVm):
     def _package_service(self, built: BuiltApp) -> Artifact:
         """A service's own Unikraft image, and the root file system edgebench packs for it."""
         folder = images_folder(self.images_dir)
-        name = f"{SERVICE_KERNELS[built.app.name]}_qemu-{self._arch()}"
+        name = f"{built.app.name}_qemu-{self._arch()}"
         image = folder / name if folder else None
         if image is None or not image.is_file():
             raise EdgebenchError(f"no Unikraft image of {built.app.name}: put app-{built.app.name}'s qemu build as {name} "
