@@ -80,6 +80,19 @@ def test_runtimes_are_chosen_by_their_network_modes(local):
     assert network_points([native, other]) == []  # nothing to compare: not measured at all
 
 
+def test_the_plan_counts_the_network_points_the_measurement_makes():
+    """native, then Docker's bridge and host; LXD (its own network) takes no part."""
+    def network_work(runtimes):
+        with_net = microbench.plan_microbenchmarks({"profile": "quick"}, runtimes)
+        without = microbench.plan_microbenchmarks({"profile": "quick", "network": False}, runtimes)
+        return with_net.points - without.points, with_net.seconds - without.seconds
+
+    reps = microbench.REPETITIONS["quick"]
+    points, seconds = network_work(["native", "docker", "lxd"])
+    assert points == 3 * reps and seconds > 0
+    assert network_work(["native", "lxd"]) == (0, 0)  # no runtime with two modes: not measured
+
+
 @pytest.mark.integration
 def test_host_and_bridge_measured_through_the_runtimes(local, docker_ready, tmp_path, no_leftovers):
     need_tool(local, "iperf3")

@@ -233,9 +233,18 @@ def collect_lxd_appendix(run_id: str = "", **params) -> Path:
     return _collect("lxd_appendix", run_lxd_appendix, run_id, **params)
 
 
-# sysbench's fixed-work points (Table 2's memory totals, 10,000 CPU events) on the reference
-# machine, for the run plan only.
+# For the run plan only, sysbench on the reference machine (the standard run of 2026-11-25, raw
+# files' times): Table 2's fixed-work points take about 0.5 s; a memory point moving up to 100 GiB
+# ends when they are moved (about 2.5 s) if its seconds have not run out first; CPU events run at
+# about 6,500 per second; writing the appendix's files goes at about 256 MiB/s.
 PLAN_FIXED_WORK_S = 0.5
+PLAN_MEMORY_100G_S = 2.5
+PLAN_CPU_EVENTS_PER_S = 6500
+PLAN_FILES_MB_PER_S = 256
+
+
+def plan_memory_s(seconds: float) -> float:
+    return min(seconds, PLAN_MEMORY_100G_S)
 
 
 def plan_microbenchmarks(params: dict, runtimes: list[str]):
@@ -250,11 +259,13 @@ def plan_microbenchmarks(params: dict, runtimes: list[str]):
     cores = os.cpu_count() or 1  # the target's cores decide the fair points; the local count is a guess
     fair = 2 * len({1, cores}) if "fair" in protocols else 0
     published = 2 * len(TABLE2_POINTS) if "published" in protocols else 0
-    busy = reps * (fair * seconds + published * PLAN_FIXED_WORK_S)
+    busy = reps * (fair / 2 * (seconds + plan_memory_s(seconds)) + published * PLAN_FIXED_WORK_S)
     total = plan.model_seconds(used, 1, reps * (fair + published), busy)
     points = reps * (fair + published) * len(used)
-    if params.get("network", True) and "docker" in used:
-        net = (len(used) - 1 + 2) * reps  # each host-only runtime, then Docker's two modes
+    if params.get("network", True):
+        from edgebench.experiments.network import network_points
+        from edgebench.runtimes import RUNTIMES
+        net = len(network_points([RUNTIMES[r] for r in used if r in RUNTIMES])) * reps
         points += net
         total += net * (seconds + plan.RUNTIME_COST_S["docker"][1] + 1)
     return plan.Work(points=points, seconds=total, apps=[TOOL], repetitions=reps, runtimes=used,
@@ -271,10 +282,9 @@ def plan_lxd_appendix(params: dict, runtimes: list[str]):
     threads = [int(x) for x in as_list(params["thread_counts"], [])] if params.get("thread_counts") else cfg["threads"]
     used = [r for r in runtimes if r in plan.TOOL_RUNTIMES]
     cells = len(files) + 2 * len(threads)
-    # fileio: writing the files (about 1 s per 64 MiB here) and the timed run; memory: the
-    # seconds; CPU: fixed events, slower with many threads.
-    busy = reps * (sum(n / 64 + cfg["seconds"] for n in files) + len(threads) * cfg["seconds"]
-                   + len(threads) * cfg["cpu_events"] / 4000)
+    # fileio: writing the files, then the timed run; memory: the seconds or 100 GiB; CPU: fixed events.
+    busy = reps * (sum(n / PLAN_FILES_MB_PER_S + cfg["seconds"] for n in files)
+                   + len(threads) * (plan_memory_s(cfg["seconds"]) + cfg["cpu_events"] / PLAN_CPU_EVENTS_PER_S))
     return plan.Work(points=reps * cells * len(used), seconds=plan.model_seconds(used, 1, reps * cells, busy),
                      apps=[TOOL], repetitions=reps, runtimes=used,
                      levels=f"files {','.join(map(str, files))}; threads {','.join(map(str, threads))}")
