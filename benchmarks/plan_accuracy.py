@@ -6,13 +6,19 @@ with the model's estimate at the time) and takes, per notebook, the newest compl
 profile on the target; prints the model's estimate, the measured time and their ratio, and the
 totals. A profile whose notebooks were not all measured says which are missing.
 
+`--model now` compares today's model instead of the one recorded when the run was planned (after
+a recalibration): it re-plans each notebook as `make figures` does by default, with the profile and the
+runtimes it ran (or the parameters the run recorded), and says where the points differ.
+
     python benchmarks/plan_accuracy.py [--profile quick] [--target local] [--since 2026-11-25T06:00]
+                                       [--model recorded|now]
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from edgebench import plan
 from edgebench.experiments import EXPERIMENTS
@@ -25,6 +31,8 @@ def main() -> int:
     ap.add_argument("--profile", default="quick")
     ap.add_argument("--target", default="local")
     ap.add_argument("--since", default="", help="only runs finished at or after this UTC time (ISO)")
+    ap.add_argument("--model", choices=("recorded", "now"), default="recorded",
+                    help="the estimate recorded with the run, or today's model of the same work")
     args = ap.parse_args()
     newest: dict[str, dict] = {}
     for e in plan.history():
@@ -41,10 +49,11 @@ def main() -> int:
         e = newest.get(name)
         if not e:
             continue
-        model += e["model_s"]
+        estimate, why = (e["model_s"], "") if args.model == "recorded" else model_now(name, e)
+        model += estimate
         measured += e["seconds"]
-        print(f"{name:<22} {plan.duration(e['model_s']):>9} {plan.duration(e['seconds']):>9} "
-              f"{e['model_s'] / e['seconds']:>6.2f}  {','.join(e['runtimes'])}  ({e['finished_at'][:16]})")
+        print(f"{name:<22} {plan.duration(estimate):>9} {plan.duration(e['seconds']):>9} "
+              f"{estimate / e['seconds']:>6.2f}  {','.join(e['runtimes'])}  ({e['finished_at'][:16]}){why}")
     missing = [n for n in EXPERIMENTS if n not in newest]
     ratio = model / measured
     print(f"{'total':<22} {plan.duration(model):>9} {plan.duration(measured):>9} {ratio:>6.2f}")
@@ -54,6 +63,19 @@ def main() -> int:
     print(f"plan vs measured: {ratio:.2f}x ({'within' if ok else 'outside'} {TOLERANCE:.0%})")
     return 0 if ok and not missing else 1
 
+
+def model_now(experiment: str, entry: dict) -> tuple[float, str]:
+    """Today's model of the run's work: re-planned with the parameters the run was given (runs
+    recorded before they were kept: what `make figures` passes by default, every app, with the
+    profile and runtimes they ran; a different point count then shows other settings or a
+    recount)."""
+    from edgebench.figures import experiment_of, notebooks, parameters_for
+    nb = next(nb for nb in notebooks() if experiment_of(nb) == experiment)
+    params = entry.get("params") or parameters_for(nb, {
+        "target": entry["target"], "profile": entry["profile"], "apps": "all", "runtimes": ",".join(entry["runtimes"])})
+    work = plan.make_plan(nb, params, list(entry["runtimes"]), data_dir=Path("/nonexistent")).work
+    why = f"  {work.points} points now, {entry['points']} then" if work.points != entry["points"] else ""
+    return work.seconds, why
 
 if __name__ == "__main__":
     sys.exit(main())

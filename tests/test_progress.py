@@ -129,6 +129,19 @@ def test_history_of_the_same_device_replaces_the_model_scaled_by_points(tmp_path
     assert plan.from_history("time_to_ready", "pi1", "standard", ["native"], 20, entries) is None
 
 
+def test_a_recorded_run_keeps_its_parameters_so_a_recalibrated_model_can_re_plan_it(tmp_path):
+    from edgebench.figures import notebooks
+    nb = next(n for n in notebooks() if n.name.startswith("02_"))
+    params = {"target": "local", "profile": "quick", "runtimes": "native", "apps": "go-http", "repetitions": 3}
+    made = plan.make_plan(nb, params, ["native"], data_dir=tmp_path)
+    plan.record(made, 42.0, "completed", tmp_path)
+    entry = plan.history(tmp_path)[-1]
+    assert entry["params"] == params and entry["points"] == made.work.points
+    again = plan.make_plan(nb, entry["params"], entry["runtimes"], data_dir=tmp_path / "none").work
+    assert (again.points, again.seconds) == (made.work.points, made.work.seconds)
+    assert again.points < plan.make_plan(nb, {**params, "repetitions": 6}, ["native"], tmp_path / "none").work.points
+
+
 def test_plan_only_prints_the_plan_and_measures_nothing(tmp_path):
     import os
     import subprocess

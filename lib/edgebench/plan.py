@@ -42,6 +42,7 @@ class NotebookPlan:
     work: Work
     estimate_s: float
     basis: str                   # "model" or "history: ..."
+    params: dict = field(default_factory=dict)  # what the notebook was given (re-planning a past run)
 
     def line(self) -> str:
         w = self.work
@@ -126,7 +127,8 @@ def record(plan: NotebookPlan, seconds: float, status: str, data_dir: Path | Non
     path.parent.mkdir(parents=True, exist_ok=True)
     entry = {"experiment": plan.experiment, "target": plan.target, "profile": plan.profile,
              "runtimes": plan.runtimes, "points": plan.work.points, "model_s": round(plan.work.seconds, 1),
-             "seconds": round(seconds, 1), "status": status, "finished_at": utc_now()}
+             "seconds": round(seconds, 1), "status": status, "finished_at": utc_now(),
+             "params": {k: v for k, v in plan.params.items() if isinstance(v, (str, int, float, bool, type(None)))}}
     with open(path, "a") as f:
         f.write(json.dumps(entry) + "\n")
 
@@ -174,7 +176,7 @@ def make_plan(nb: Path, params: dict, available: list[str], data_dir: Path | Non
     runtimes = work.runtimes if work.runtimes is not None else runtimes
     found = from_history(experiment_of(nb), target, profile, runtimes, work.points, history(data_dir))
     estimate, basis = found if found else (work.seconds, "model")
-    return NotebookPlan(nb.name, experiment_of(nb), target, profile, runtimes, work, estimate, basis)
+    return NotebookPlan(nb.name, experiment_of(nb), target, profile, runtimes, work, estimate, basis, dict(params))
 
 
 def table(plans: list[NotebookPlan]) -> str:
