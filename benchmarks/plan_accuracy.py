@@ -11,6 +11,7 @@ a recalibration): it re-plans each notebook as `make figures` does by default, w
 runtimes it ran (or the parameters the run recorded), and says where the points differ.
 
     python benchmarks/plan_accuracy.py [--profile quick] [--target local] [--since 2026-11-25T06:00]
+                                       [--until 2026-11-25T07:00]
                                        [--model recorded|now]
 """
 
@@ -31,13 +32,14 @@ def main() -> int:
     ap.add_argument("--profile", default="quick")
     ap.add_argument("--target", default="local")
     ap.add_argument("--since", default="", help="only runs finished at or after this UTC time (ISO)")
+    ap.add_argument("--until", default="~", help="only runs finished before this UTC time (ISO)")
     ap.add_argument("--model", choices=("recorded", "now"), default="recorded",
                     help="the estimate recorded with the run, or today's model of the same work")
     args = ap.parse_args()
     newest: dict[str, dict] = {}
     for e in plan.history():
         if (e.get("profile") == args.profile and e.get("target") == args.target and e.get("status") == "completed"
-                and str(e.get("finished_at", "")) >= args.since):
+                and args.since <= str(e.get("finished_at", "")) < args.until):
             newest[e["experiment"]] = e
     if not newest:
         print(f"no completed {args.profile} runs on {args.target} in {plan.history_path()}; "
