@@ -6,13 +6,17 @@ with the model's estimate at the time) and takes, per notebook, the newest compl
 profile on the target; prints the model's estimate, the measured time and their ratio, and the
 totals. A profile whose notebooks were not all measured says which are missing.
 
+`--history FILE` reads other history files instead (repeatable): the reference machine's history
+is kept in benchmarks/history/ because a default-profile run outlasts one working session there and
+its machines come fresh, so the profile is measured notebook by notebook across sessions.
+
 `--model now` compares today's model instead of the one recorded when the run was planned (after
 a recalibration): it re-plans each notebook as `make figures` does by default, with the profile and the
 runtimes it ran (or the parameters the run recorded), and says where the points differ.
 
     python benchmarks/plan_accuracy.py [--profile quick] [--target local] [--since 2026-11-25T06:00]
                                        [--until 2026-11-25T07:00]
-                                       [--model recorded|now]
+                                       [--model recorded|now] [--history FILE ...]
 """
 
 from __future__ import annotations
@@ -35,14 +39,19 @@ def main() -> int:
     ap.add_argument("--until", default="~", help="only runs finished before this UTC time (ISO)")
     ap.add_argument("--model", choices=("recorded", "now"), default="recorded",
                     help="the estimate recorded with the run, or today's model of the same work")
+    ap.add_argument("--history", action="append", type=Path, default=[],
+                    help="a timings.jsonl to read instead of this device's (repeatable)")
     args = ap.parse_args()
+    entries = [e for path in args.history for e in plan.read_history(path)] if args.history else plan.history()
+    entries.sort(key=lambda e: str(e.get("finished_at", "")))
     newest: dict[str, dict] = {}
-    for e in plan.history():
+    for e in entries:
         if (e.get("profile") == args.profile and e.get("target") == args.target and e.get("status") == "completed"
                 and args.since <= str(e.get("finished_at", "")) < args.until):
             newest[e["experiment"]] = e
     if not newest:
-        print(f"no completed {args.profile} runs on {args.target} in {plan.history_path()}; "
+        where = ", ".join(map(str, args.history)) or plan.history_path()
+        print(f"no completed {args.profile} runs on {args.target} in {where}; "
               f"run `make figures PROFILE={args.profile}` first")
         return 1
     print(f"{'notebook':<22} {'model':>9} {'measured':>9} {'ratio':>6}  runtimes")

@@ -134,7 +134,10 @@ def record(plan: NotebookPlan, seconds: float, status: str, data_dir: Path | Non
 
 
 def history(data_dir: Path | None = None) -> list[dict]:
-    path = history_path(data_dir)
+    return read_history(history_path(data_dir))
+
+
+def read_history(path: Path) -> list[dict]:
     if not path.exists():
         return []
     out = []
@@ -187,7 +190,7 @@ def table(plans: list[NotebookPlan]) -> str:
 
 
 __all__ = ["Work", "NotebookPlan", "make_plan", "table", "record", "history", "from_history", "duration",
-           "notebook_defaults", "HISTORY_FILE", "model_seconds", "runnable", "names", "reps_or", "RUNTIME_COST_S"]
+           "notebook_defaults", "HISTORY_FILE", "read_history", "model_seconds", "runnable", "names", "reps_or", "RUNTIME_COST_S"]
 
 
 def available_runtimes(target) -> list[str]:
