@@ -3,9 +3,14 @@ but never passes that notebook's estimate, and its ETA follows the pace seen so 
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import pytest
 
 from edgebench import plan
+from edgebench.paths import PROJECT_ROOT
 
 
 def _plan(name: str, seconds: float) -> plan.NotebookPlan:
@@ -143,9 +148,6 @@ def test_a_recorded_run_keeps_its_parameters_so_a_recalibrated_model_can_re_plan
 
 
 def test_plan_only_prints_the_plan_and_measures_nothing(tmp_path):
-    import os
-    import subprocess
-    import sys
     env = dict(os.environ, EDGEBENCH_DATA_DIR=str(tmp_path / "data"), EDGEBENCH_FIGURES_DIR=str(tmp_path / "f"))
     r = subprocess.run([sys.executable, "-m", "edgebench.figures", "--plan-only", "--profile", "quick",
                         "--runtimes", "native", "--only", "time_to_ready,iomt"],
@@ -159,9 +161,6 @@ def test_plan_only_prints_the_plan_and_measures_nothing(tmp_path):
 def test_plan_accuracy_reads_history_kept_from_other_machines(tmp_path):
     # The reference machine's default-profile timings are measured across sessions on fresh
     # machines and kept in files: the benchmark sums whatever files it is given.
-    import subprocess
-    import sys
-    from edgebench.paths import PROJECT_ROOT
     for sub, experiment, seconds in (("a", "time_to_ready", 120.0), ("b", "iomt", 300.0)):
         made = plan.NotebookPlan("x.ipynb", experiment, "local", "standard", ["native"],
                                  plan.Work(points=10, seconds=100), 100, "model")
