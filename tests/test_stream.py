@@ -66,6 +66,18 @@ def test_stress_ng_too_short_says_why():
         stream.parse_stress_ng_stream((DATA / "stress-ng-stream-short.out").read_text())
 
 
+def test_stress_ng_arrays_follow_streams_not_the_reported_cache(local):
+    """The cross-check sizes stress-ng's arrays from apps/stream's, whatever L3 the CPU reports (a
+    VM here reported its host's 480 MiB, and stress-ng then printed no rate in 6 s)."""
+    need_tool(local, "stress-ng")
+    argv = stream.stress_ng_command(2, 6, 25.4)
+    assert argv[argv.index("--stream-l3-size") + 1] == "6502K"  # 25.4 MiB / 4
+    r = local.run(argv, timeout=60)
+    assert "Using CPU cache size of 6502K" in r.stdout + r.stderr
+    parsed = stream.parse_stress_ng_stream(r.stdout + r.stderr)
+    assert parsed["instances"] == 2 and parsed["read_mb_s"] > 0 and parsed["write_mb_s"] > 0
+
+
 def test_built_on_the_target_and_counts_its_threads(local, tmp_path):
     """apps/stream compiled here with the target's compiler, once per source; OMP_NUM_THREADS reaches it."""
     need_tool(local, "cc")

@@ -55,10 +55,19 @@ def parse(text: str) -> dict:
     return out
 
 
-def stress_ng_command(instances: int, seconds: int) -> list[str]:
-    """stress-ng's stream stressor, one instance per core; it sizes its arrays from the L3 cache
-    (4x its size), so the rate is main memory's, as STREAM's rules ask."""
-    return ["stress-ng", "--stream", str(instances), "--timeout", f"{int(seconds)}s", "--metrics"]
+def stress_ng_l3_kib(array_mib: float) -> int:
+    """The cache size to tell stress-ng's stream stressor so that its arrays are as large as
+    apps/stream's `array_mib` arrays (STREAM's rule: each array 4x the cache). Left to itself it
+    sizes them from the L3 the CPU reports, and a VM may report its host's: with 480 MiB it
+    allocated 2.9 GB per instance and finished too few passes in 6 s to print a rate."""
+    return max(4, round(array_mib * 1024 / 4))
+
+
+def stress_ng_command(instances: int, seconds: int, array_mib: float) -> list[str]:
+    """stress-ng's stream stressor, one instance per core, with arrays of about `array_mib` MiB
+    (main memory's rate, as STREAM's rules ask, at the size apps/stream measured)."""
+    return ["stress-ng", "--stream", str(instances), "--stream-l3-size", f"{stress_ng_l3_kib(array_mib)}K",
+            "--timeout", f"{int(seconds)}s", "--metrics"]
 
 
 _STRESS_RATE = re.compile(r"stream\s+([\d.]+) memory (read|write) rate \(MB per sec\)(?: \((?:geometic|geometric) "

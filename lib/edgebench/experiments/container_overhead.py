@@ -251,7 +251,8 @@ def _memory_crosscheck(b: _Bench) -> None:
     base = dict(runtime="native", protocol="fair", rep=1, benchmark="memory_crosscheck", cpus=None, memory_mb=None,
                 threads=b.cores, limits_note="native, no limits: a sanity check of apps/stream's rates")
     if t.which("stress-ng"):
-        argv = stream.stress_ng_command(b.cores, max(CROSSCHECK_MIN_S, b.settings.seconds))
+        argv = stream.stress_ng_command(b.cores, max(CROSSCHECK_MIN_S, b.settings.seconds),
+                                        max(b.settings.stream_mib))
         r = t.run(argv, timeout=120, check=False)
         b.run.save_raw("crosscheck-stress-ng", command=sh(argv), stdout=r.stdout, stderr=r.stderr,
                        exit_code=r.exit_code)
