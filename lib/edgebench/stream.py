@@ -56,11 +56,12 @@ def parse(text: str) -> dict:
 
 
 def stress_ng_l3_kib(array_mib: float) -> int:
-    """The cache size to tell stress-ng's stream stressor so that its arrays are as large as
-    apps/stream's `array_mib` arrays (STREAM's rule: each array 4x the cache). Left to itself it
+    """The cache size to tell stress-ng's stream stressor so that its arrays, split over its
+    instances as apps/stream's are over its threads, add up to `array_mib` each (it makes them 4x
+    the cache, STREAM's rule; 25.4 MiB gave 41 MB resident per instance of two). Left to itself it
     sizes them from the L3 the CPU reports, and a VM may report its host's: with 480 MiB it
     allocated 2.9 GB per instance and finished too few passes in 6 s to print a rate."""
-    return max(4, round(array_mib * 1024 / 4))
+    return max(4, round(array_mib * 1024 / 4))  # 4 KiB: the smallest stress-ng accepts
 
 
 def stress_ng_command(instances: int, seconds: int, array_mib: float) -> list[str]:
