@@ -6,7 +6,7 @@ import uuid
 import pytest
 
 from edgebench.cgroups import (NativeCgroup, cpuset_for, memory_thrash, oom_kills, oom_reason, parse_limits,
-                               parse_memory_pressure, parse_oom_kills, read_limits, thrash_reason)
+                               parse_kernel_oom_kill, parse_memory_pressure, parse_oom_kills, read_limits, thrash_reason)
 from edgebench.cgroups import _MEMORY_PRESSURE
 from edgebench.errors import ConfigError
 from edgebench.runtimes.tags import is_alive, wait_until_gone
@@ -86,6 +86,28 @@ def test_oom_kills_unknown_is_none_in_the_limits_too():
     assert parse_limits(v1(oom="")).oom_kills is None
     assert parse_limits(v1(oom="5")).oom_kills == 5
     assert parse_limits(v2(oom="0")).oom_kills == 0
+
+
+# A kernel log as dmesg printed it here for a container OOM-killed under `docker run --memory 6m`.
+KERNEL_LOG = """\
+[21913.797956] node invoked oom-killer: gfp_mask=0xcc0(GFP_KERNEL), order=0, oom_score_adj=0
+[21913.798389] oom-kill:constraint=CONSTRAINT_MEMCG,nodemask=(null),cpuset=c2c507ce94fb,mems_allowed=0,\
+oom_memcg=/docker/c2c507ce94fbcac051ce,task_memcg=/docker/c2c507ce94fbcac051ce,task=node,pid=24743,uid=0
+[21913.798422] Memory cgroup out of memory: Killed process 24743 (node) total-vm:727132kB, anon-rss:5120kB
+[22001.000001] oom-kill:constraint=CONSTRAINT_MEMCG,nodemask=(null),cpuset=/,mems_allowed=0,\
+oom_memcg=/system.slice/docker-ffee0011.scope,task_memcg=/system.slice/docker-ffee0011.scope,task=stress,pid=99,uid=0
+"""
+
+
+@pytest.mark.parametrize("cgroup_part, expected", [
+    ("c2c507ce94fbcac051ce", "node, pid 24743"),
+    ("ffee0011", "stress, pid 99"),            # systemd's cgroup driver names the scope
+    ("0123456789ab", None),                    # another container: no kill of its own
+    ("", None),                                # no id: never a match for everything
+])
+def test_kernel_log_names_the_task_killed_in_a_cgroup(cgroup_part, expected):
+    assert parse_kernel_oom_kill(KERNEL_LOG, cgroup_part) == expected
+    assert parse_kernel_oom_kill("", cgroup_part) is None and parse_kernel_oom_kill(None, cgroup_part) is None
 
 
 def test_oom_reason_is_one_phrase_and_nothing_for_none_or_unknown():

@@ -13,6 +13,7 @@ import pytest
 
 from conftest import free_port
 from edgebench.apps import APPS, place_app
+from edgebench.cgroups import kernel_oom_kill
 from edgebench.runtimes import DockerRuntime, Limits, StartFailed
 
 pytestmark = pytest.mark.integration
@@ -129,9 +130,36 @@ def test_too_little_memory_fails_with_oom_kill(runtime, artifacts, no_leftovers)
     assert time.monotonic() - started < 15
     msg = str(e.value)
     assert "docker/node-http did not become ready" in msg
-    assert "OOMKilled (docker inspect), exit code 137" in msg
+    # Docker's flag, or the kernel's log when the flag missed a kill right after start.
+    assert "OOMKilled (docker inspect), exit code 137" in msg or \
+        "OOMKilled (kernel log: node, pid " in msg and msg.endswith("exit code 137"), msg
     assert not container_exists(e.value.plan.name)
     assert not runtime._live
+
+
+def test_oom_evidence_comes_from_the_kernel_log_and_a_plain_sigkill_is_not_an_oom(runtime, artifacts, local,
+                                                                                   no_leftovers):
+    # Both containers exit with 137; only the one the kernel OOM-killed is named in its log, by the
+    # container's cgroup. That is the evidence `oom_kill_evidence` falls back on when Docker's
+    # OOMKilled flag misses a kill (containerd/containerd#8180).
+    node = artifacts["node-http"].ref
+    tag = f"edgebench.run={runtime.run_tag}"
+    oom = docker("run", "-d", "--label", tag, "--memory", "16m", "--memory-swap", "16m", "--entrypoint",
+                 "/usr/local/bin/node", node, "-e", "const a = []; for (;;) a.push(Buffer.alloc(1 << 20, 1))")
+    killed = docker("run", "-d", "--label", tag, "--entrypoint", "/usr/local/bin/node", node,
+                    "-e", "setTimeout(() => {}, 60000)")
+    assert oom.returncode == 0 and killed.returncode == 0, oom.stderr + killed.stderr
+    oom_id, killed_id = oom.stdout.strip(), killed.stdout.strip()
+    try:
+        docker("kill", "-s", "KILL", killed_id)
+        for cid in (oom_id, killed_id):
+            assert docker("wait", cid).stdout.strip() == "137"
+        assert kernel_oom_kill(local, oom_id).startswith("node, pid ")
+        assert kernel_oom_kill(local, killed_id) is None
+        assert runtime.oom_kill_evidence(oom_id).startswith("OOMKilled (")
+        assert runtime.oom_kill_evidence(killed_id) is None
+    finally:
+        docker("rm", "-f", oom_id, killed_id)
 
 
 def test_cleanup_removes_labelled_containers_outside_bookkeeping(local, docker_ready, artifacts, no_leftovers):

@@ -159,6 +159,28 @@ def oom_kills(target: Target, pid: int | None = None, cgroup_dirs: list[str] | N
     return parse_oom_kills(r.stdout)
 
 
+def parse_kernel_oom_kill(kernel_log: str | None, cgroup_part: str) -> str | None:
+    """The task the kernel's log says it OOM-killed in a memory cgroup whose path contains
+    `cgroup_part` (a container id), as "node, pid 24743"; None when the log has no such kill.
+    The line is the kernel's own, written before the task dies:
+    `oom-kill:constraint=CONSTRAINT_MEMCG,...,oom_memcg=/docker/<id>,task_memcg=/docker/<id>,task=node,pid=24743,uid=0`."""
+    for line in reversed((kernel_log or "").splitlines()):
+        _, found, fields = line.partition("oom-kill:")
+        if not found:
+            continue
+        kv = dict(f.split("=", 1) for f in fields.strip().split(",") if "=" in f)
+        if cgroup_part and cgroup_part in kv.get("oom_memcg", "") + kv.get("task_memcg", ""):
+            return f"{kv.get('task', '?')}, pid {kv.get('pid', '?')}"
+    return None
+
+
+def kernel_oom_kill(target: Target, cgroup_part: str) -> str | None:
+    """`parse_kernel_oom_kill` on the target's kernel log; None also when the log cannot be read
+    (dmesg restricted to root, a rotated ring buffer): unknown, not "no kill"."""
+    r = target.run(["dmesg"], check=False, timeout=30)
+    return parse_kernel_oom_kill(r.stdout, cgroup_part) if r.ok else None
+
+
 def oom_reason(count: int | None) -> str | None:
     """The failure reason every runtime gives for OOM kills it read from a cgroup; None for none
     or unknown."""

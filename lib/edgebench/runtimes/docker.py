@@ -18,7 +18,7 @@ from pathlib import Path
 
 from edgebench import rootfs
 from edgebench.apps import BuiltApp
-from edgebench.cgroups import AppliedLimits, memory_thrash, read_limits, remove_cgroup_everywhere
+from edgebench.cgroups import AppliedLimits, kernel_oom_kill, memory_thrash, read_limits, remove_cgroup_everywhere
 from edgebench.errors import ConfigError, EdgebenchError
 from edgebench.paths import DOCKERFILES_DIR
 from edgebench.runtimes import docker_daemon
@@ -226,15 +226,27 @@ class DockerRuntime(Runtime):
         r = self.target.run(["docker", "logs", instance.plan.state["container"]], check=False)
         return r.stdout
 
+    def oom_kill_evidence(self, name: str) -> str | None:
+        """Whether the container was OOM-killed and who says so. Docker's OOMKilled flag misses a
+        kill right after start when containerd handles the exit before the OOM event
+        (containerd/containerd#8180; seen here once in a CI run): exit code 137 alone is any
+        SIGKILL, so the kernel's log, which names the container's cgroup, decides then."""
+        state = self.inspect(name, "{{.State.OOMKilled}}|{{.State.ExitCode}}|{{.Id}}") or "||"
+        oom, code, container_id = state.split("|", 2)
+        if oom == "true":
+            return f"OOMKilled (docker inspect), exit code {code}"
+        task = kernel_oom_kill(self.target, container_id) if code == "137" and container_id else None
+        return f"OOMKilled (kernel log: {task} in the container's memory cgroup), exit code {code}" if task else None
+
     def failure_reason(self, plan: LaunchPlan) -> str | None:
         name = plan.state.get("container")
-        state = self.inspect(name, "{{.State.OOMKilled}}|{{.State.ExitCode}}|{{.State.Status}}|"
-                             "{{.State.Error}}") if name else None
+        state = self.inspect(name, "{{.State.ExitCode}}|{{.State.Status}}|{{.State.Error}}") if name else None
         err = (self.target.read_text(plan.stderr_path, missing_ok=True) or "").strip()
         if state:
-            oom, code, status, error = state.split("|", 3)
-            if oom == "true":
-                return f"OOMKilled (docker inspect), exit code {code}"
+            code, status, error = state.split("|", 2)
+            oom = self.oom_kill_evidence(name)
+            if oom:
+                return oom
             if status in ("exited", "dead"):
                 logs = self.target.run(["docker", "logs", "--tail", "3", name], check=False)
                 return f"container {status} with exit code {code} {error} {logs.stderr.strip()[-300:]}".strip()
@@ -349,9 +361,10 @@ class DockerRuntime(Runtime):
         name = plan.state["container"]
         applied = limits_from_host_config(self.inspect(name, "{{.HostConfig.NanoCpus}} {{.HostConfig.Memory}} "
                                                        "{{.HostConfig.MemorySwap}} {{.HostConfig.CpusetCpus}}"))
-        state = self.inspect(name, "{{.State.OOMKilled}}|{{.State.ExitCode}}") or "|"
-        oom, _, code = state.partition("|")
-        return BatchOutcome(applied, oom_killed=oom == "true", details={"container_exit_code": code or None})
+        code = self.inspect(name, "{{.State.ExitCode}}")
+        oom = self.oom_kill_evidence(name)
+        return BatchOutcome(applied, oom_killed=bool(oom), details={"container_exit_code": code or None,
+                                                                    "oom_evidence": oom})
 
 
 class DockerCrunRuntime(DockerRuntime):
