@@ -81,6 +81,15 @@ def cgroup_roots() -> list[str]:
         return [f.split()[1] for f in mounts if f.split()[2] in ("cgroup", "cgroup2")]
 
 
+@pytest.fixture(autouse=True)
+def close_figures():
+    """Every test's figures closed after it: matplotlib keeps pyplot figures until then (and warns
+    past 20). Only where a test drew one; importing pyplot for every test would cost seconds."""
+    yield
+    if "matplotlib.pyplot" in sys.modules:
+        sys.modules["matplotlib.pyplot"].close("all")
+
+
 @pytest.fixture(scope="session")
 def local():
     return LocalTarget()

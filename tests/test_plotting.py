@@ -195,12 +195,6 @@ def figures_of(name: str, df: pd.DataFrame | None = None, **kw) -> list:
     return [f for f in draw(make(**kw) if df is None else df) if f is not None]
 
 
-@pytest.fixture(autouse=True)
-def close_figures():
-    yield
-    style.plt.close("all")
-
-
 # -- inspecting the drawn artists --------------------------------------------------------
 
 def hex_of(rgba) -> str:
