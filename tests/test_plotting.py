@@ -438,6 +438,9 @@ def test_figures_are_saved_as_png_and_pdf(tmp_path, monkeypatch):
     for p in expected:
         magic = p.read_bytes()[:8]
         assert magic.startswith(b"%PDF") if p.suffix == ".pdf" else magic == b"\x89PNG\r\n\x1a\n"
+    for fmt in ("png", "pdf"):  # the copy beside the data is the same figure
+        assert (tmp_path / "run" / "figures" / f"time_to_ready.{fmt}").read_bytes() == \
+            (tmp_path / "figures" / "time_to_ready" / f"time_to_ready.{fmt}").read_bytes()
 
 
 # -- the package itself ------------------------------------------------------------------
