@@ -169,7 +169,7 @@ def parse_kernel_oom_kill(kernel_log: str | None, cgroup_part: str) -> str | Non
         if not found:
             continue
         kv = dict(f.split("=", 1) for f in fields.strip().split(",") if "=" in f)
-        if cgroup_part and cgroup_part in kv.get("oom_memcg", "") + kv.get("task_memcg", ""):
+        if cgroup_part and any(cgroup_part in kv.get(k, "") for k in ("oom_memcg", "task_memcg")):
             return f"{kv.get('task', '?')}, pid {kv.get('pid', '?')}"
     return None
 
