@@ -31,12 +31,13 @@ provision_first = $(if $(filter no,$(PROVISION)),@echo "PROVISION=no: using only
 
 FIGURE_ARGS = --profile '$(PROFILE)' --target '$(TARGET)' --runtimes '$(RUNTIMES)' --apps '$(APPS)' \
 	$(if $(REPS),--repetitions '$(REPS)') $(if $(ONLY),--only '$(ONLY)') $(if $(FLEET),--fleet '$(FLEET)') \
+	$(foreach s,$(SET),--set '$(s)') \
 	$(if $(filter no,$(PROVISION)),,--provision)
 
 .PHONY: help setup provision figures plan replot compare report lab test bench clean
 
 help: ## Show this help
-	@echo "edgebench: make <goal> [PROFILE=quick|standard] [TARGET=local|user@host|a,b] [FLEET=file.yml] [RUNTIMES=auto|native,docker] [APPS=all|go-http] [REPS=N] [ONLY=name] [PROVISION=yes|no]"
+	@echo "edgebench: make <goal> [PROFILE=quick|standard] [TARGET=local|user@host|a,b] [FLEET=file.yml] [RUNTIMES=auto|native,docker] [APPS=all|go-http] [REPS=N] [ONLY=name] [SET='param=value ...'] [PROVISION=yes|no]"
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-9s %s\n", $$1, $$2}'
 
 setup: $(STAMP) ## Create .venv and install edgebench with its dependencies (quick when done)

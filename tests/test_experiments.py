@@ -7,7 +7,7 @@ import pytest
 
 from edgebench.errors import ConfigError
 from edgebench.experiments import EXPERIMENTS, NOTEBOOKS_DIR, for_notebook, reference_path
-from edgebench.figures import declared_parameters, notebooks, parameters_for
+from edgebench.figures import declared_parameters, notebooks, parameters_for, parse_settings
 
 RECORDS = list(EXPERIMENTS.values())
 # In every notebook, not passed to the measuring function: it picks replotting or measuring.
@@ -41,3 +41,36 @@ def test_figures_passes_only_declared_parameters_and_checks_apps_first():
     ttr = next(nb for nb in notebooks() if for_notebook(nb).name == "time_to_ready")
     with pytest.raises(ConfigError, match="runs go-http, node-http, not sysbench"):
         parameters_for(ttr, {"apps": "go-http,sysbench"})
+
+
+def test_set_reaches_each_notebook_that_declares_it_typed_as_its_default():
+    io, ttr = notebooks("io_bound") + notebooks("time_to_ready")
+    settings = parse_settings(["memory_levels=48m,32m", "iterations=5", "p99_bound_ms=50", "require_kvm=yes",
+                               "protocols=fair"], [io, ttr])
+    assert parameters_for(io, {"profile": "quick"}, settings) == {
+        "profile": "quick", "memory_levels": "48m,32m", "iterations": 5, "p99_bound_ms": 50.0,
+        "require_kvm": True, "protocols": "fair"}
+    # time_to_ready has no memory_levels, iterations nor p99 bound
+    assert parameters_for(ttr, {}, settings) == {"protocols": "fair", "require_kvm": True}
+
+
+@pytest.mark.parametrize("items, message", [
+    (["memory_levels"], "write name=value"),
+    (["memroy_levels=64m"], "no selected notebook has a parameter memroy_levels; theirs are: .*memory_levels"),
+    (["runtimes=native"], "use RUNTIMES="),
+    (["repetitions=2"], "use REPS="),
+    (["run_id=latest"], "make replot"),
+])
+def test_set_refuses_what_no_notebook_takes_before_anything_runs(items, message):
+    with pytest.raises(ConfigError, match=message):
+        parse_settings(items, notebooks("io_bound"))
+
+
+@pytest.mark.parametrize("setting, message", [
+    ("iterations=many", "declares iterations as int; give a number"),
+    ("require_kvm=maybe", "declares require_kvm as bool; give true or false"),
+])
+def test_set_refuses_a_value_of_the_wrong_type(setting, message):
+    (io,) = notebooks("io_bound")
+    with pytest.raises(ConfigError, match=message):
+        parameters_for(io, {}, parse_settings([setting], [io]))

@@ -130,9 +130,10 @@ def test_parallel_drivers_kernels_never_share_sockets():
 def test_each_device_driver_gets_the_fleets_settings_and_plan_only():
     import argparse
     args = argparse.Namespace(profile="quick", runtimes="native", apps=None, repetitions="2", target="a,b",
-                              load_generator=None, only="time_to_ready", quiet=True, provision=False, plan_only=True)
+                              load_generator=None, only="time_to_ready", quiet=True, provision=False, plan_only=True,
+                              set=["iterations=5", "protocols=fair"])
     argv = fleet.driver_argv(fleet.Device("pi1", "pi@pi1", "lg@box"), args,
                              ("target", "runtimes", "apps", "profile", "repetitions", "load_generator"))
     assert argv[1:] == ["-m", "edgebench.figures", "--target", "pi@pi1", "--runtimes", "native", "--profile", "quick",
-                        "--repetitions", "2", "--load_generator", "lg@box", "--only", "time_to_ready", "--quiet",
-                        "--plan-only"]
+                        "--repetitions", "2", "--load_generator", "lg@box", "--only", "time_to_ready",
+                        "--set", "iterations=5", "--set", "protocols=fair", "--quiet", "--plan-only"]

@@ -2,6 +2,10 @@
 then print a short summary of what each produced.
 
     python -m edgebench.figures [--replot] [--profile quick] [--target pi@raspberrypi] ...
+    python -m edgebench.figures --only io_bound --set memory_levels=48m,32m --set protocols=fair
+
+`--set name=value` (`make figures SET='name=value ...'`) sets any parameter of the notebooks'
+`parameters` cells, as editing the cell would, in each selected notebook that declares it.
 
 A notebook is written to figures/<experiment>/ only once it has run to the end; a failed one
 is kept as <name>.failed.ipynb for reading, never as a product.
@@ -46,19 +50,68 @@ def experiment_of(notebook: Path) -> str:
     return re.sub(r"^\d+_", "", notebook.stem)
 
 
+def inspect_parameters(nb: Path) -> dict:
+    """The notebook's `parameters` cell: name -> papermill's description (default, inferred type)."""
+    import papermill as pm
+    return pm.inspect_notebook(str(nb))
+
+
 def declared_parameters(nb: Path) -> set[str]:
     """The names in the notebook's `parameters` cell."""
-    import papermill as pm
-    return set(pm.inspect_notebook(str(nb)))
+    return set(inspect_parameters(nb))
 
 
-def parameters_for(nb: Path, params: dict) -> dict:
+def parameters_for(nb: Path, params: dict, settings: dict[str, str] | None = None) -> dict:
     """Only what the notebook declares (papermill would inject the rest as stray variables), after
-    checking, before anything runs, that its experiment can take them."""
+    checking, before anything runs, that its experiment can take them; `settings` (`--set`) are
+    converted to the type of the notebook's own default."""
     record = for_notebook(nb)
     record.check_apps(params.get("apps"))
-    declared = declared_parameters(nb)
-    return {k: v for k, v in params.items() if k in declared}
+    declared = inspect_parameters(nb)
+    passed = {k: v for k, v in params.items() if k in declared}
+    for name, text in (settings or {}).items():
+        if name in declared:
+            passed[name] = typed_setting(nb, name, text, declared[name]["inferred_type_name"])
+    return passed
+
+
+# `--set` values as the parameters cell's defaults are typed; anything else stays a string.
+_BOOLS = {"true": True, "yes": True, "1": True, "false": False, "no": False, "0": False}
+
+
+def typed_setting(nb: Path, name: str, text: str, type_name: str):
+    try:
+        if type_name == "int":
+            return int(text)
+        if type_name == "float":
+            return float(text)
+        if type_name == "bool":
+            return _BOOLS[text.lower()]
+    except (ValueError, KeyError):
+        raise ConfigError(f"SET {name}={text}: {nb.name} declares {name} as {type_name}; "
+                          f"give {'true or false' if type_name == 'bool' else f'a number ({type_name})'}") from None
+    return text
+
+
+def parse_settings(items: list[str] | None, todo: list[Path]) -> dict[str, str]:
+    """`--set name=value` items, each checked before anything runs: a name some selected notebook
+    declares, and not one make figures has its own setting for."""
+    settings = {}
+    for item in items or []:
+        name, eq, value = item.partition("=")
+        name = name.strip()
+        if not eq or not name:
+            raise ConfigError(f"SET {item!r}: write name=value (for example memory_levels=48m,32m)")
+        if name in PASSED_THROUGH or name == "run_id":
+            option = "REPS" if name == "repetitions" else name.upper()
+            raise ConfigError(f"SET {name}: make figures sets {name} itself; use {option}= (--{name})"
+                              if name != "run_id" else "SET run_id: make replot re-renders the latest run")
+        if not any(name in declared_parameters(nb) for nb in todo):
+            known = sorted(set().union(*(declared_parameters(nb) for nb in todo)) - set(PASSED_THROUGH) - {"run_id"})
+            raise ConfigError(f"SET {name}: no selected notebook has a parameter {name}; "
+                              f"theirs are: {', '.join(known)}")
+        settings[name] = value
+    return settings
 
 
 def notebooks(only: str | None = None) -> list[Path]:
@@ -173,6 +226,8 @@ def main(argv=None) -> int:
     ap.add_argument("--provision", action="store_true", help="provision the target(s) first, as `make figures` does")
     ap.add_argument("--fleet", help="a fleet file (YAML) naming several devices; see edgebench.fleet")
     ap.add_argument("--plan-only", action="store_true", help="print the run plan and its estimate, measure nothing")
+    ap.add_argument("--set", action="append", metavar="NAME=VALUE",
+                    help="set a parameter of every selected notebook that declares it (repeatable)")
     for name in PASSED_THROUGH:
         ap.add_argument(f"--{name}", default=None)
     args = ap.parse_args(argv)
@@ -204,7 +259,8 @@ def main(argv=None) -> int:
         print(f"no notebooks match {args.only!r} in {NOTEBOOKS_DIR}", file=sys.stderr)
         return 2
     try:
-        per_notebook = {nb: parameters_for(nb, params) for nb in todo}
+        settings = parse_settings(args.set, todo)
+        per_notebook = {nb: parameters_for(nb, params, settings) for nb in todo}
     except ConfigError as e:
         print(f"make figures: {e}", file=sys.stderr)
         return 2

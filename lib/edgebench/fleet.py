@@ -159,6 +159,8 @@ def driver_argv(device: Device, args, passed: tuple[str, ...]) -> list[str]:
             argv += [f"--{name}", str(value)]
     if args.only:
         argv += ["--only", args.only]
+    for setting in getattr(args, "set", None) or []:
+        argv += ["--set", setting]
     argv += [flag for flag, on in (("--quiet", args.quiet), ("--provision", args.provision),
                                    ("--plan-only", getattr(args, "plan_only", False))) if on]
     return argv
