@@ -3,8 +3,10 @@ writes its executed copy and figures, and the summary names each experiment's da
 
 from __future__ import annotations
 
+import ast
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -18,13 +20,17 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow]
 # One app and one repetition: every notebook still measures, tabulates and draws each runtime
 # (the experiments' own tests cover their apps and repetitions), in a third of CI's time.
 SMALL = ["--apps", "go-http", "--repetitions", "1"]
+# Through `--set` (make figures SET=...), as a user trims a run: one constrained memory level, 1 s
+# per open-loop rate and 4 MB disk files still fill every table and figure. The memory sweep, the
+# open loop's durations and fio's sizes have their own tests.
+SMALLER = ["--set", "memory_levels=64m", "--set", "open_loop_duration_s=1", "--set", "file_mb=4"]
 
 
-def quick_figures(tmp_path, runtimes: str, only: str):
+def quick_figures(tmp_path, runtimes: str, only: str, settings: list[str] = ()):
     env = dict(os.environ, EDGEBENCH_DATA_DIR=str(tmp_path / "data"),
                EDGEBENCH_FIGURES_DIR=str(tmp_path / "figures"))
     r = subprocess.run([sys.executable, "-m", "edgebench.figures", "--profile", "quick", "--quiet",
-                        "--runtimes", runtimes, "--only", only, *SMALL],
+                        "--runtimes", runtimes, "--only", only, *SMALL, *settings],
                        env=env, capture_output=True, text=True, timeout=1500)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     assert "without encryption" not in r.stderr  # the kernel talks over a Unix socket, not TCP
@@ -68,10 +74,19 @@ WITH_LXD = "lxd_appendix"
 
 def test_quick_figures_render_every_notebook(tmp_path, docker_ready, cgroups_ready, wrk_ready, no_leftovers):
     others = [experiment_of(nb) for nb in notebooks() if WITH_LXD not in nb.stem]
-    r = quick_figures(tmp_path, "native,docker", ",".join(others))
+    r = quick_figures(tmp_path, "native,docker", ",".join(others), SMALLER)
     for nb in notebooks():
         if WITH_LXD not in nb.stem:
             check_rendered(tmp_path, nb, r.stdout, {"native", "docker"})
+    # What was set reached the notebooks that declare it, typed as their defaults, and only those.
+    import pandas as pd
+    passed = {m[1]: ast.literal_eval(m[2]) for m in re.finditer(r"^== \d+_(\w+)\.ipynb (\{.*\})$", r.stderr, re.M)}
+    assert {k: passed["io_bound"][k] for k in ("memory_levels", "open_loop_duration_s")} == \
+        {"memory_levels": "64m", "open_loop_duration_s": 1}
+    assert passed["container_overhead"]["file_mb"] == 4 and "memory_levels" not in passed["time_to_ready"]
+    (io_run,) = (tmp_path / "data" / "io_bound").iterdir()
+    io = pd.read_csv(io_run / "results.csv")
+    assert set(io.loc[io["scenario"] == "constrained", "memory_mb"]) == {64}
 
 
 def test_quick_lxd_appendix_has_host_lxd_and_docker_rows(tmp_path, docker_ready, cgroups_ready, lxd_ready,
