@@ -102,10 +102,11 @@ def parse_settings(items: list[str] | None, todo: list[Path]) -> dict[str, str]:
         name = name.strip()
         if not eq or not name:
             raise ConfigError(f"SET {item!r}: write name=value (for example memory_levels=48m,32m)")
-        if name in PASSED_THROUGH or name == "run_id":
+        if name == "run_id":
+            raise ConfigError("SET run_id: make replot re-renders the latest run")
+        if name in PASSED_THROUGH:
             option = "REPS" if name == "repetitions" else name.upper()
-            raise ConfigError(f"SET {name}: make figures sets {name} itself; use {option}= (--{name})"
-                              if name != "run_id" else "SET run_id: make replot re-renders the latest run")
+            raise ConfigError(f"SET {name}: make figures sets {name} itself; use {option}= (--{name})")
         if not any(name in declared_parameters(nb) for nb in todo):
             known = sorted(set().union(*(declared_parameters(nb) for nb in todo)) - set(PASSED_THROUGH) - {"run_id"})
             raise ConfigError(f"SET {name}: no selected notebook has a parameter {name}; "

@@ -226,25 +226,31 @@ class DockerRuntime(Runtime):
         r = self.target.run(["docker", "logs", instance.plan.state["container"]], check=False)
         return r.stdout
 
-    def oom_kill_evidence(self, name: str) -> str | None:
-        """Whether the container was OOM-killed and who says so. Docker's OOMKilled flag misses a
-        kill right after start when containerd handles the exit before the OOM event
-        (containerd/containerd#8180; seen here once in a CI run): exit code 137 alone is any
-        SIGKILL, so the kernel's log, which names the container's cgroup, decides then."""
-        state = self.inspect(name, "{{.State.OOMKilled}}|{{.State.ExitCode}}|{{.Id}}") or "||"
-        oom, code, container_id = state.split("|", 2)
-        if oom == "true":
+    def exit_state(self, name: str) -> dict[str, str]:
+        """The container's end as `docker inspect` tells it, in one call (empty values if gone)."""
+        keys = ("oom", "code", "id", "status", "error")
+        text = self.inspect(name, "{{.State.OOMKilled}}|{{.State.ExitCode}}|{{.Id}}|{{.State.Status}}|"
+                            "{{.State.Error}}") or ""
+        return dict(zip(keys, (text.split("|", len(keys) - 1) + [""] * len(keys))))
+
+    def oom_kill_evidence(self, state: dict[str, str]) -> str | None:
+        """Whether the container (its `exit_state`) was OOM-killed and who says so. Docker's
+        OOMKilled flag misses a kill right after start when containerd handles the exit before the
+        OOM event (containerd/containerd#8180; seen here once in a CI run): exit code 137 alone is
+        any SIGKILL, so the kernel's log, which names the container's cgroup, decides then."""
+        code = state["code"]
+        if state["oom"] == "true":
             return f"OOMKilled (docker inspect), exit code {code}"
-        task = kernel_oom_kill(self.target, container_id) if code == "137" and container_id else None
+        task = kernel_oom_kill(self.target, state["id"]) if code == "137" and state["id"] else None
         return f"OOMKilled (kernel log: {task} in the container's memory cgroup), exit code {code}" if task else None
 
     def failure_reason(self, plan: LaunchPlan) -> str | None:
         name = plan.state.get("container")
-        state = self.inspect(name, "{{.State.ExitCode}}|{{.State.Status}}|{{.State.Error}}") if name else None
+        state = self.exit_state(name) if name else None
         err = (self.target.read_text(plan.stderr_path, missing_ok=True) or "").strip()
-        if state:
-            code, status, error = state.split("|", 2)
-            oom = self.oom_kill_evidence(name)
+        if state and state["status"]:
+            code, status, error = state["code"], state["status"], state["error"]
+            oom = self.oom_kill_evidence(state)
             if oom:
                 return oom
             if status in ("exited", "dead"):
@@ -361,9 +367,9 @@ class DockerRuntime(Runtime):
         name = plan.state["container"]
         applied = limits_from_host_config(self.inspect(name, "{{.HostConfig.NanoCpus}} {{.HostConfig.Memory}} "
                                                        "{{.HostConfig.MemorySwap}} {{.HostConfig.CpusetCpus}}"))
-        code = self.inspect(name, "{{.State.ExitCode}}")
-        oom = self.oom_kill_evidence(name)
-        return BatchOutcome(applied, oom_killed=bool(oom), details={"container_exit_code": code or None,
+        state = self.exit_state(name)
+        oom = self.oom_kill_evidence(state)
+        return BatchOutcome(applied, oom_killed=bool(oom), details={"container_exit_code": state["code"] or None,
                                                                     "oom_evidence": oom})
 
 
