@@ -22,6 +22,8 @@ PYTEST_ARGS ?=
 # `make figures` and `make test` set their target up first (idempotent: seconds when nothing is
 # missing; without root it only says what is missing). PROVISION=no uses only what is there.
 PROVISION ?= yes
+# `make device NAME=debian-v2`: an emulated device (devices: `make device`); then TARGET=debian-v2.
+NAME ?=
 # `make lab`: where JupyterLab listens. Loopback by default; on a remote device tunnel to it (README).
 LAB_IP ?= 127.0.0.1
 LAB_PORT ?= 8888
@@ -34,11 +36,11 @@ FIGURE_ARGS = --profile '$(PROFILE)' --target '$(TARGET)' --runtimes '$(RUNTIMES
 	$(foreach s,$(SET),--set '$(s)') \
 	$(if $(filter no,$(PROVISION)),,--provision)
 
-.PHONY: help setup provision figures plan replot compare report lab test bench clean
+.PHONY: help setup provision figures plan replot compare report lab test bench device device-stop clean
 
 help: ## Show this help
-	@echo "edgebench: make <goal> [PROFILE=quick|standard] [TARGET=local|user@host|a,b] [FLEET=file.yml] [RUNTIMES=auto|native,docker] [APPS=all|go-http] [REPS=N] [ONLY=name] [SET='param=value ...'] [PROVISION=yes|no]"
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-9s %s\n", $$1, $$2}'
+	@echo "edgebench: make <goal> [PROFILE=quick|standard] [TARGET=local|user@host|device|a,b] [FLEET=file.yml] [RUNTIMES=auto|native,docker] [APPS=all|go-http] [REPS=N] [ONLY=name] [SET='param=value ...'] [PROVISION=yes|no]"
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
 
 setup: $(STAMP) ## Create .venv and install edgebench with its dependencies (quick when done)
 
@@ -83,6 +85,12 @@ bench: setup ## Print the benchmarks' figures (probe lag, wrk driver overhead, I
 	$(PY) benchmarks/wrk_driver_overhead.py
 	$(PY) benchmarks/iomt_throughput.py
 	$(PY) benchmarks/open_loop_stall.py
+
+device: setup ## Build once (cached) and boot an emulated device, then TARGET=NAME works in every goal: NAME=debian-v2 (cgroup v2), pi-arm64, pi-arm64-nomemcg
+	$(PY) -m edgebench.devices start '$(NAME)'
+
+device-stop: setup ## Power off the emulated device NAME, or every running one
+	$(PY) -m edgebench.devices stop $(if $(NAME),'$(NAME)')
 
 clean: ## Remove build outputs, rendered figures and caches (keeps data/ and .venv)
 	rm -rf .build .pytest_cache

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
+from edgebench.devices.spec import is_device, ssh_config_path
 from edgebench.errors import ConfigError, RemoteCommandError, TargetUnreachable
 
 LOCAL_NAMES = ("", "local", "localhost")
@@ -75,6 +76,8 @@ echo "perf_event_paranoid=$(cat /proc/sys/kernel/perf_event_paranoid 2>/dev/null
 echo "smt=$(cat /sys/devices/system/cpu/smt/active 2>/dev/null)"
 echo "governor=$(cat /sys/devices/system/cpu/cpu0/cpufreq/scaling_governor 2>/dev/null)"
 if [ -r /dev/kvm ] && [ -w /dev/kvm ]; then echo "kvm=yes"; elif [ -e /dev/kvm ]; then echo "kvm=no-permission"; else echo "kvm=no"; fi
+# An emulated device (make device) says so: its numbers measure QEMU's emulator, not a board.
+echo "emulated_device=$(sed -n 's/^description=//p' /etc/edgebench-device 2>/dev/null)"
 echo "uid=$(id -u)"
 echo "user=$(id -un)"
 echo "home=$HOME"
@@ -367,13 +370,26 @@ class SSHTarget(Target):
             self._conn = None
 
 
+def device_ssh_config(name: str) -> Path:
+    """The project's ssh configuration, when it names the running device `name` (make device)."""
+    path = ssh_config_path()
+    text = path.read_text() if path.exists() else ""
+    if f"Host {name}\n" not in text:
+        raise TargetUnreachable(f"device {name} is not running: start it with `make device NAME={name}` "
+                                "(it is built the first time)")
+    return path
+
+
 def connect(spec: "str | Target | None" = "local", **ssh_options) -> Target:
-    """'local' (default) -> this machine; 'user@host[:port]' or an ~/.ssh/config alias -> SSH.
+    """'local' (default) -> this machine; an emulated device's name (make device) -> it, through the
+    project's ssh configuration; 'user@host[:port]' or an ~/.ssh/config alias -> SSH.
     Connects at once, so an unreachable host fails before anything starts."""
     if isinstance(spec, Target):
         return spec
     if spec is None or spec.strip().lower() in LOCAL_NAMES:
         return LocalTarget()
+    if is_device(spec):
+        ssh_options.setdefault("ssh_config", device_ssh_config(spec.strip()))
     target = SSHTarget(spec, **ssh_options)
     target.connect()
     return target

@@ -1,0 +1,125 @@
+"""What each emulated device is: architecture, QEMU machine and CPU, size, kernel command line, and
+its place on this machine (the folder with its image, its own /30 network)."""
+
+from __future__ import annotations
+
+import os
+import platform
+from dataclasses import dataclass
+from ipaddress import IPv4Network
+from pathlib import Path
+
+from edgebench.errors import ConfigError
+
+# Debian's name for each kernel architecture, and what boots it.
+DEBIAN_ARCH = {"x86_64": "amd64", "aarch64": "arm64"}
+KERNEL_PACKAGE = {"x86_64": "linux-image-amd64", "aarch64": "linux-image-arm64"}
+CONSOLE = {"x86_64": "ttyS0", "aarch64": "ttyAMA0"}
+SUITE = "bookworm"
+# Each device gets 10.232.<index>.0/30: .1 is this machine's end of the device's tap link, .2 the
+# device. The tests' network namespaces use 10.231.0.0/16 (tests/sshhost.py).
+LAN_SUPERNET = IPv4Network("10.232.0.0/16")
+
+
+def devices_dir() -> Path:
+    """Where images and the running devices' state live: outside the project, so every clone and a
+    CI run on the same machine share one build. EDGEBENCH_DEVICES_DIR moves it."""
+    base = os.environ.get("EDGEBENCH_DEVICES_DIR")
+    if base:
+        return Path(base)
+    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(cache) / "edgebench" / "devices"
+
+
+def ssh_config_path() -> Path:
+    """The project's ssh configuration: one Host block per running device (devices.machine writes it)."""
+    return devices_dir() / "ssh_config"
+
+
+@dataclass(frozen=True)
+class DeviceSpec:
+    name: str
+    what: str                     # one line for `make help` and the README
+    arch: str | None              # the kernel's name (uname -m); None = this machine's
+    machine: str                  # QEMU -M
+    cpu: str                      # QEMU -cpu under TCG
+    cpus: int
+    memory_mb: int
+    lan_index: int                # its /30 in LAN_SUPERNET
+    cmdline_extra: tuple[str, ...] = ()
+    disk_gib: int = 24            # sparse: Docker images, LXD's image and the VM kits grow into it
+
+    @property
+    def guest_arch(self) -> str:
+        return self.arch or platform.machine()
+
+    @property
+    def debian_arch(self) -> str:
+        arch = DEBIAN_ARCH.get(self.guest_arch)
+        if arch is None:
+            raise ConfigError(f"device {self.name}: no Debian image is known for {self.guest_arch}; "
+                              f"devices run {', '.join(DEBIAN_ARCH)}")
+        return arch
+
+    @property
+    def foreign(self) -> bool:
+        """Another architecture than this machine's: its packages' scripts run through qemu-user."""
+        return self.guest_arch != platform.machine()
+
+    @property
+    def lan(self) -> IPv4Network:
+        return IPv4Network((int(LAN_SUPERNET.network_address) + self.lan_index * 256, 30))
+
+    @property
+    def host_address(self) -> str:
+        return str(self.lan.network_address + 1)
+
+    @property
+    def address(self) -> str:
+        return str(self.lan.network_address + 2)
+
+    @property
+    def tap(self) -> str:
+        return f"ebdev{self.lan_index}"
+
+    @property
+    def memcg(self) -> bool:
+        return "cgroup_disable=memory" not in self.cmdline_extra
+
+    @property
+    def dir(self) -> Path:
+        return devices_dir() / self.name
+
+    def description(self, accel: str = "tcg") -> str:
+        """What /etc/edgebench-device says on the device once booted, and so every row and figure
+        from it: the target's facts read it."""
+        cpu = "" if self.guest_arch == "x86_64" else f" {self.cpu}"
+        memcg = "" if self.memcg else ", memory controller off"
+        return (f"emulated device ({self.guest_arch}, QEMU {self.machine}{cpu} under {accel.upper()}, "
+                f"{self.cpus} vCPUs, {self.memory_mb} MiB{memcg})")
+
+
+# A Raspberry Pi 3B+/4 class board: Cortex-A72, 2 vCPUs of its 4 cores (this machine has two), 1 GiB.
+_PI = dict(arch="aarch64", machine="virt", cpu="cortex-a72", cpus=2, memory_mb=1024)
+
+DEVICES: dict[str, DeviceSpec] = {d.name: d for d in (
+    # TCG emulates AMD's SVM on `-cpu max`, so the device's linux-vm would pick KVM nested inside the
+    # emulator: off, so that every VM on an emulated device runs under TCG and its rows say so.
+    DeviceSpec("debian-v2", "Debian 12 for this machine's architecture, systemd, cgroup v2 unified",
+               arch=None, machine="pc", cpu="max,svm=off,vmx=off", cpus=2, memory_mb=2048, lan_index=1),
+    DeviceSpec("pi-arm64", "Debian 12 arm64 on QEMU virt, Cortex-A72, 2 vCPUs, 1 GiB (a Raspberry Pi 3B+/4)",
+               lan_index=2, **_PI),
+    DeviceSpec("pi-arm64-nomemcg", "pi-arm64 with the memory controller off (cgroup_disable=memory), as a "
+               "stock Raspberry Pi OS kernel boots", lan_index=3, cmdline_extra=("cgroup_disable=memory",), **_PI),
+)}
+
+
+def is_device(name: str | None) -> bool:
+    return bool(name) and name.strip() in DEVICES
+
+
+def device_spec(name: str) -> DeviceSpec:
+    try:
+        return DEVICES[name.strip()]
+    except KeyError:
+        raise ConfigError(f"no device named {name!r}; choose one of {', '.join(DEVICES)}") from None
