@@ -146,8 +146,11 @@ class Provisioner:
     """Runs the plan on one target. `run()` returns the Report; `--check` changes nothing."""
 
     def __init__(self, target: Target, check: bool = False, log: Callable[[str], None] | None = None,
-                 for_tests: bool = False, before_run: bool = False):
+                 for_tests: bool = False, before_run: bool = False, runtimes: tuple[str, ...] | None = None):
         self.target = target
+        # Only these runtimes' packages and preparation, and no tools (a test device that exercises
+        # Docker and LXD need not install the rest); None: everything.
+        self.runtimes = tuple(runtimes) if runtimes else None
         self.before_run = before_run
         self.check = check
         self.for_tests = for_tests
@@ -190,7 +193,8 @@ class Provisioner:
         if family is None or not self.survey.get("apt_get"):
             name = self.survey.get("os_name") or self.survey.get("os_id") or "this system"
             raise UnsupportedTarget(unsupported_message(f"{self.target.name} ({name})", self.arch))
-        packages, unresolved = packages_for(family, self.arch, facts.get("kernel") or "", self.for_tests)
+        needs = None if self.runtimes is None else [runtime_needs(self.arch)[r] for r in self.runtimes]
+        packages, unresolved = packages_for(family, self.arch, facts.get("kernel") or "", self.for_tests, needs)
         names = sorted({p.name for p in packages} | {c for p in packages for c in p.conflicts})
         installed = self.dpkg_installed(names)
         missing = [p.name for p in packages if p.name not in installed]
@@ -315,6 +319,8 @@ class Provisioner:
         from edgebench.runtimes import RUNTIMES
         rep = self.report
         for name, cls in RUNTIMES.items():
+            if self.runtimes is not None and name not in self.runtimes:
+                continue
             prep = Preparation(self.target, self.check, self.sudo, self.commands, self.survey,
                                rep.would_install, self.log, self.read_survey, rep.actions, rep.failed,
                                self.missing)
@@ -323,7 +329,7 @@ class Provisioner:
     def prepare_tools(self) -> None:
         """The tools that no package provides (oha from crates.io); some not for `make test`."""
         rep = self.report
-        for needs in TOOL_NEEDS:
+        for needs in TOOL_NEEDS if self.runtimes is None else ():
             if needs.prepare is None:
                 continue
             name = needs.versions[0].name if needs.versions else needs.purpose
@@ -343,8 +349,9 @@ class Provisioner:
         versions = table_versions(self.arch)
         states = version_states(self.target, versions)
         needs = runtime_needs(self.arch)
-        rows = [self.runtime_row(name, cls, facts, states, needs[name]) for name, cls in RUNTIMES.items()]
-        for v in versions:
+        rows = [self.runtime_row(name, cls, facts, states, needs[name]) for name, cls in RUNTIMES.items()
+                if self.runtimes is None or name in self.runtimes]
+        for v in versions if self.runtimes is None else ():
             s = states[v.name]
             rows.append(Row("tool", v.name, True, s.version) if s.ok else
                         Row("tool", v.name, False, self.missing_tool_reason(v.name, s, plan)))
@@ -384,11 +391,18 @@ class Provisioner:
 
 
 def provision(target: Target, check: bool = False, log: Callable[[str], None] | None = None,
-              for_tests: bool = False, before_run: bool = False) -> Report:
+              for_tests: bool = False, before_run: bool = False, runtimes: tuple[str, ...] | None = None) -> Report:
     """Provision `target` (or only look, with check=True). Raises UnsupportedTarget or
     ProvisionError before changing anything when it cannot; with before_run=True, a target
-    without root is only looked at (what is missing is reported, nothing is raised)."""
-    return Provisioner(target, check=check, log=log, for_tests=for_tests, before_run=before_run).run()
+    without root is only looked at (what is missing is reported, nothing is raised). `runtimes`:
+    only those runtimes' parts, no tools."""
+    if runtimes:
+        from edgebench.runtimes import RUNTIMES
+        unknown = [r for r in runtimes if r not in RUNTIMES]
+        if unknown:
+            raise EdgebenchError(f"unknown runtime(s) {', '.join(unknown)}; choose from {', '.join(RUNTIMES)}")
+    return Provisioner(target, check=check, log=log, for_tests=for_tests, before_run=before_run,
+                       runtimes=runtimes).run()
 
 
 def main(argv=None) -> int:
@@ -403,11 +417,14 @@ def main(argv=None) -> int:
     ap.add_argument("--before-run", action="store_true",
                     help="as `make figures`/`make test` call it: print only what changed or is missing, "
                          "and go on (exit 0) when something cannot be installed or there is no root")
+    ap.add_argument("--runtimes", default="",
+                    help="only these runtimes' packages and set-up, no tools (e.g. docker,lxd)")
     args = ap.parse_args(argv)
     opts = {"accept_new_host_key": True} if args.accept_new_host_key else {}  # only SSH targets use it
     try:
         with connect(args.target, **opts) as target:
-            report = provision(target, check=args.check, for_tests=args.for_tests, before_run=args.before_run)
+            report = provision(target, check=args.check, for_tests=args.for_tests, before_run=args.before_run,
+                               runtimes=tuple(r.strip() for r in args.runtimes.split(",") if r.strip()) or None)
     except UnsupportedTarget as e:
         print(f"edgebench provision: {e}", file=sys.stderr)
         return 0 if args.before_run else 2  # the run goes on with what the target has
