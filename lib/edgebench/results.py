@@ -30,7 +30,7 @@ from edgebench.errors import ConfigError
 from edgebench.health import UNKNOWN
 from edgebench.paths import DATA_DIR, PROJECT_ROOT
 
-CORE_COLUMNS = ["experiment", "run_id", "target", "app", "runtime", "protocol", "cpus", "memory_mb",
+CORE_COLUMNS = ["experiment", "run_id", "target", "platform", "app", "runtime", "protocol", "cpus", "memory_mb",
                 "rep", "metric", "value", "unit", "status", "error", "health"]
 _RUN_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
@@ -41,6 +41,13 @@ def utc_now() -> str:
 
 def new_run_id() -> str:
     return datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(2)
+
+
+def platform_of(facts: dict) -> str:
+    """The row's `platform`: the device's architecture, and "emulated device" where it is one
+    (make device): under TCG its numbers measure QEMU's emulator, not a board."""
+    arch = facts.get("arch") or ""
+    return f"{arch} (emulated device)" if facts.get("emulated_device") else arch
 
 
 def git_state(root: Path = PROJECT_ROOT) -> dict:
@@ -81,6 +88,7 @@ class Run:
         self.raw_dir.mkdir(parents=True, exist_ok=True)
         self.columns = CORE_COLUMNS + [c for c in extra_columns if c not in CORE_COLUMNS]
         self.target = target_facts.get("target", "local")
+        self.platform = platform_of(target_facts)
         self.counts = {"ok": 0, "failed": 0}
         self._raw_seq = 0
         self._lock = threading.Lock()
@@ -110,7 +118,7 @@ class Run:
         if status not in ("ok", "failed"):
             raise ValueError(f"status must be ok or failed, not {status!r}")
         row = {c: "" for c in self.columns}
-        row.update(experiment=self.experiment, run_id=self.run_id, target=self.target)
+        row.update(experiment=self.experiment, run_id=self.run_id, target=self.target, platform=self.platform)
         unknown = set(context) - set(self.columns)
         if unknown:
             raise ValueError(f"columns {sorted(unknown)} not declared for {self.experiment}")

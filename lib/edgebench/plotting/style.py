@@ -3,6 +3,7 @@ how the two protocols and the papers' own numbers are drawn, and how a figure is
 
 from __future__ import annotations
 
+import json
 import shutil
 import sys
 from pathlib import Path
@@ -190,6 +191,23 @@ def figure_legend(fig, extra=(), ncol: int = 6) -> None:
     fig.tight_layout(rect=(0, min(0.3, (0.25 * rows + 0.15) / fig.get_figheight()), 1, top))
 
 
+EMULATED_DEVICE_MARK = "eb-emulated-device"
+
+
+def mark_emulated_device(fig, run_dir: Path) -> None:
+    """A figure whose data came from an emulated device (make device) says so under its panels,
+    once: its numbers measure QEMU's emulator, not a device."""
+    try:
+        facts = json.loads((Path(run_dir) / "meta.json").read_text()).get("target") or {}
+    except (OSError, ValueError):
+        return
+    what = facts.get("emulated_device")
+    if not what or any(t.get_gid() == EMULATED_DEVICE_MARK for t in fig.texts):
+        return
+    fig.text(0.5, 0, f"{facts.get('target')}: {what}. Its numbers measure QEMU's emulator, not a device.",
+             ha="center", va="top", fontsize=8, color="#a00000", gid=EMULATED_DEVICE_MARK)
+
+
 # PNG for notebooks and the README, PDF (vector) for papers.
 FIGURE_FORMATS = ("png", "pdf")
 
@@ -200,6 +218,7 @@ def save_figure(fig, experiment: str, name: str, run_dir: Path | None = None) ->
     folders = [FIGURES_DIR / experiment]
     if run_dir is not None:
         folders.append(Path(run_dir) / "figures")
+        mark_emulated_device(fig, run_dir)
     for folder in folders:
         folder.mkdir(parents=True, exist_ok=True)
     paths = []
