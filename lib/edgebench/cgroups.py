@@ -35,6 +35,7 @@ if [ -f /sys/fs/cgroup/cgroup.controllers ]; then
   p=$(awk -F: '$1=="0"{print $3}' /proc/$pid/cgroup)
   d=/sys/fs/cgroup$p
   echo "cgroup_version=2"; echo "cgroup_path=$p"
+  grep -qw memory /sys/fs/cgroup/cgroup.controllers && echo "memory_controller=1" || echo "memory_controller=0"
   echo "memory_max=$(cat $d/memory.max 2>/dev/null)"
   echo "swap_max=$(cat $d/memory.swap.max 2>/dev/null)"
   echo "cpu_max=$(cat $d/cpu.max 2>/dev/null)"
@@ -46,6 +47,7 @@ else
   sp=$(awk -F: '$2 ~ /(^|,)cpuset(,|$)/{print $3}' /proc/$pid/cgroup)
   m=/sys/fs/cgroup/memory$mp; c=/sys/fs/cgroup/cpu$cp; [ -d "$c" ] || c=/sys/fs/cgroup/cpu,cpuacct$cp
   echo "cgroup_version=1"; echo "cgroup_path=$mp"
+  grep -qw memory /proc/cgroups && awk '$1 == "memory" {print "memory_controller=" $4}' /proc/cgroups
   echo "memory_max=$(cat $m/memory.limit_in_bytes 2>/dev/null)"
   echo "memsw_max=$(cat $m/memory.memsw.limit_in_bytes 2>/dev/null)"
   echo "cpu_quota_us=$(cat $c/cpu.cfs_quota_us 2>/dev/null)"
@@ -55,6 +57,9 @@ else
 fi
 echo "nproc_visible=$(cat /proc/$pid/status 2>/dev/null | awk '/^Cpus_allowed_list/{print $2}')"
 """
+
+NO_MEMORY_CONTROLLER = ("the device's kernel has no memory controller (read back from its cgroups); on a "
+                        "Raspberry Pi add cgroup_enable=memory to /boot/firmware/cmdline.txt and reboot")
 
 # Anything at or above this is the kernel's "no limit" on v1 (PAGE_COUNTER_MAX * page size).
 _V1_UNLIMITED = 1 << 62
@@ -70,6 +75,9 @@ class AppliedLimits:
     cgroup_version: int | None
     cgroup_path: str | None
     oom_kills: int | None
+    # False where the kernel has no memory controller (cgroup_disable=memory, a stock Raspberry
+    # Pi OS): a memory limit asked for is then not applied by any runtime.
+    memory_controller: bool | None = None
 
     def as_dict(self) -> dict:
         return dict(self.__dict__)
@@ -106,7 +114,8 @@ def parse_limits(text: str) -> AppliedLimits:
     return AppliedLimits(cpus=cpus, memory_mb=memory_mb, swap_mb=swap_mb,
                          cpuset=kv.get("cpuset") or kv.get("nproc_visible") or None,
                          cgroup_version=version, cgroup_path=kv.get("cgroup_path") or None,
-                         oom_kills=parse_oom_kills(kv.get("oom_counters")))
+                         oom_kills=parse_oom_kills(kv.get("oom_counters")),
+                         memory_controller={"1": True, "0": False}.get(kv.get("memory_controller", "")))
 
 
 def read_limits(target: Target, pid: int) -> AppliedLimits:
@@ -289,13 +298,19 @@ class NativeCgroup:
         if self.version == 2:
             d = self.dirs[0]
             lines += [
-                "echo '+cpu +memory +cpuset' > /sys/fs/cgroup/cgroup.subtree_control 2>/dev/null || true",
+                # One controller at a time: a kernel without one (a Raspberry Pi's memory controller
+                # is off unless cmdline.txt says cgroup_enable=memory) refuses the whole line.
+                "for c in cpu memory cpuset; do grep -qw $c /sys/fs/cgroup/cgroup.controllers && "
+                "{ echo +$c > /sys/fs/cgroup/cgroup.subtree_control 2>/dev/null || true; }; done",
                 "mkdir -p /sys/fs/cgroup/edgebench",
-                "echo '+cpu +memory +cpuset' > /sys/fs/cgroup/edgebench/cgroup.subtree_control",
+                "for c in cpu memory cpuset; do ! grep -qw $c /sys/fs/cgroup/edgebench/cgroup.controllers || "
+                "echo +$c > /sys/fs/cgroup/edgebench/cgroup.subtree_control; done",
                 f"mkdir -p {q(d)}",
             ]
             if mem_bytes:
-                lines.append(f"echo {mem_bytes} > {q(d)}/memory.max")
+                # Without the memory controller there is no memory.max: the run goes on, and the
+                # limit read back (none) says in the row that it was not applied.
+                lines.append(f"[ ! -f {q(d)}/memory.max ] || echo {mem_bytes} > {q(d)}/memory.max")
                 if not swap:
                     lines.append(f"[ ! -f {q(d)}/memory.swap.max ] || echo 0 > {q(d)}/memory.swap.max")
             if quota:

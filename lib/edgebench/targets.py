@@ -72,6 +72,9 @@ elif [ -f /sys/fs/cgroup/memory/memory.limit_in_bytes ]; then echo "cgroup_versi
 else echo "cgroup_version="; fi
 # A v1 machine may also mount the unified hierarchy (hybrid); perf's -G cgroups live there.
 echo "cgroup_unified=$(awk '$3 == "cgroup2" && $2 != "/sys/fs/cgroup" {print $2; exit}' /proc/mounts)"
+if [ -f /sys/fs/cgroup/cgroup.controllers ]; then
+  grep -qw memory /sys/fs/cgroup/cgroup.controllers && echo "memory_controller=yes" || echo "memory_controller=no"
+else echo "memory_controller=$(awk '$1 == "memory" {print ($4 == 1 ? "yes" : "no")}' /proc/cgroups 2>/dev/null)"; fi
 echo "perf_event_paranoid=$(cat /proc/sys/kernel/perf_event_paranoid 2>/dev/null)"
 echo "smt=$(cat /sys/devices/system/cpu/smt/active 2>/dev/null)"
 echo "governor=$(cat /sys/devices/system/cpu/cpu0/cpufreq/scaling_governor 2>/dev/null)"

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Iterable, Iterator
 
 from edgebench.apps import APPS, HTTP_APPS, get_app
+from edgebench.cgroups import NO_MEMORY_CONTROLLER
 from edgebench.errors import ConfigError
 from edgebench.health import HealthMonitor
 from edgebench.needs import tool_versions
@@ -85,8 +86,14 @@ def open_run(experiment: str, params: dict, target: Target, **options) -> Run:
     """A Run that records the target's facts and the versions of what the runtimes and tools run,
     and samples the target's health (temperature, throttling, frequency, load from others) while
     it is open: health.csv beside results.csv, a `health` mark on every row."""
-    run = Run(experiment, params, target.facts(), tool_versions=tool_versions(target), **options)
+    facts = target.facts()
+    run = Run(experiment, params, facts, tool_versions=tool_versions(target), **options)
     run.health = HealthMonitor(target, run.dir)
+    if facts.get("memory_controller") == "no":
+        # Said before anything is measured: runtimes accept a memory limit here and do not apply it.
+        warning = f"memory limits are not applied on {target.name}: {NO_MEMORY_CONTROLLER}"
+        run.note("memory_limits", warning)
+        print(f"[edgebench] {warning}. A sweep over memory measures nothing on this device.", file=sys.stderr)
     return run
 
 

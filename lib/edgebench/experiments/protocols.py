@@ -4,7 +4,7 @@ checking them against what the kernel holds, and building artifacts before any c
 from __future__ import annotations
 
 from edgebench.apps import APPS, App, place_app
-from edgebench.cgroups import cpuset_for
+from edgebench.cgroups import NO_MEMORY_CONTROLLER, cpuset_for
 from edgebench.errors import EdgebenchError
 from edgebench.results import Run
 from edgebench.runtimes import Instance, Limits
@@ -30,8 +30,10 @@ def verify_limits(requested: Limits, applied) -> str:
     diffs = []
     if requested.cpus is not None and (applied.cpus is None or abs(applied.cpus - requested.cpus) > 0.01):
         diffs.append(f"cpus asked {requested.cpus:g}, cgroup has {applied.cpus}")
-    if requested.memory_mb is not None and (applied.memory_mb is None
-                                            or abs(applied.memory_mb - requested.memory_mb) > 1):
+    if requested.memory_mb is not None and getattr(applied, "memory_controller", None) is False:
+        diffs.append(f"memory limit of {requested.memory_mb:g} MiB not applied: {NO_MEMORY_CONTROLLER}")
+    elif requested.memory_mb is not None and (applied.memory_mb is None
+                                              or abs(applied.memory_mb - requested.memory_mb) > 1):
         diffs.append(f"memory asked {requested.memory_mb:g} MiB, cgroup has {applied.memory_mb}")
     if requested.cpuset and applied.cpuset != requested.cpuset:
         diffs.append(f"cpuset asked {requested.cpuset}, cgroup has {applied.cpuset}")

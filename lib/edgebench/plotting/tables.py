@@ -157,7 +157,9 @@ def run_notes(run_dir, df: pd.DataFrame | None = None) -> str:
     rows ran under software emulation, and the device's health (the dagger's footnote)."""
     from edgebench.results import load_meta
     lines = []
-    notes = load_meta(Path(run_dir)).get("notes") or {}
+    meta = load_meta(Path(run_dir))
+    notes = meta.get("notes") or {}
+    device = device_notes(meta.get("target") or {}, notes)
     for name, why in (notes.get("skipped_runtimes") or {}).items():
         lines.append(f"- **{name}** not measured: {why}")
     # Available, but this experiment's programs cannot run there (a unikernel runs no Linux tools).
@@ -170,7 +172,20 @@ def run_notes(run_dir, df: pd.DataFrame | None = None) -> str:
                 "paper's KVM numbers)" if "tcg" in kinds else ""
             lines.append(f"- **{rt}** ran with accelerator: {kinds}{emulated}")
     health = health_notes(run_dir, df)
-    return "\n".join((lines or ["- Every runtime was measured."]) + health)
+    return "\n".join(device + (lines or ["- Every runtime was measured."]) + health)
+
+
+def device_notes(facts: dict, notes: dict) -> list[str]:
+    """Said first: an emulated device's numbers are not a device's, and memory limits that the
+    device's kernel did not apply."""
+    lines = []
+    if facts.get("emulated_device"):
+        lines.append(f"- Measured on **{facts.get('target')}**, an {facts['emulated_device']}: its numbers "
+                     "measure QEMU's emulator, not a device; what they show is that every code path runs there.")
+    if notes.get("memory_limits"):
+        lines.append(f"- **{notes['memory_limits'][0].upper()}{notes['memory_limits'][1:]}.** A sweep over "
+                     "memory measures nothing on this device.")
+    return lines
 
 
 def stacked_parts(ax, t: pd.DataFrame, parts, total: str, note) -> None:

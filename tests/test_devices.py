@@ -1,0 +1,104 @@
+"""The emulated devices' parts that need no device: names, networks, the recipe's cache key, the
+project's ssh configuration, and what the rows and notes say of a device without a memory
+controller. The devices themselves are exercised in test_device_v2.py (and test_device_arm64.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from edgebench.cgroups import parse_limits
+from edgebench.devices import DEVICES, device_spec, image, machine
+from edgebench.errors import ConfigError, TargetUnreachable
+from edgebench.experiments.protocols import verify_limits
+from edgebench.results import platform_of
+from edgebench.runtimes import Limits
+from edgebench.targets import connect
+
+
+@pytest.fixture(autouse=True)
+def devices_dir(tmp_path, monkeypatch):
+    monkeypatch.setenv("EDGEBENCH_DEVICES_DIR", str(tmp_path / "devices"))
+    return tmp_path / "devices"
+
+
+def test_each_device_has_its_own_link_and_tap():
+    links = [d.lan for d in DEVICES.values()]
+    assert len(set(links)) == len(links) and all(link.prefixlen == 30 for link in links)
+    assert len({d.tap for d in DEVICES.values()}) == len(DEVICES)
+    assert all(len(d.tap) <= 15 for d in DEVICES.values())  # the kernel's limit for a link name
+    pi = device_spec("pi-arm64")
+    assert (pi.host_address, pi.address) == ("10.232.2.1", "10.232.2.2")
+    assert pi.guest_arch == "aarch64" and pi.debian_arch == "arm64" and pi.memory_mb <= 1024 and pi.cpus <= 2
+    assert device_spec("pi-arm64-nomemcg").memcg is False and pi.memcg is True
+    assert "memory controller off" in device_spec("pi-arm64-nomemcg").description()
+    with pytest.raises(ConfigError, match="choose one of debian-v2"):
+        device_spec("raspberrypi")
+
+
+def test_the_cache_key_follows_the_image_not_how_it_boots():
+    v2 = device_spec("debian-v2")
+    from dataclasses import replace
+    assert image.recipe_digest(replace(v2, memory_mb=4096, cpu="max")) == image.recipe_digest(v2)
+    assert image.recipe_digest(replace(v2, disk_gib=8)) != image.recipe_digest(v2)
+    # Both Pi images hold the same packages, but each its own name and address.
+    assert image.recipe_digest(device_spec("pi-arm64")) != image.recipe_digest(device_spec("pi-arm64-nomemcg"))
+
+
+def test_an_unbuilt_or_partial_image_is_not_taken_for_built(devices_dir):
+    spec = device_spec("debian-v2")
+    assert image.built(spec) is None
+    spec.dir.mkdir(parents=True)
+    (spec.dir / "image.json").write_text(
+        f'{{"recipe_digest": "{image.recipe_digest(spec)}", "disk": "disk.raw", "kernel": "vmlinuz", "initrd": "initrd.img"}}')
+    assert image.built(spec) is None  # no disk, kernel or initramfs
+    for f in ("disk.raw", "vmlinuz", "initrd.img"):
+        (spec.dir / f).write_text("")
+    assert image.built(spec)["disk"] == "disk.raw"
+
+
+def test_a_device_that_is_not_running_is_named_with_what_to_do():
+    with pytest.raises(TargetUnreachable, match=r"device pi-arm64 is not running: start it with `make device NAME=pi-arm64`"):
+        connect("pi-arm64")
+
+
+def test_the_ssh_configuration_names_a_booting_device_with_its_key_and_pinned_host_key(devices_dir):
+    spec = device_spec("debian-v2")
+    spec.dir.mkdir(parents=True)
+    machine.write_known_hosts(spec, {"host_key": "ssh-ed25519 AAAAkey"})
+    text = machine.write_ssh_config(extra=[spec]).read_text()
+    assert "Host debian-v2\n  HostName 10.232.1.2\n  User root\n" in text
+    assert f"IdentityFile {spec.dir / 'id_ed25519'}" in text and "StrictHostKeyChecking yes" in text
+    assert "Host pi-arm64" not in text  # not running
+    assert (spec.dir / "known_hosts").read_text() == "10.232.1.2 ssh-ed25519 AAAAkey\n"
+    assert "Host debian-v2" not in machine.write_ssh_config().read_text()  # no longer booting
+
+
+def test_qemu_is_told_the_devices_machine_cpu_and_links():
+    pi = device_spec("pi-arm64-nomemcg")
+    argv = machine.qemu_argv(pi, "tcg", 2222)
+    assert argv[0] == "qemu-system-aarch64" and argv[argv.index("-M") + 1] == "virt"
+    assert argv[argv.index("-cpu") + 1] == "cortex-a72" and argv[argv.index("-smp") + 1] == "2"
+    append = argv[argv.index("-append") + 1]
+    assert "console=ttyAMA0" in append and "cgroup_disable=memory" in append
+    assert "user,id=wan,hostfwd=tcp:127.0.0.1:2222-:22" in argv and f"tap,id=lan,ifname={pi.tap},script=no,downscript=no" in argv
+    v2 = machine.qemu_argv(device_spec("debian-v2"), "tcg", 2222)
+    assert "svm=off" in v2[v2.index("-cpu") + 1]  # no nested KVM inside the emulator
+
+
+def test_mirror_lines_follow_this_machines_apt():
+    lines = image.mirror_lines()
+    assert lines[0].startswith("deb http") and lines[0].endswith("/debian bookworm main")
+    assert lines[2].endswith("-security bookworm-security main")
+
+
+def test_rows_and_limits_say_what_an_emulated_device_without_memory_controller_is():
+    assert platform_of({"arch": "aarch64", "emulated_device": "emulated device (aarch64, ...)"}) == \
+        "aarch64 (emulated device)"
+    assert platform_of({"arch": "x86_64", "emulated_device": None}) == "x86_64"
+    applied = parse_limits("cgroup_version=2\ncgroup_path=/system.slice/docker-1.scope\nmemory_controller=0\n"
+                           "memory_max=\ncpu_max=100000 100000\ncpuset=0\n")
+    assert applied.memory_controller is False and applied.memory_mb is None and applied.cpus == 1.0
+    note = verify_limits(Limits(cpus=1, memory_mb=64, cpuset="0"), applied)
+    assert note.startswith("memory limit of 64 MiB not applied: the device's kernel has no memory controller")
+    assert "cgroup_enable=memory" in note and "cpus" not in note
+    assert parse_limits("cgroup_version=2\nmemory_controller=1\nmemory_max=67108864\n").memory_controller is True
