@@ -134,6 +134,36 @@ def cgroups_ready(local):
     return True
 
 
+def device_log(message: str) -> None:
+    print(f"[device] {message}", file=sys.stderr, flush=True)
+
+
+@pytest.fixture(scope="session")
+def debian_v2():
+    """The emulated cgroup v2 device (`make device NAME=debian-v2`) as an SSH target, with Docker
+    and LXD provisioned on it as `make provision` does (only those: the tests use no other tool).
+    Built once and cached (EDGEBENCH_DEVICES_DIR); booted for the session unless it was running,
+    and then stopped again."""
+    from edgebench.devices import device_spec, image, machine
+    from edgebench.provision import provision
+    from edgebench.targets import connect
+    spec = device_spec("debian-v2")
+    missing = image.host_missing(spec)
+    need("device", "building and booting a device needs root" if os.geteuid() != 0 else
+         f"no {', '.join(missing)} here (`make provision FOR_TESTS=1` installs them)" if missing else None)
+    image.build(spec, device_log)
+    was_running = machine.running(spec) is not None
+    machine.start(spec, device_log)
+    try:
+        with connect(spec.name) as target:
+            report = provision(target, runtimes=("docker", "lxd"), log=device_log)
+            need("device", None if report.ok else f"provisioning {spec.name} failed:\n{report.table()}")
+            yield target
+    finally:
+        if not was_running:
+            machine.stop(spec, device_log)
+
+
 @pytest.fixture(scope="session")
 def ssh_host(tmp_path_factory):
     import sshhost

@@ -124,6 +124,8 @@ def _install_oha(prep: "Preparation") -> None:
 # `make report`'s pages are checked in a real headless browser.
 TEST_NEEDS = (
     TargetNeeds("ssh test hosts (make test)", (Need("openssh-server", (("sshd",),)),)),
+    # The cgroup v2 tests build and boot the emulated device debian-v2 (QEMU comes with linux-vm).
+    TargetNeeds("emulated device for the cgroup v2 tests (make test)", (Need("mmdebstrap", (("mmdebstrap",),)),)),
     TargetNeeds("headless browser for the report test (make test)",
                 (Need("chromium", (("chromium",),)),), (Version("chromium", ("chromium", "--version")),)),
 )

@@ -79,7 +79,7 @@ def mirror_lines() -> list[str]:
 
 def recipe(spec: DeviceSpec) -> dict:
     """Everything the image is made from; its digest names the cached build."""
-    return {"version": RECIPE_VERSION, "suite": SUITE, "arch": spec.debian_arch,
+    return {"version": RECIPE_VERSION, "suite": SUITE, "initramfs_modules": list(INITRAMFS_MODULES), "arch": spec.debian_arch,
             "packages": [*PACKAGES, KERNEL_PACKAGE[spec.guest_arch]], "mirror": mirror_lines(),
             "device": {k: getattr(spec, k) for k in IMAGE_FIELDS}}
 
@@ -195,6 +195,20 @@ def device_file(spec: DeviceSpec, accel: str) -> str:
     return f"name={spec.name}\narch={spec.guest_arch}\ndescription={spec.description(accel)}\n"
 
 
+# What the initramfs needs to mount the root file system on QEMU's virtio disk (the kernel has these
+# as modules). Listed instead of initramfs-tools' default of most of the drivers: under qemu-user
+# its thousands of small programs took most of an arm64 build (37 of 38 minutes here).
+INITRAMFS_MODULES = ("virtio_pci", "virtio_blk", "ext4", "crc32c_generic")
+
+
+def setup_hooks() -> list[str]:
+    """Before any package is installed: the initramfs' module list (a file no package owns)."""
+    modules = "\\n".join(INITRAMFS_MODULES)
+    return ['--setup-hook=mkdir -p "$1/etc/initramfs-tools/conf.d" "$1/usr/share/initramfs-tools/modules.d" && '
+            'echo MODULES=list > "$1/etc/initramfs-tools/conf.d/edgebench" && '
+            f'printf "{modules}\\n" > "$1/usr/share/initramfs-tools/modules.d/edgebench"']
+
+
 def customize_hooks(spec: DeviceSpec) -> list[str]:
     """mmdebstrap hooks run inside the tree (a foreign one through qemu-user): units enabled as
     `systemctl enable` does on a device, and a serial console for the kernel's."""
@@ -227,7 +241,7 @@ def build(spec: DeviceSpec, log: Callable[[str], None] = print, rebuild: bool = 
     log(f"building {spec.name}: Debian {SUITE} {spec.debian_arch} with mmdebstrap (log: {build_log})")
     try:
         _run(["mmdebstrap", "--variant=important", f"--arch={spec.debian_arch}",
-              f"--include={','.join(recipe(spec)['packages'])}", *customize_hooks(spec),
+              f"--include={','.join(recipe(spec)['packages'])}", *setup_hooks(), *customize_hooks(spec),
               SUITE, str(tree), *mirror_lines()], build_log, 3600)
         customize(spec, tree, (folder / "id_ed25519.pub").read_text())
         kernel, initrd, version = _boot_files(tree)

@@ -94,12 +94,15 @@ def qemu_argv(spec: DeviceSpec, accel: str, ssh_port: int) -> list[str]:
     run = spec.dir / "run"
     cmdline = ["root=/dev/vda", "rw", f"console={CONSOLE[spec.guest_arch]}", "panic=-1", *spec.cmdline_extra]
     cpu = ["-accel", "kvm", "-cpu", "host"] if accel == "kvm" else ["-accel", "tcg", "-cpu", spec.cpu]
+    # cache=unsafe: the guest's flushes stop at this machine's page cache (dpkg's many fsyncs took
+    # most of an emulated apt-get install). What the guest wrote survives QEMU being killed; only
+    # a crash of this machine would lose it, and the image is a cache that `make device` rebuilds.
     return [QEMU_SYSTEM[spec.guest_arch][0], "-M", spec.machine, *cpu, "-smp", str(spec.cpus),
             "-m", f"{spec.memory_mb}M", "-nodefaults", "-no-user-config", "-display", "none", "-no-reboot",
             "-serial", f"file:{run / 'console.log'}",
             "-kernel", str(spec.dir / "vmlinuz"), "-initrd", str(spec.dir / "initrd.img"),
             "-append", " ".join(cmdline),
-            "-drive", f"file={spec.dir / 'disk.raw'},format=raw,if=none,id=disk",
+            "-drive", f"file={spec.dir / 'disk.raw'},format=raw,if=none,id=disk,cache=unsafe",
             "-device", "virtio-blk-pci,drive=disk",
             "-netdev", f"user,id=wan,hostfwd=tcp:127.0.0.1:{ssh_port}-:22",
             "-device", f"virtio-net-pci,netdev=wan,mac={WAN_MAC},romfile=",

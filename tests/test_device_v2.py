@@ -1,0 +1,121 @@
+"""The cgroup v2 paths on a real cgroup v2 machine: the emulated debian-v2 device (`make device`),
+reached over SSH as a user's laptop or board is. This machine is cgroup v1 (hybrid), so everything
+here is the only place these paths run for real: native limits through cgroup.subtree_control,
+memory.max, cpu.max and cpuset.cpus, read back; an OOM kill counted from memory.events; Docker on
+systemd's cgroup driver; LXD on v2. What the kernel holds is read from the files themselves, not
+only through the library's reader."""
+
+from __future__ import annotations
+
+import urllib.request
+
+import pytest
+
+from edgebench import cgroups
+from edgebench.apps import APPS, place_app
+from edgebench.runtimes import DockerRuntime, Limits, LxdRuntime, NativeRuntime
+
+pytestmark = pytest.mark.integration
+
+MiB = 2**20
+# cpus 0.5 on core 1: each of the three values differs from the device's defaults.
+LIMITED = Limits(cpus=0.5, memory_mb=96, cpuset="1", swap=False, gomaxprocs=1)
+
+
+def kernel_holds(target, cgroup_path: str) -> dict[str, str]:
+    """memory.max, memory.swap.max, cpu.max and cpuset.cpus of a v2 cgroup, as the files say."""
+    d = f"/sys/fs/cgroup{cgroup_path}"
+    out = target.run(["sh", "-c", 'cd "$1" && for f in memory.max memory.swap.max cpu.max cpuset.cpus; do '
+                      'printf "%s=%s\\n" "$f" "$(cat $f)"; done', "read", d]).stdout
+    return dict(line.split("=", 1) for line in out.splitlines())
+
+
+def get(url: str) -> tuple[int, bytes]:
+    with urllib.request.urlopen(url, timeout=30) as r:
+        return r.status, r.read()
+
+
+def assert_limited(target, instance) -> None:
+    applied = instance.limits_applied
+    assert applied.cgroup_version == 2
+    assert (applied.cpus, applied.memory_mb, applied.cpuset, applied.swap_mb) == (0.5, 96, "1", 0)
+    assert kernel_holds(target, applied.cgroup_path) == {
+        "memory.max": str(96 * MiB), "memory.swap.max": "0", "cpu.max": "50000 100000", "cpuset.cpus": "1"}
+    # Served at the device's own address, reached from here as a load generator reaches a board.
+    assert instance.url.startswith(f"http://{target.address}:")
+    assert get(instance.url + "/io") == (200, b"ok\n")
+
+
+@pytest.fixture(scope="module")
+def go_http(debian_v2):
+    return place_app(debian_v2, APPS["go-http"])
+
+
+def test_the_device_is_what_it_says(debian_v2):
+    facts = debian_v2.facts()
+    assert facts["cgroup_version"] == 2 and facts["cgroup_unified"] is None  # unified, not hybrid
+    assert facts["emulated_device"].startswith(f"emulated device ({facts['arch']}, QEMU pc under ")
+    assert debian_v2.run(["cat", "/proc/1/comm"]).stdout.strip() == "systemd"
+    assert debian_v2.address == "10.232.1.2"
+
+
+def test_native_limits_are_applied_and_read_back(debian_v2, go_http):
+    runtime = NativeRuntime(debian_v2)
+    try:
+        artifact = runtime.package(go_http)
+        instance, _ = runtime.start(artifact, LIMITED, debian_v2.free_port(18080))
+        path = instance.limits_applied.cgroup_path
+        try:
+            assert path == f"/edgebench/{instance.plan.name}"
+            assert_limited(debian_v2, instance)
+        finally:
+            runtime.stop(instance)
+        assert not debian_v2.run(["test", "-d", f"/sys/fs/cgroup{path}"], check=False).ok
+    finally:
+        runtime.cleanup()
+
+
+def test_an_oom_kill_is_counted_from_memory_events(debian_v2):
+    group = cgroups.NativeCgroup(debian_v2, "test-oom")
+    group.create(cpus=None, memory_mb=16, cpuset=None, swap=False)
+    try:
+        assert cgroups.oom_kills(debian_v2, cgroup_dirs=group.dirs) == 0
+        # tail keeps a line of /dev/zero's endless zeros: it grows until the kernel kills it.
+        r = debian_v2.run(group.wrap(["tail", "/dev/zero"]), timeout=60, check=False)
+        assert r.exit_code == 137, r.stderr
+        events = debian_v2.run(["cat", f"{group.dirs[0]}/memory.events"]).stdout
+        assert "oom_kill 1" in events.splitlines()
+        assert cgroups.oom_kills(debian_v2, cgroup_dirs=group.dirs) == 1
+    finally:
+        group.destroy()
+
+
+def test_docker_limits_on_systemds_cgroup_driver(debian_v2, go_http):
+    assert debian_v2.run(["docker", "info", "--format", "{{.CgroupDriver}} {{.CgroupVersion}}"]).stdout.split() \
+        == ["systemd", "2"]
+    runtime = DockerRuntime(debian_v2)
+    try:
+        artifact = runtime.package(go_http, "offline")
+        instance, _ = runtime.start(artifact, LIMITED, debian_v2.free_port(18080))
+        try:
+            path = instance.limits_applied.cgroup_path
+            assert path.startswith("/system.slice/docker-") and path.endswith(".scope"), path
+            assert_limited(debian_v2, instance)
+        finally:
+            runtime.stop(instance)
+    finally:
+        runtime.cleanup()
+
+
+def test_lxd_limits_on_v2(debian_v2, go_http):
+    runtime = LxdRuntime(debian_v2)
+    try:
+        artifact = runtime.package(go_http)
+        instance, _ = runtime.start(artifact, LIMITED, debian_v2.free_port(18080))
+        try:
+            assert instance.limits_applied.cgroup_path.lstrip("/") == runtime.container_cgroup(instance.name)
+            assert_limited(debian_v2, instance)
+        finally:
+            runtime.stop(instance)
+    finally:
+        runtime.cleanup()
