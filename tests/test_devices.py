@@ -21,12 +21,17 @@ def devices_dir(tmp_path, monkeypatch):
     return tmp_path / "devices"
 
 
-def test_each_device_has_its_own_link_and_tap():
-    links = [d.lan for d in DEVICES.values()]
+def test_each_board_has_its_own_link_and_tap():
+    boards = [d for d in DEVICES.values() if not d.board]
+    links = [d.lan for d in boards]
     assert len(set(links)) == len(links) and all(link.prefixlen == 30 for link in links)
-    assert len({d.tap for d in DEVICES.values()}) == len(DEVICES)
+    assert len({d.tap for d in boards}) == len(boards)
     assert all(len(d.tap) <= 15 for d in DEVICES.values())  # the kernel's limit for a link name
     pi = device_spec("pi-arm64")
+    # The memory controller off is the same board booted another way: same image, disk and address.
+    nomemcg = device_spec("pi-arm64-nomemcg")
+    assert (nomemcg.dir, nomemcg.address, nomemcg.tap) == (pi.dir, pi.address, pi.tap)
+    assert image.recipe_digest(nomemcg) == image.recipe_digest(pi)
     assert (pi.host_address, pi.address) == ("10.232.2.1", "10.232.2.2")
     assert pi.guest_arch == "aarch64" and pi.debian_arch == "arm64" and pi.memory_mb <= 1024 and pi.cpus <= 2
     assert device_spec("pi-arm64-nomemcg").memcg is False and pi.memcg is True
@@ -40,8 +45,6 @@ def test_the_cache_key_follows_the_image_not_how_it_boots():
     from dataclasses import replace
     assert image.recipe_digest(replace(v2, memory_mb=4096, cpu="max")) == image.recipe_digest(v2)
     assert image.recipe_digest(replace(v2, disk_gib=8)) != image.recipe_digest(v2)
-    # Both Pi images hold the same packages, but each its own name and address.
-    assert image.recipe_digest(device_spec("pi-arm64")) != image.recipe_digest(device_spec("pi-arm64-nomemcg"))
 
 
 def test_an_unbuilt_or_partial_image_is_not_taken_for_built(devices_dir):
@@ -59,6 +62,28 @@ def test_an_unbuilt_or_partial_image_is_not_taken_for_built(devices_dir):
 def test_a_device_that_is_not_running_is_named_with_what_to_do():
     with pytest.raises(TargetUnreachable, match=r"device pi-arm64 is not running: start it with `make device NAME=pi-arm64`"):
         connect("pi-arm64")
+
+
+def test_one_board_runs_as_one_device_at_a_time(devices_dir):
+    import json
+    import subprocess
+    pi, nomemcg = device_spec("pi-arm64"), device_spec("pi-arm64-nomemcg")
+    (pi.dir / "run").mkdir(parents=True)
+    disk = pi.dir / "disk.raw"
+    disk.write_text("")
+    # A process standing in for pi-arm64's QEMU: alive, with the board's disk on its command line.
+    qemu = subprocess.Popen(["sh", "-c", "sleep 60", str(disk)])
+    try:
+        (pi.dir / "run" / "state.json").write_text(json.dumps({"name": "pi-arm64", "pid": qemu.pid}))
+        assert machine.running(pi)["pid"] == qemu.pid and machine.running(nomemcg) is None
+        with pytest.raises(image.DeviceError, match="pi-arm64 runs on it now: `make device-stop NAME=pi-arm64` first"):
+            machine.start(nomemcg, log=lambda m: None)
+        assert machine.stop(nomemcg, log=lambda m: None) is False
+        assert machine.running(pi) is not None  # stopping the other name left the board alone
+    finally:
+        qemu.kill()
+        qemu.wait()
+    assert machine.running(pi) is None
 
 
 def test_the_ssh_configuration_names_a_booting_device_with_its_key_and_pinned_host_key(devices_dir):

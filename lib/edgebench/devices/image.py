@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Callable
 
 from edgebench.apt import install_argv, update_argv
-from edgebench.devices.spec import CONSOLE, KERNEL_PACKAGE, SUITE, DeviceSpec
+from edgebench.devices.spec import CONSOLE, DEVICES, KERNEL_PACKAGE, SUITE, DeviceSpec
 from edgebench.errors import EdgebenchError
 
 # Bump when the recipe changes in a way the fields below do not show.
@@ -77,8 +77,14 @@ def mirror_lines() -> list[str]:
     return [f"deb {uri} {SUITE} main", f"deb {uri} {SUITE}-updates main", f"deb {security} {SUITE}-security main"]
 
 
+def board(spec: DeviceSpec) -> DeviceSpec:
+    """The device whose image `spec` boots (itself, or the board it shares)."""
+    return DEVICES[spec.board] if spec.board else spec
+
+
 def recipe(spec: DeviceSpec) -> dict:
     """Everything the image is made from; its digest names the cached build."""
+    spec = board(spec)
     return {"version": RECIPE_VERSION, "suite": SUITE, "initramfs_modules": list(INITRAMFS_MODULES), "arch": spec.debian_arch,
             "packages": [*PACKAGES, KERNEL_PACKAGE[spec.guest_arch]], "mirror": mirror_lines(),
             "device": {k: getattr(spec, k) for k in IMAGE_FIELDS}}
@@ -218,6 +224,7 @@ def customize_hooks(spec: DeviceSpec) -> list[str]:
 
 def build(spec: DeviceSpec, log: Callable[[str], None] = print, rebuild: bool = False) -> dict:
     """The device's image, built unless today's recipe is cached. Returns image.json's record."""
+    spec = board(spec)
     record = None if rebuild else built(spec)
     if record is not None:
         return record

@@ -44,13 +44,19 @@ def _alive(pid: int, disk: Path) -> bool:
     return not zombie and any(str(disk).encode() in arg for arg in cmdline)
 
 
-def running(spec: DeviceSpec) -> dict | None:
-    """The running device's state (pid, ports, accelerator), or None."""
+def board_running(spec: DeviceSpec) -> dict | None:
+    """The state (name, pid, ports, accelerator) of whichever device runs on this board, or None."""
     try:
         state = json.loads(state_path(spec).read_text())
     except (OSError, ValueError):
         return None
     return state if _alive(state.get("pid", -1), spec.dir / "disk.raw") else None
+
+
+def running(spec: DeviceSpec) -> dict | None:
+    """The running device's state, or None (also when its board runs as the other device)."""
+    state = board_running(spec)
+    return state if state and state.get("name") == spec.name else None
 
 
 def _ip(*args: str, check: bool = True) -> subprocess.CompletedProcess:
@@ -133,6 +139,10 @@ def start(spec: DeviceSpec, log: Callable[[str], None] = print) -> dict:
     if state is not None:
         log(f"{spec.name} is running (pid {state['pid']}, {state['address']})")
         return state
+    other = board_running(spec)
+    if other is not None:
+        raise DeviceError(f"{spec.name} boots {spec.image_name}'s disk, and {other['name']} runs on it now: "
+                          f"`make device-stop NAME={other['name']}` first")
     record = built(spec)
     if record is None:
         raise DeviceError(f"device {spec.name} is not built: run `make device NAME={spec.name}`")
@@ -240,7 +250,8 @@ def stop(spec: DeviceSpec, log: Callable[[str], None] = print) -> bool:
     True when one was running."""
     state = running(spec)
     if state is None:
-        _cleanup(spec)
+        if board_running(spec) is None:  # a stale link or state of a QEMU that was killed
+            _cleanup(spec)
         return False
     log(f"stopping {spec.name} (pid {state['pid']})")
     try:

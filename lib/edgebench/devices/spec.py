@@ -48,6 +48,14 @@ class DeviceSpec:
     lan_index: int                # its /30 in LAN_SUPERNET
     cmdline_extra: tuple[str, ...] = ()
     disk_gib: int = 24            # sparse: Docker images, LXD's image and the VM kits grow into it
+    # Another device whose image and disk this one boots: the same board booted another way (one
+    # SD card, two cmdline.txt). Its image, key, address and what was provisioned are that board's,
+    # and only one of the two runs at a time.
+    board: str = ""
+
+    @property
+    def image_name(self) -> str:
+        return self.board or self.name
 
     @property
     def guest_arch(self) -> str:
@@ -88,7 +96,8 @@ class DeviceSpec:
 
     @property
     def dir(self) -> Path:
-        return devices_dir() / self.name
+        """The board's folder: its image, key, pinned host key and, while it runs, run/."""
+        return devices_dir() / self.image_name
 
     def description(self, accel: str = "tcg") -> str:
         """What /etc/edgebench-device says on the device once booted, and so every row and figure
@@ -111,8 +120,9 @@ DEVICES: dict[str, DeviceSpec] = {d.name: d for d in (
                cmdline_extra=("modprobe.blacklist=kvm_amd,kvm_intel",)),
     DeviceSpec("pi-arm64", "Debian 12 arm64 on QEMU virt, Cortex-A72, 2 vCPUs, 1 GiB (a Raspberry Pi 3B+/4)",
                lan_index=2, **_PI),
-    DeviceSpec("pi-arm64-nomemcg", "pi-arm64 with the memory controller off (cgroup_disable=memory), as a "
-               "stock Raspberry Pi OS kernel boots", lan_index=3, cmdline_extra=("cgroup_disable=memory",), **_PI),
+    DeviceSpec("pi-arm64-nomemcg", "pi-arm64 booted with the memory controller off (cgroup_disable=memory), as "
+               "a stock Raspberry Pi OS kernel boots", lan_index=2, cmdline_extra=("cgroup_disable=memory",),
+               board="pi-arm64", **_PI),
 )}
 
 
