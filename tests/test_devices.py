@@ -127,3 +127,10 @@ def test_rows_and_limits_say_what_an_emulated_device_without_memory_controller_i
     assert note.startswith("memory limit of 64 MiB not applied: the device's kernel has no memory controller")
     assert "cgroup_enable=memory" in note and "cpus" not in note
     assert parse_limits("cgroup_version=2\nmemory_controller=1\nmemory_max=67108864\n").memory_controller is True
+
+
+def test_compare_names_an_emulated_device_as_one():
+    from edgebench.compare import _device
+    facts = {"target": "pi-arm64", "arch": "aarch64", "hostname": "pi-arm64", "emulated_device": "emulated device (...)"}
+    assert _device(facts) == "pi-arm64 (emulated aarch64)"
+    assert _device({"target": "local", "hostname": "lab1"}) == "local (lab1)"

@@ -148,11 +148,14 @@ def _version(project: dict) -> str:
 
 def _device(facts: dict, named: str | None = None) -> str:
     """The device's fleet name where the run had one; else the target spec it measured, `local`
-    with its host name, so two machines' local runs stay apart."""
+    with its host name, so two machines' local runs stay apart, and an emulated device (make
+    device) with "emulated" and its architecture."""
     if named:
         return str(named)
     spec = str((facts or {}).get("target") or "local")
     host = (facts or {}).get("hostname")
+    if (facts or {}).get("emulated_device"):  # its numbers are the emulator's: every column says so
+        return f"{spec} (emulated {facts.get('arch') or 'device'})"
     return f"{spec} ({host})" if spec == "local" and host else spec
 
 
