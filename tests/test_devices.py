@@ -67,14 +67,18 @@ def test_a_device_that_is_not_running_is_named_with_what_to_do():
 def test_one_board_runs_as_one_device_at_a_time(devices_dir):
     import json
     import subprocess
+    import time
     pi, nomemcg = device_spec("pi-arm64"), device_spec("pi-arm64-nomemcg")
     (pi.dir / "run").mkdir(parents=True)
     disk = pi.dir / "disk.raw"
     disk.write_text("")
     # A process standing in for pi-arm64's QEMU: alive, with the board's disk on its command line.
-    qemu = subprocess.Popen(["sh", "-c", "sleep 60", str(disk)])
+    qemu = subprocess.Popen(["sh", "-c", "sleep 60; true", str(disk)])  # no exec: sh keeps the disk in its argv
     try:
         (pi.dir / "run" / "state.json").write_text(json.dumps({"name": "pi-arm64", "pid": qemu.pid}))
+        deadline = time.monotonic() + 10
+        while machine.running(pi) is None and time.monotonic() < deadline:  # until the fork has exec'd sh
+            time.sleep(0.01)
         assert machine.running(pi)["pid"] == qemu.pid and machine.running(nomemcg) is None
         with pytest.raises(image.DeviceError, match="pi-arm64 runs on it now: `make device-stop NAME=pi-arm64` first"):
             machine.start(nomemcg, log=lambda m: None)

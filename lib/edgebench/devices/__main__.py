@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 import time
 
@@ -49,6 +50,8 @@ def main(argv=None) -> int:
     t.add_argument("name", nargs="?", default="")
     sub.add_parser("list", help="the devices and their state")
     args = ap.parse_args(argv)
+    # `kill` and make's own SIGTERM unwind like Ctrl-C: a booting device is stopped, not left running.
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     try:
         if args.command == "list":
             print(listing())
@@ -67,7 +70,7 @@ def main(argv=None) -> int:
         print(f"edgebench device: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("edgebench device: interrupted; nothing left running", file=sys.stderr)
+        print("edgebench device: interrupted; nothing it started is left running", file=sys.stderr)
         return 130
     return 0
 

@@ -25,6 +25,8 @@ from typing import Callable
 
 from edgebench.devices.image import DEVICE_FILE, LAN_MAC, QEMU_SYSTEM, WAN_MAC, DeviceError, built, device_file
 from edgebench.devices.spec import CONSOLE, DEVICES, DeviceSpec, ssh_config_path
+from edgebench.runtimes.qemu import kvm_unusable
+from edgebench.targets import LocalTarget, connect
 
 BOOT_TIMEOUT_S = {"x86_64": 300, "aarch64": 900}   # under TCG; a KVM boot takes seconds
 STOP_TIMEOUT_S = 90
@@ -90,8 +92,6 @@ def accelerator(spec: DeviceSpec) -> tuple[str, str]:
     """("kvm", "") where this machine can give a guest of its own architecture KVM, else ("tcg", why)."""
     if spec.foreign:
         return "tcg", f"an {spec.guest_arch} guest on a {os.uname().machine} machine is emulated"
-    from edgebench.runtimes.qemu import kvm_unusable
-    from edgebench.targets import LocalTarget
     why = kvm_unusable(LocalTarget())
     return ("tcg", why) if why else ("kvm", "")
 
@@ -154,19 +154,21 @@ def start(spec: DeviceSpec, log: Callable[[str], None] = print) -> dict:
     accel, why = accelerator(spec)
     ssh_port = _free_port()
     argv = qemu_argv(spec, accel, ssh_port)
-    _link_up(spec)
-    begin = time.monotonic()
-    with open(run / "qemu.log", "w") as qemu_log:
-        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=qemu_log, stderr=subprocess.STDOUT,
-                                start_new_session=True)
-    state = {"name": spec.name, "pid": proc.pid, "address": spec.address, "ssh_port": ssh_port, "accel": accel,
-             "accel_reason": why, "argv": argv, "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
-    state_path(spec).write_text(json.dumps(state, indent=1) + "\n")
-    log(f"booting {spec.name} ({accel}{': ' + why if why else ''}); console: {run / 'console.log'}")
+    begin, proc = time.monotonic(), None
     try:
+        _link_up(spec)
+        with open(run / "qemu.log", "w") as qemu_log:
+            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=qemu_log, stderr=subprocess.STDOUT,
+                                    start_new_session=True)
+        state = {"name": spec.name, "pid": proc.pid, "address": spec.address, "ssh_port": ssh_port,
+                 "accel": accel, "accel_reason": why, "argv": argv,
+                 "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+        state_path(spec).write_text(json.dumps(state, indent=1) + "\n")
+        log(f"booting {spec.name} ({accel}{': ' + why if why else ''}); console: {run / 'console.log'}")
         _wait_for_ssh(spec, proc, record, accel, BOOT_TIMEOUT_S[spec.guest_arch] * (1 if accel == "tcg" else 0.2))
-    except BaseException:  # Ctrl-C or a failed boot: no QEMU is left behind
-        _kill(proc.pid)
+    except BaseException:  # Ctrl-C, SIGTERM or a failed boot: no QEMU and no link is left behind
+        if proc is not None:
+            _kill(proc.pid)
         _cleanup(spec)
         raise
     state["boot_seconds"] = round(time.monotonic() - begin, 1)
@@ -186,7 +188,6 @@ def _wait_for_ssh(spec: DeviceSpec, proc: subprocess.Popen, record: dict, accel:
                               f"{spec.dir / 'run'}/qemu.log and the console's end:\n{_console_tail(spec)}")
         if _ssh_banner(spec.address):
             write_ssh_config(extra=[spec])
-            from edgebench.targets import connect
             with connect(spec.name) as target:  # the pinned key and the device's key, as every run uses them
                 target.write_text(DEVICE_FILE, device_file(spec, accel))
             return
@@ -255,7 +256,6 @@ def stop(spec: DeviceSpec, log: Callable[[str], None] = print) -> bool:
         return False
     log(f"stopping {spec.name} (pid {state['pid']})")
     try:
-        from edgebench.targets import connect
         with connect(spec.name, connect_timeout_s=5) as target:
             target.run(["systemctl", "poweroff"], timeout=15, check=False)
         deadline = time.monotonic() + STOP_TIMEOUT_S
