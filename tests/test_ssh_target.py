@@ -55,6 +55,14 @@ def test_check_raises_naming_host_and_command(target, ssh_host):
     assert "broken-thing" in str(e.value)
 
 
+@pytest.mark.parametrize("command", [["sh", "-c", "kill -KILL $$"], ["sh", "-c", 'exec sh -c "kill -KILL \\$\\$"']])
+def test_a_command_killed_by_a_signal_exits_128_plus_it_here_and_over_ssh(target, local, command):
+    """As an OOM kill ends a command: the remote shell exec'd it, sshd reported an exit signal that
+    paramiko does not read, and the result had no status, as if it had timed out (seen on the
+    emulated debian-v2)."""
+    assert [t.run(command, check=False).exit_code for t in (local, target)] == [137, 137]
+
+
 def test_command_timeout_gives_none_exit_code(target):
     started = time.monotonic()
     r = target.run(["sleep", "10"], timeout=1, check=False)

@@ -242,7 +242,9 @@ class LocalTarget(Target):
                                 text=True, start_new_session=True)
         try:
             out, err = proc.communicate(stdin, timeout=timeout)
-            code: int | None = proc.returncode
+            # A command killed by a signal (an OOM kill's SIGKILL): 128 + the signal, as a shell and
+            # an SSH target report it, not Python's negative number.
+            code: int | None = proc.returncode if proc.returncode >= 0 else 128 - proc.returncode
         except subprocess.TimeoutExpired:
             _kill_group(proc.pid)
             out, err = proc.communicate()
@@ -348,8 +350,12 @@ class SSHTarget(Target):
 
         conn = self._connection()
         start = time.monotonic()
+        # The remote shell waits for the command instead of exec'ing it, so a command killed by a
+        # signal (an OOM kill's SIGKILL) ends with status 128 + the signal. Exec'd, sshd reports an
+        # exit signal, which paramiko does not read: the result had no status, as if it timed out.
+        waited = f"{cmd}\nexit $?"
         try:
-            r = conn.run(cmd, hide=True, warn=True, timeout=timeout,
+            r = conn.run(waited, hide=True, warn=True, timeout=timeout,
                          in_stream=io.StringIO(stdin) if stdin is not None else False)
             # -1 is paramiko's "no exit status came back": the channel closed first, as when
             # invoke's timer kills a command but the timer thread has not yet marked it timed out.
