@@ -102,7 +102,8 @@ TOOL_NEEDS: tuple[TargetNeeds, ...] = (
     _tool("redis load (redis-benchmark)", "redis-tools", "redis-benchmark", ("redis-benchmark", "--version")),
     # NPB: built from NASA's sources on the target (minutes), so `make figures` does it and
     # `make test` does not; without it the HPC rows are missing with the reason.
-    TargetNeeds("hpc (NAS Parallel Benchmarks)", (Need("gfortran", (("gfortran",),)),),
+    # make: NPB's build runs it, and a fresh Debian device has none (seen on the emulated debian-v2).
+    TargetNeeds("hpc (NAS Parallel Benchmarks)", (Need("gfortran", (("gfortran",),)), Need("make", (("make",),))),
                 versions=(Version("npb", NPB_VERSION_CHECK),),
                 by_hand=("gfortran; NPB (make provision builds it where nas.nasa.gov answers, or set "
                          "EDGEBENCH_NPB_DIR)",),
