@@ -47,6 +47,24 @@ if [ -n "$missing" ]; then
 fi
 
 # 2. daemon -----------------------------------------------------------------------------------
+# LXD decides when it starts whether to confine containers with AppArmor. Started before
+# apparmor_parser was installed (Docker's provisioning brings it) on a kernel with AppArmor on
+# (Debian's), it later runs its unpacking under profiles it never loaded, and creating any container
+# fails ("aa-exec: ERROR: profile 'lxd_archive-...' does not exist"): restart it once then.
+pid=$(pidof lxd 2>/dev/null | cut -d' ' -f1)
+if [ -n "$pid" ] && [ "$(cat /sys/module/apparmor/parameters/enabled 2>/dev/null)" = Y ] \
+   && [ -f /var/lib/dpkg/info/apparmor.list ] && answers; then
+  started=$(awk -v btime="$(awk '/^btime/ {print $2}' /proc/stat)" -v hz="$(getconf CLK_TCK)" \
+            '{print int(btime + $22 / hz)}' "/proc/$pid/stat")
+  if [ "$(stat -c %Y /var/lib/dpkg/info/apparmor.list)" -gt "$started" ]; then
+    log "restarting LXD: apparmor was installed after it started"
+    if [ "$(cat /proc/1/comm 2>/dev/null)" = systemd ] && systemctl cat lxd.service >/dev/null 2>&1; then
+      systemctl restart lxd.service
+    else
+      lxd shutdown --timeout 60 || kill "$pid"
+    fi
+  fi
+fi
 if ! answers; then
   if [ "$(cat /proc/1/comm 2>/dev/null)" = systemd ] && systemctl cat lxd.service >/dev/null 2>&1; then
     log "starting lxd.service"

@@ -19,7 +19,11 @@ NEEDS = TargetNeeds(
           conflicts=("docker-ce", "docker-ce-cli", "moby-engine", "moby-cli", "podman-docker")),
      Need("containerd", (("containerd",),), conflicts=("containerd.io",)),
      Need("runc", (("runc",),), conflicts=("containerd.io",)),
-     Need("iptables", (("iptables",),))),  # dockerd programs iptables (iptables-nft on Debian 12)
+     Need("iptables", (("iptables",),)),  # dockerd programs iptables (iptables-nft on Debian 12)
+     # Where the kernel enables AppArmor (Debian's does), dockerd loads its docker-default profile
+     # with apparmor_parser, and without it every `docker run` fails. docker.io only recommends
+     # the package, and provisioning installs no recommends (found on the emulated debian-v2).
+     Need("apparmor", (("apparmor_parser",),))),
     # What the runtime runs on: a client on PATH says nothing about these.
     (Version("docker", ("docker", "--version")), Version("dockerd", ("dockerd", "--version")),
      # What the daemon that answers says it is (Docker Desktop, a remote context: not dockerd's).
