@@ -150,9 +150,9 @@ def seed_lxd_image(device: Target) -> None:
     here, there = f"{cache_root(local)}/{folder}", f"{cache_root(device)}/{folder}"
     if device.facts()["arch"] != local.facts()["arch"] or not os.path.exists(f"{here}/fingerprint"):
         return
-    if device.run(["cmp", "-s", "-", f"{there}/fingerprint"], stdin=open(f"{here}/fingerprint").read(),
-                  check=False).ok:
-        return
+    with open(f"{here}/fingerprint") as f:
+        if device.read_text(f"{there}/fingerprint", missing_ok=True) == f.read():
+            return
     with tempfile.TemporaryDirectory() as tmp:
         bundle = f"{tmp}/lxd-image.tar.gz"
         subprocess.run(["tar", "-C", here, "-czf", bundle, "fingerprint", "recipe", "metadata.tar", "rootfs.tar"],

@@ -56,6 +56,8 @@ def test_the_device_is_what_it_says(debian_v2):
     assert facts["emulated_device"].startswith(f"emulated device ({facts['arch']}, QEMU pc under ")
     assert debian_v2.run(["cat", "/proc/1/comm"]).stdout.strip() == "systemd"
     assert debian_v2.address == "10.232.1.2"
+    # TCG emulates SVM: with KVM's modules loaded, the device's own VMs would nest KVM in the emulator.
+    assert facts["kvm"] == "no"
 
 
 def test_native_limits_are_applied_and_read_back(debian_v2, go_http):
@@ -118,3 +120,18 @@ def test_lxd_limits_on_v2(debian_v2, go_http):
             runtime.stop(instance)
     finally:
         runtime.cleanup()
+
+
+def test_lxd_restarts_when_apparmor_came_after_it(debian_v2):
+    """LXD chooses AppArmor confinement when it starts: one started before apparmor_parser was
+    installed failed to create any container. tools/lxd/setup.sh restarts it once, and only then."""
+    from edgebench.paths import TOOLS_DIR
+    setup = debian_v2.upload_if_changed(TOOLS_DIR / "lxd" / "setup.sh", f"{debian_v2.workspace}/bin/lxd-setup.sh", "755")
+    pid = debian_v2.run(["pidof", "lxd"]).stdout.split()[0]
+    again = debian_v2.run([setup], timeout=300)
+    assert "restarting LXD" not in again.stderr + again.stdout
+    assert debian_v2.run(["pidof", "lxd"]).stdout.split()[0] == pid
+    debian_v2.run(["touch", "/var/lib/dpkg/info/apparmor.list"])  # as if apparmor came just now
+    restarted = debian_v2.run([setup], timeout=300)
+    assert "restarting LXD: apparmor was installed after it started" in restarted.stderr + restarted.stdout
+    assert debian_v2.run(["pidof", "lxd"]).stdout.split()[0] != pid

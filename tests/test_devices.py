@@ -138,3 +138,11 @@ def test_compare_names_an_emulated_device_as_one():
     facts = {"target": "pi-arm64", "arch": "aarch64", "hostname": "pi-arm64", "emulated_device": "emulated device (...)"}
     assert _device(facts) == "pi-arm64 (emulated aarch64)"
     assert _device({"target": "local", "hostname": "lab1"}) == "local (lab1)"
+
+
+def test_provisioning_brings_what_a_fresh_debian_lacks():
+    """Found on the emulated debian-v2: Docker's runs need apparmor_parser where the kernel has
+    AppArmor on, and NPB's build needs make; neither comes with a fresh Debian or as a dependency."""
+    from edgebench.apt import packages_for
+    names = {p.name for p in packages_for("debian", "aarch64")[0]}
+    assert {"apparmor", "make", "docker.io", "lxd"} <= names
