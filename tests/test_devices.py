@@ -146,3 +146,25 @@ def test_provisioning_brings_what_a_fresh_debian_lacks():
     from edgebench.apt import packages_for
     names = {p.name for p in packages_for("debian", "aarch64")[0]}
     assert {"apparmor", "make", "docker.io", "lxd"} <= names
+
+
+def test_a_figure_from_an_emulated_device_says_so_once(tmp_path, monkeypatch):
+    import json
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from edgebench.plotting import style
+    monkeypatch.setattr(style, "FIGURES_DIR", tmp_path / "figures")
+    emulated, real = tmp_path / "emulated", tmp_path / "real"
+    for run, facts in ((emulated, {"target": "pi-arm64", "emulated_device": "emulated device (aarch64, ...)"}),
+                       (real, {"target": "pi4", "emulated_device": None})):
+        run.mkdir()
+        (run / "meta.json").write_text(json.dumps({"target": facts}))
+    fig, _ = plt.subplots()
+    style.save_figure(fig, "demo", "a", emulated)
+    style.save_figure(fig, "demo", "b", emulated)  # saved twice, marked once
+    marks = [t.get_text() for t in fig.texts if t.get_gid() == style.EMULATED_DEVICE_MARK]
+    assert marks == ["pi-arm64: emulated device (aarch64, ...). Its numbers measure QEMU's emulator, not a device."]
+    fig2, _ = plt.subplots()
+    style.save_figure(fig2, "demo", "c", real)
+    assert not fig2.texts

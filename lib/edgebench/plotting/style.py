@@ -205,7 +205,7 @@ def mark_emulated_device(fig, run_dir: Path) -> None:
     if not what or any(t.get_gid() == EMULATED_DEVICE_MARK for t in fig.texts):
         return
     fig.text(0.5, 0, f"{facts.get('target')}: {what}. Its numbers measure QEMU's emulator, not a device.",
-             ha="center", va="top", fontsize=8, color="#a00000", gid=EMULATED_DEVICE_MARK)
+             ha="center", va="top", fontsize=8, color="#a00000", gid=EMULATED_DEVICE_MARK, wrap=True)
 
 
 # PNG for notebooks and the README, PDF (vector) for papers.
