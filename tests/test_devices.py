@@ -163,7 +163,7 @@ def test_a_figure_from_an_emulated_device_says_so_once(tmp_path, monkeypatch):
     fig, _ = plt.subplots()
     style.save_figure(fig, "demo", "a", emulated)
     style.save_figure(fig, "demo", "b", emulated)  # saved twice, marked once
-    marks = [t.get_text() for t in fig.texts if t.get_gid() == style.EMULATED_DEVICE_MARK]
+    marks = [" ".join(t.get_text().split()) for t in fig.texts if t.get_gid() == style.EMULATED_DEVICE_MARK]
     assert marks == ["pi-arm64: emulated device (aarch64, ...). Its numbers measure QEMU's emulator, not a device."]
     fig2, _ = plt.subplots()
     style.save_figure(fig2, "demo", "c", real)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import shutil
 import sys
+import textwrap
 from pathlib import Path
 
 import matplotlib
@@ -195,7 +196,7 @@ EMULATED_DEVICE_MARK = "eb-emulated-device"
 
 
 def mark_emulated_device(fig, run_dir: Path) -> None:
-    """A figure whose data came from an emulated device (make device) says so under its panels,
+    """A figure whose data came from an emulated device (make device) says so above its title,
     once: its numbers measure QEMU's emulator, not a device."""
     try:
         facts = json.loads((Path(run_dir) / "meta.json").read_text()).get("target") or {}
@@ -204,8 +205,15 @@ def mark_emulated_device(fig, run_dir: Path) -> None:
     what = facts.get("emulated_device")
     if not what or any(t.get_gid() == EMULATED_DEVICE_MARK for t in fig.texts):
         return
-    fig.text(0.5, 0, f"{facts.get('target')}: {what}. Its numbers measure QEMU's emulator, not a device.",
-             ha="center", va="top", fontsize=8, color="#a00000", gid=EMULATED_DEVICE_MARK, wrap=True)
+    # Above everything already drawn (the suptitle), where a reader looks first. Not below: a legend
+    # placed at "lower center" moves with the bottom edge that bbox_inches="tight" extends.
+    top = fig.get_tightbbox(fig.canvas.get_renderer()).y1 / fig.get_figheight()
+    text = f"{facts.get('target')}: {what}. Its numbers measure QEMU's emulator, not a device."
+    # Wrapped to the figure's width by hand (an 8 pt character is about 0.06 in): matplotlib's own
+    # wrapping is measured before bbox_inches="tight" and left a blank band above the figure.
+    width = max(40, int(fig.get_figwidth() / 0.06))
+    fig.text(0.5, max(1.0, top) + 0.01, textwrap.fill(text, width), ha="center", va="bottom", fontsize=8,
+             color="#a00000", gid=EMULATED_DEVICE_MARK)
 
 
 # PNG for notebooks and the README, PDF (vector) for papers.
