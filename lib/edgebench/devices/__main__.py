@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import signal
 import sys
-import time
 
 from edgebench.devices import image, machine
 from edgebench.devices.spec import DEVICES, device_spec
@@ -23,10 +22,10 @@ def log(message: str) -> None:
 
 def start(name: str, rebuild: bool) -> None:
     spec = device_spec(name)
-    begin = time.monotonic()
-    record = image.build(spec, log, rebuild=rebuild)
-    if not rebuild and time.monotonic() - begin < 5:
-        log(f"image cached: built {record['built_at']} in {record['build_seconds']:.0f} s (recipe {record['recipe_digest']})")
+    cached = None if rebuild else image.built(spec)
+    if cached:
+        log(f"image cached: built {cached['built_at']} in {cached['build_seconds']:.0f} s (recipe {cached['recipe_digest']})")
+    image.build(spec, log, rebuild=rebuild)
     machine.start(spec, log)
 
 

@@ -23,6 +23,7 @@ from typing import Callable
 from edgebench.apt import install_argv, update_argv
 from edgebench.devices.spec import CONSOLE, DEVICES, KERNEL_PACKAGE, SUITE, DeviceSpec
 from edgebench.errors import EdgebenchError
+from edgebench.runtimes.qemu import qemu_system
 
 # Bump when the recipe changes in a way the fields below do not show.
 RECIPE_VERSION = 1
@@ -41,12 +42,15 @@ SLIRP_DNS = "10.0.2.3"
 IMAGE_FIELDS = ("name", "guest_arch", "address", "disk_gib")
 DEFAULT_MIRROR = "http://deb.debian.org/debian"
 
+# What the initramfs needs to mount the root file system on QEMU's virtio disk (the kernel has these
+# as modules). Listed instead of initramfs-tools' default of most of the drivers: under qemu-user
+# its thousands of small programs took most of an arm64 build (37 of 38 minutes here).
+INITRAMFS_MODULES = ("virtio_pci", "virtio_blk", "ext4", "crc32c_generic")
+
 # Commands this machine needs to build and boot a device, and the Debian package of each.
 HOST_TOOLS = {"mmdebstrap": "mmdebstrap", "mkfs.ext4": "e2fsprogs", "ssh-keygen": "openssh-client",
               "ip": "iproute2"}
 FOREIGN_TOOLS = {"arch-test": "arch-test", "update-binfmts": "binfmt-support"}
-QEMU_SYSTEM = {"x86_64": ("qemu-system-x86_64", "qemu-system-x86"),
-               "aarch64": ("qemu-system-aarch64", "qemu-system-arm")}
 QEMU_USER = {"aarch64": ("qemu-aarch64-static", "qemu-user-static"),
              "x86_64": ("qemu-x86_64-static", "qemu-user-static")}
 
@@ -85,9 +89,9 @@ def board(spec: DeviceSpec) -> DeviceSpec:
 def recipe(spec: DeviceSpec) -> dict:
     """Everything the image is made from; its digest names the cached build."""
     spec = board(spec)
-    return {"version": RECIPE_VERSION, "suite": SUITE, "initramfs_modules": list(INITRAMFS_MODULES), "arch": spec.debian_arch,
+    return {"version": RECIPE_VERSION, "suite": SUITE, "arch": spec.debian_arch,
             "packages": [*PACKAGES, KERNEL_PACKAGE[spec.guest_arch]], "mirror": mirror_lines(),
-            "device": {k: getattr(spec, k) for k in IMAGE_FIELDS}}
+            "initramfs_modules": list(INITRAMFS_MODULES), "device": {k: getattr(spec, k) for k in IMAGE_FIELDS}}
 
 
 def recipe_digest(spec: DeviceSpec) -> str:
@@ -107,7 +111,7 @@ def built(spec: DeviceSpec) -> dict | None:
 def host_missing(spec: DeviceSpec) -> dict[str, str]:
     """command: Debian package, for what this machine lacks to build and boot `spec`."""
     tools = dict(HOST_TOOLS)
-    binary, package = QEMU_SYSTEM[spec.guest_arch]
+    binary, package = qemu_system(spec.guest_arch)
     tools[binary] = package
     if spec.foreign:
         tools.update(FOREIGN_TOOLS)
@@ -199,12 +203,6 @@ def customize(spec: DeviceSpec, root: Path, client_public_key: str) -> None:
 
 def device_file(spec: DeviceSpec, accel: str) -> str:
     return f"name={spec.name}\narch={spec.guest_arch}\ndescription={spec.description(accel)}\n"
-
-
-# What the initramfs needs to mount the root file system on QEMU's virtio disk (the kernel has these
-# as modules). Listed instead of initramfs-tools' default of most of the drivers: under qemu-user
-# its thousands of small programs took most of an arm64 build (37 of 38 minutes here).
-INITRAMFS_MODULES = ("virtio_pci", "virtio_blk", "ext4", "crc32c_generic")
 
 
 def setup_hooks() -> list[str]:

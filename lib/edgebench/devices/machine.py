@@ -16,16 +16,16 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import socket
 import subprocess
 import time
 from pathlib import Path
 from typing import Callable
 
-from edgebench.devices.image import DEVICE_FILE, LAN_MAC, QEMU_SYSTEM, WAN_MAC, DeviceError, built, device_file
+from edgebench.devices.image import DEVICE_FILE, LAN_MAC, WAN_MAC, DeviceError, built, device_file
 from edgebench.devices.spec import CONSOLE, DEVICES, DeviceSpec, ssh_config_path
-from edgebench.runtimes.qemu import kvm_unusable
+from edgebench.runtimes.qemu import kvm_unusable, qemu_binary
+from edgebench.runtimes.tags import kill_pid
 from edgebench.targets import LocalTarget, connect
 
 BOOT_TIMEOUT_S = {"x86_64": 300, "aarch64": 900}   # under TCG; a KVM boot takes seconds
@@ -103,7 +103,7 @@ def qemu_argv(spec: DeviceSpec, accel: str, ssh_port: int) -> list[str]:
     # cache=unsafe: the guest's flushes stop at this machine's page cache (dpkg's many fsyncs took
     # most of an emulated apt-get install). What the guest wrote survives QEMU being killed; only
     # a crash of this machine would lose it, and the image is a cache that `make device` rebuilds.
-    return [QEMU_SYSTEM[spec.guest_arch][0], "-M", spec.machine, *cpu, "-smp", str(spec.cpus),
+    return [qemu_binary(spec.guest_arch), "-M", spec.machine, *cpu, "-smp", str(spec.cpus),
             "-m", f"{spec.memory_mb}M", "-nodefaults", "-no-user-config", "-display", "none", "-no-reboot",
             "-serial", f"file:{run / 'console.log'}",
             "-kernel", str(spec.dir / "vmlinuz"), "-initrd", str(spec.dir / "initrd.img"),
@@ -168,7 +168,8 @@ def start(spec: DeviceSpec, log: Callable[[str], None] = print) -> dict:
         _wait_for_ssh(spec, proc, record, accel, BOOT_TIMEOUT_S[spec.guest_arch] * (1 if accel == "tcg" else 0.2))
     except BaseException:  # Ctrl-C, SIGTERM or a failed boot: no QEMU and no link is left behind
         if proc is not None:
-            _kill(proc.pid)
+            kill_pid(LocalTarget(), proc.pid, grace_s=5)
+            proc.wait(timeout=10)  # our child: reaped here, not left a zombie
         _cleanup(spec)
         raise
     state["boot_seconds"] = round(time.monotonic() - begin, 1)
@@ -215,31 +216,6 @@ def write_ssh_config(extra: list[DeviceSpec] = ()) -> Path:
     return path
 
 
-def _kill(pid: int, grace_s: float = 5.0) -> None:
-    for sig, wait in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 5.0)):
-        try:
-            os.kill(pid, sig)
-        except ProcessLookupError:
-            return
-        deadline = time.monotonic() + wait
-        while time.monotonic() < deadline:
-            try:
-                os.waitpid(pid, os.WNOHANG)
-            except ChildProcessError:
-                pass
-            if not Path(f"/proc/{pid}").exists() or "Z" in _state(pid):
-                return
-            time.sleep(0.1)
-
-
-def _state(pid: int) -> str:
-    try:
-        return next((line for line in Path(f"/proc/{pid}/status").read_text().splitlines()
-                     if line.startswith("State:")), "")
-    except OSError:
-        return "Z"
-
-
 def _cleanup(spec: DeviceSpec) -> None:
     _ip("link", "del", spec.tap, check=False)
     state_path(spec).unlink(missing_ok=True)
@@ -265,7 +241,7 @@ def stop(spec: DeviceSpec, log: Callable[[str], None] = print) -> bool:
         log(f"{spec.name} did not power off ({e}); stopping QEMU")
     finally:
         if running(spec) is not None:
-            _kill(state["pid"])
+            kill_pid(LocalTarget(), state["pid"], grace_s=5)
         _cleanup(spec)
     return True
 
