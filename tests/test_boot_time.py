@@ -107,6 +107,28 @@ def test_tables_and_figures_keep_phases_in_boot_order_and_the_paper_beside():
     assert "no VM was measured" in alone.axes[0].get_title()
 
 
+def test_a_start_that_missed_an_event_is_left_out_so_the_stacked_phases_add_up_to_time_to_ready():
+    # As seen on go-http under Nanos: one start of three printed no listening line, so its one
+    # phase runs launch -> ready where the others have launch -> listen -> ready.
+    from edgebench.plotting.boot_time import boot_phases_figure, boot_time_findings, phase_table, split_table
+    from edgebench.reference import load_reference
+    starts = [{"launch": 0.0, "listen": 1500.0, "ready": 1640.0}, {"launch": 0.0, "listen": 1510.0, "ready": 1650.0},
+              {"launch": 0.0, "ready": 1630.0}]
+    rows = []
+    for rep, events in enumerate(starts, 1):
+        for r in _rows({("nanos", ""): events}):
+            rows.append(dict(r, rep=rep))
+    df = pd.DataFrame(rows)
+    table = phase_table(df)
+    assert list(table["phase"]) == ["listen", "ready"] and set(table["left_out"]) == {1}
+    stacked, ready = table["median_ms"].sum(), table["time_to_ready_ms"].iloc[0]
+    assert ready == 1645.0 and stacked == pytest.approx(ready, rel=0.01)  # was 1505 + 140 + 1630
+    findings = boot_time_findings(table, split_table(df, load_reference("boot_time")))
+    assert "1,645.0 ms to ready (median of 2 starts" in findings and "1 start(s) showed another chain" in findings
+    labels = [t.get_text() for t in boot_phases_figure(table).axes[0].get_yticklabels()]
+    assert labels == ["nanos\n(1 start(s) left out)"]
+
+
 @pytest.mark.integration
 def test_native_and_a_linux_vm_start_with_every_phase_on_the_host_clock(local, no_leftovers):
     from edgebench.runtimes.linux_vm import LinuxVmRuntime

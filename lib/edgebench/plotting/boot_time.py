@@ -4,6 +4,8 @@ beside the page's numbers."""
 
 from __future__ import annotations
 
+from collections import Counter
+
 import numpy as np
 import pandas as pd
 
@@ -37,22 +39,56 @@ def variant(df: pd.DataFrame) -> pd.Series:
     return (df["runtime"] + " " + machine).str.strip()
 
 
+START = ["app", "variant", "rep"]  # one start: its phases share these
+
+
+def complete_starts(rows: pd.DataFrame) -> pd.DataFrame:
+    """The phase rows of the starts that show their variant's usual chain of events, and only
+    those: a start that missed an event (a go-http on Nanos without its listening line) has a
+    phase from launch to ready where the others have two, and stacking medians over both kinds
+    counts that time twice. The usual chain is the one most starts show (the longer on a tie).
+    Adds `left_out`: how many starts of the variant showed another chain."""
+    order = {name: i for i, name in enumerate(EVENTS)}
+    chains = {key: tuple(sorted(zip(g["phase"], g["phase_from"]), key=lambda pf: order.get(pf[0], 99)))
+              for key, g in rows.groupby(START)}
+    by_variant: dict[tuple, list] = {}
+    for key in chains:
+        by_variant.setdefault(key[:2], []).append(key)
+    keep, left_out = set(), {}
+    for app_variant, keys in by_variant.items():
+        counts = Counter(chains[k] for k in keys)
+        usual = max(counts, key=lambda c: (counts[c], len(c)))
+        kept = [k for k in keys if chains[k] == usual]
+        keep.update(kept)
+        left_out[app_variant] = len(keys) - len(kept)
+    mask = [k in keep for k in zip(*(rows[c] for c in START))]
+    out = rows[mask]
+    return out.assign(left_out=[left_out[(a, v)] for a, v in zip(out["app"], out["variant"])])
+
+
 def phase_table(df: pd.DataFrame) -> pd.DataFrame:
     """Median ms per (app, runtime variant, phase), phases in boot order, with the phase each
-    starts from and the median time to ready of the variant."""
+    starts from, over the starts that show the variant's usual chain of events; beside them the
+    median time to ready of the same starts (what the stacked bar should add up to) and how
+    many starts were left out for showing another chain."""
     rows = mark_emulated(df[df["metric"].str.startswith("phase_") & (df["status"] == "ok")])
     if rows.empty:
         ok_rows(df, "time_to_ready")  # raises with why the starts failed
         raise NoData("no boot phases to plot")
     rows = rows.assign(variant=variant(rows), phase=rows["metric"].str.removeprefix("phase_"))
+    rows = complete_starts(rows)
     ready = mark_emulated(ok_rows(df, "time_to_ready"))
-    ready = ready.assign(variant=variant(ready)).groupby(["app", "variant"])["value"].median()
+    ready = ready.assign(variant=variant(ready))
+    kept = set(zip(*(rows[c] for c in START)))
+    ready = ready[[k in kept for k in zip(*(ready[c] for c in START))]]
+    ready = ready.groupby(["app", "variant"])["value"].median()
     order = {name: i for i, name in enumerate(EVENTS)}
     out = []
     for (app, var, phase, start), g in rows.groupby(["app", "variant", "phase", "phase_from"]):
         s = spread(g["value"].astype(float))
         out.append({"app": app, "runtime": g["runtime"].iloc[0], "variant": var, "phase": phase, "phase_from": start,
                     "median_ms": s["median"], "q1_ms": s["q1"], "q3_ms": s["q3"], "starts": s["n"],
+                    "left_out": int(g["left_out"].iloc[0]),
                     "time_to_ready_ms": ready.get((app, var), np.nan), "order": order.get(phase, 99)})
     table = sort_by_runtime(pd.DataFrame(out), ["app", "runtime", "variant", "order"])
     return table.drop(columns="order")
@@ -96,7 +132,9 @@ def boot_phases_figure(table: pd.DataFrame):
                         linewidth=0.5)
                 left += r.median_ms
             ax.text(left, y, f"  {left:,.0f} ms" if left >= 10 else f"  {left:.1f} ms", va="center", fontsize=8)
-        ax.set_yticks(range(len(variants)), variants)
+        left_out = t.groupby("variant", sort=False)["left_out"].first()
+        ax.set_yticks(range(len(variants)), [f"{v}\n({left_out[v]} start(s) left out)" if left_out[v] else v
+                                             for v in variants])
         ax.invert_yaxis()
         ax.set_xlim(0, ax.get_xlim()[1] * 1.15)
         ax.set_xlabel("ms since launch (median per phase)")
@@ -147,10 +185,17 @@ def boot_time_findings(table: pd.DataFrame, split: pd.DataFrame) -> str:
     lines = []
     for (app, var), g in table.groupby(["app", "variant"], sort=False):
         total = g["median_ms"].sum()
+        ready = g["time_to_ready_ms"].iloc[0]
         top = g.sort_values("median_ms", ascending=False).iloc[0]
         largest = shown_as(top.phase, top.phase_from)
-        lines.append(f"- **{var}** ({app}): {total:,.1f} ms to ready; the largest phase is "
-                     f"{PHASE_LABELS.get(largest, largest)} ({top.median_ms:,.1f} ms, {100 * top.median_ms / total:.0f} %).")
+        starts = int(g["starts"].max())
+        line = (f"- **{var}** ({app}): {ready:,.1f} ms to ready (median of {starts} starts; its phases' medians "
+                f"add up to {total:,.1f} ms); the largest phase is "
+                f"{PHASE_LABELS.get(largest, largest)} ({top.median_ms:,.1f} ms, {100 * top.median_ms / total:.0f} %).")
+        if g["left_out"].iloc[0]:
+            line += (f" {int(g['left_out'].iloc[0])} start(s) showed another chain of events (one missed, such as "
+                     "the listening line) and are left out of the bar.")
+        lines.append(line)
     missing = split[(split["source"] == "measured") & split["median_ms"].isna()]
     for r in missing.drop_duplicates(["variant"]).itertuples():
         lines.append(f"- {r.variant}: no VMM/guest split: {r.note}.")
