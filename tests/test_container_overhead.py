@@ -68,6 +68,34 @@ def test_no_meter_no_edp_with_the_reason():
         plot.edp_table(rows, load_reference("container_overhead"))
 
 
+def test_a_container_well_ahead_of_native_is_ruled_out_not_reported():
+    """As a quick run showed: Docker's fair STREAM 40% ahead of native, and native at 0.64x of
+    stress-ng in the same run. Neither is a finding; both are said in the table, the findings
+    and the figure. LXD at 3% ahead is within the spread, and disk is not compute work."""
+    memory = _rows(native=("memory", "triad", "best_rate", [10000, 10400]),
+                   docker=("memory", "triad", "best_rate", [14000, 14560]),
+                   lxd=("memory", "triad", "best_rate", [10300, 10700]))
+    disk = _rows(native=("disk", "read", "throughput", [100, 100]), docker=("disk", "read", "throughput", [160, 160]))
+    df = pd.concat([memory, disk])
+    df["protocol"] = "fair"
+    df["array_mib"] = 76.3
+    table = plot.overhead_table(df, load_reference("container_overhead")).set_index(["benchmark", "label"])
+    assert table.loc[("memory", "docker"), "overhead_pct"] == pytest.approx(-40.0)
+    assert "implausible: docker 40% ahead of native on memory" in table.loc[("memory", "docker"), "sanity"]
+    assert table.loc[("memory", "lxd"), "sanity"] == "" and table.loc[("disk", "docker"), "sanity"] == ""
+    text = plot.findings(table.reset_index())
+    assert "docker not reported, implausible" in text and "docker -40.0%" not in text and "lxd -2.9%" in text
+    fig = plot.overhead_figure(table.reset_index())
+    assert "ruled out" in fig._suptitle.get_text()
+    assert any(b.get_hatch() == "xx" for ax in fig.axes for b in ax.patches)
+    # Native below the independent tool: every fair memory comparison is ruled out, LXD's too.
+    cross = dict(runtime="native", protocol="fair", rep=1, benchmark="memory_crosscheck", operation="stream",
+                 metric="memory_rate", value=16200.0, unit="MB/s", status="ok", error="", tool="stress-ng --stream")
+    table = plot.overhead_table(pd.concat([df, pd.DataFrame([cross])]), load_reference("container_overhead"))
+    lxd = table.set_index(["benchmark", "label"]).loc[("memory", "lxd"), "sanity"]
+    assert "0.63x what stress-ng --stream measured" in lxd
+
+
 @pytest.mark.integration
 def test_quick_run_native_and_docker(local, docker_ready, wrk_ready, no_leftovers):
     """Every benchmark once in native and Docker, with a real command meter (a constant 3 W, read

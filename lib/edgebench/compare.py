@@ -30,6 +30,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from edgebench import sanity
 from edgebench.errors import ConfigError
 from edgebench.experiments import EXPERIMENTS, NOTEBOOKS_DIR
 from edgebench.paths import DATA_DIR
@@ -388,6 +389,22 @@ def ratios_to_native(df: pd.DataFrame) -> pd.DataFrame:
     return out[columns]
 
 
+def ruled_out(ratios: pd.DataFrame) -> pd.DataFrame:
+    """Ratios physics rules out (edgebench.sanity: a container far ahead of native on compute
+    work, same kernel) are blanked, with the reason in `why`, instead of passed on as findings."""
+    if ratios.empty or "benchmark" not in ratios.columns:
+        return ratios
+    out = ratios.copy()
+    for i, r in out[out["ratio"].notna()].iterrows():
+        higher = headline(r["experiment"], r["metric"]).higher_is_better
+        gain = r["ratio"] - 1 if higher else 1 / r["ratio"] - 1
+        why = sanity.container_ahead(str(r["runtime"]), str(r["benchmark"]), gain)
+        if why:
+            out.at[i, "ratio"] = np.nan
+            out.at[i, "why"] = why
+    return out
+
+
 def headline_rows(df: pd.DataFrame) -> pd.DataFrame:
     """Only each experiment's headline metrics (HEADLINE_METRICS), where they mean something."""
     if df.empty:
@@ -640,7 +657,7 @@ def collect(experiments="all", targets="all", runs="latest", runtimes="all", pro
         df = headline_rows(df)
     elif metric_names:
         df = df[df["metric"].isin(metric_names)]
-    ratios = ratios_to_native(df)
+    ratios = ruled_out(ratios_to_native(df))
     with_ratio = set(ratios.loc[ratios["ratio"].notna(), "experiment"])
     for exp in selected["experiment"].unique():
         if headline_only and exp not in HEADLINE_METRICS:

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from edgebench import energy, fio, npb, stream, sysbench
+from edgebench import energy, fio, npb, sanity, stream, sysbench
 from edgebench.apps import APPS, HTTP_APPS, App
 from edgebench.errors import ConfigError, EdgebenchError
 from edgebench.experiments.common import (as_list, check_apps, check_profile, check_protocols, check_repetitions,
@@ -213,6 +213,7 @@ def _disk(b: _Bench, artifacts: dict) -> None:
 
 def _memory(b: _Bench, artifacts: dict, crosscheck: bool) -> None:
     s = b.settings
+    native_rates: dict[str, list[float]] = {}  # the cross-check's other side
 
     def row_for(p: Point) -> dict:
         return b.base_row(p, "memory", app="stream", tool="stream (apps/stream)", array_mib=p.outer,
@@ -234,6 +235,8 @@ def _memory(b: _Bench, artifacts: dict, crosscheck: bool) -> None:
             k = parsed["kernels"][kernel]
             at = dict(row, operation=kernel)
             b.run.add(metric="best_rate", value=k["best_rate_mb_s"], unit="MB/s", **at)
+            if rt.name == "native" and p.protocol == "fair" and p.outer == max(s.stream_mib):
+                native_rates.setdefault(kernel, []).append(k["best_rate_mb_s"])
             # The average over NTIMES (STREAM reports the best): the fair comparison's spread.
             avg_rate = k["best_rate_mb_s"] * k["min_time_s"] / k["avg_time_s"] if k["avg_time_s"] else None
             b.run.add(metric="avg_rate", value=avg_rate, unit="MB/s", **at)
@@ -241,10 +244,10 @@ def _memory(b: _Bench, artifacts: dict, crosscheck: bool) -> None:
     sweep(b.run, b.runtimes, reps=b.reps, outer=list(s.stream_mib), protocols=b.protocols, row_for=row_for,
           measure=measure, failed=("best_rate", "MB/s"), desc="memory", progress=b.progress)
     if crosscheck:
-        _memory_crosscheck(b)
+        _memory_crosscheck(b, native_rates)
 
 
-def _memory_crosscheck(b: _Bench) -> None:
+def _memory_crosscheck(b: _Bench, native_rates: dict[str, list[float]]) -> None:
     """An independent tool on the same machine in the same run (natively): stress-ng's stream
     stressor where the target has it; sysbench memory otherwise. The notebook shows the ratio."""
     t = b.target
@@ -258,8 +261,13 @@ def _memory_crosscheck(b: _Bench) -> None:
                        exit_code=r.exit_code)
         try:
             parsed = stream.parse_stress_ng_stream(r.stdout + r.stderr)
+            triad = sorted(native_rates.get("triad", []))
+            why = sanity.below_crosscheck(triad[len(triad) // 2] / parsed["rate_mb_s"], "stress-ng --stream") \
+                if triad and parsed["rate_mb_s"] else ""
+            if why:  # said in the row and the run's notes as soon as it is known
+                b.run.note("sanity", why)
             b.run.add(metric="memory_rate", value=parsed["rate_mb_s"], unit="MB/s", app="stress-ng",
-                      tool="stress-ng --stream", operation="stream", **base)
+                      tool="stress-ng --stream", operation="stream", **dict(base, note=why or None))
         except (EdgebenchError, KeyError) as e:
             b.run.failed(metric="memory_rate", unit="MB/s", error=f"stress-ng: {e}", app="stress-ng",
                          tool="stress-ng --stream", operation="stream", **base)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from edgebench import sanity
 from edgebench.plotting.style import (PROTOCOL_TITLE, figure_legend, in_runtime_order, mark_health, mark_paper_values,
                                       protocol_grid, protocols_in, runtime_artist)
 from edgebench.plotting.tables import NoData, mark_emulated, mark_health as health_column
@@ -73,7 +74,26 @@ def overhead_table(df: pd.DataFrame, reference: pd.DataFrame) -> pd.DataFrame:
     if rows.empty:
         raise NoData(f"no successful measurement to compare: {failure_summary(df)}")
     higher = {b: hb for b, (_, hb) in MAIN_METRIC.items()}
-    return _relative(rows, higher, reference, "overhead_pct", "overhead_pct")
+    table = _relative(rows, higher, reference, "overhead_pct", "overhead_pct")
+    return with_sanity(table, df)
+
+
+def with_sanity(table: pd.DataFrame, df: pd.DataFrame) -> pd.DataFrame:
+    """`sanity`: why a row's comparison is ruled out (see edgebench.sanity), or ''. A
+    container far ahead of native on the same kernel, and, for every fair memory row, native's
+    STREAM rate far below the independent tool's in the same run."""
+    reasons = [sanity.container_ahead(r.label, r.benchmark, -r.overhead_pct / 100) for r in table.itertuples()]
+    try:
+        cross = crosscheck_table(df)
+    except NoData:
+        cross = pd.DataFrame()
+    baseline = ""
+    for r in cross.to_dict("records"):
+        baseline = baseline or sanity.below_crosscheck(r["ratio stream / tool"], r["independent tool"])
+    if baseline:
+        reasons = ["; ".join(x for x in (why, baseline) if x) if (b == "memory" and p == "fair") else why
+                   for why, b, p in zip(reasons, table["benchmark"], table["protocol"])]
+    return table.assign(sanity=reasons)
 
 
 def edp_table(df: pd.DataFrame, reference: pd.DataFrame) -> pd.DataFrame:
@@ -110,7 +130,13 @@ def _relative_figure(table: pd.DataFrame, column: str, ylabel: str, title: str):
             for k, label in enumerate(labels):
                 g = sub[sub["label"] == label].set_index(["operation", "size"]).reindex(cells)
                 x = np.arange(len(cells)) - 0.4 + width * (k + 0.5)
-                ax.bar(x, g[column], width * 0.9, label=label, **runtime_artist(label))
+                bars = ax.bar(x, g[column], width * 0.9, label=label, **runtime_artist(label))
+                flagged = g["sanity"].fillna("").astype(bool) if "sanity" in g else pd.Series(False, index=g.index)
+                for bar, bad in zip(bars, flagged):
+                    if bad:  # ruled out by edgebench.sanity: drawn, but crossed through
+                        bar.set_hatch("xx")
+                        bar.set_edgecolor("red")
+                        bar.set_alpha(0.5)
                 mark_health(ax, x, g[column], g.get("health"))
                 mark_paper_values(ax, x, g["published_pct"], label, PAPER)
             ax.axhline(0, color="black", linewidth=0.8)
@@ -119,6 +145,8 @@ def _relative_figure(table: pd.DataFrame, column: str, ylabel: str, title: str):
             ax.set_ylabel(ylabel)
             ax.set_title(f"{bench}, {PROTOCOL_TITLE.get(proto, proto)}", fontsize=9)
             ax.grid(axis="y", alpha=0.3)
+    if "sanity" in table and table["sanity"].fillna("").astype(bool).any():
+        title += "\nred cross-hatched bars: ruled out (a container ahead of native on the same kernel), see the findings"
     fig.suptitle(title, fontsize=10)
     figure_legend(fig)
     return fig
@@ -170,6 +198,10 @@ def findings(table: pd.DataFrame) -> str:
             s = sub[sub["label"] == label]
             paper = s["published_pct"].dropna()
             paper_text = f" (paper, Docker: {paper.median():+.2f}%)" if not paper.empty else ""
-            parts.append(f"{label} {s['overhead_pct'].median():+.1f}%{paper_text}")
+            ruled_out = [w for w in s.get("sanity", pd.Series(dtype=str)).fillna("") if w]
+            if ruled_out:  # physics rules the number out: say why instead of reporting it
+                parts.append(f"{label} not reported, {ruled_out[0]}{paper_text}")
+            else:
+                parts.append(f"{label} {s['overhead_pct'].median():+.1f}%{paper_text}")
         lines.append(f"- **{bench}**, {proto}: median loss vs native over its operations: " + "; ".join(parts))
     return "\n".join(lines)

@@ -185,6 +185,8 @@ def device_notes(facts: dict, notes: dict) -> list[str]:
     if notes.get("memory_limits"):
         lines.append(f"- **{notes['memory_limits'][0].upper()}{notes['memory_limits'][1:]}.** A sweep over "
                      "memory measures nothing on this device.")
+    if notes.get("sanity"):  # edgebench.sanity: a result physics rules out, seen while measuring
+        lines.append(f"- **Ruled out:** {notes['sanity']}.")
     return lines
 
 

@@ -1,0 +1,50 @@
+"""Results physics rules out, flagged instead of reported.
+
+A container runs native's own machine code on native's kernel: on CPU- and memory-bound work it
+can match native, not beat it by much. When it does, native's baseline is what broke (its
+pinning, its threads, a noisy neighbour during its turn), and a ratio against it is no finding.
+Likewise apps/stream's native rate far below an independent tool's (stress-ng) on the same
+machine in the same run says our native run did not reach the memory it should have.
+
+The rules are written here once; tables add a `sanity` column, findings print the reason in
+place of the number, and `make compare` carries the column.
+"""
+
+from __future__ import annotations
+
+import math
+
+# Runtimes that share the host's kernel and run the same binary (no emulation, no second kernel).
+SAME_KERNEL = ("docker", "lxd")
+# Benchmarks whose work is the program's own CPU and memory (no file system, network or start-up
+# path that a container could legitimately shorten).
+COMPUTE_BENCHMARKS = ("memory", "hpc", "cpu")
+# How far ahead of native such a container may be before the result is ruled out: beyond the
+# run-to-run spread of a shared 2-core machine (a few percent), short of a real effect.
+AHEAD_LIMIT = 0.10
+# apps/stream's native rate against stress-ng's: below this, native did not reach memory's rate.
+CROSSCHECK_LIMIT = 0.8
+
+
+def same_kernel(runtime_label: str) -> bool:
+    """'docker', 'docker (bridge)', 'lxd': containers on native's kernel."""
+    return str(runtime_label).split(" ")[0] in SAME_KERNEL
+
+
+def container_ahead(runtime_label: str, benchmark: str, gain: float) -> str:
+    """Why a container's `gain` over native (0.4: 40% better, in the metric's own direction)
+    cannot be true, or '' when it can."""
+    if not same_kernel(runtime_label) or benchmark not in COMPUTE_BENCHMARKS:
+        return ""
+    if gain is None or not math.isfinite(gain) or gain <= AHEAD_LIMIT:
+        return ""
+    return (f"implausible: {runtime_label} {100 * gain:.0f}% ahead of native on {benchmark} work on the same kernel "
+            "(a container runs native's code; native's baseline is suspect: its pinning, threads or a busy turn)")
+
+
+def below_crosscheck(ratio: float, tool: str) -> str:
+    """Why native's STREAM rate at `ratio` of an independent tool's is suspect, or ''."""
+    if ratio is None or not math.isfinite(ratio) or ratio >= CROSSCHECK_LIMIT:
+        return ""
+    return (f"implausible: native's STREAM rate is {ratio:.2f}x what {tool} measured on the same machine in the "
+            f"same run (below {CROSSCHECK_LIMIT:g}x): native's baseline did not reach memory's rate")
