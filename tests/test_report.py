@@ -23,10 +23,18 @@ def _executed_notebook(path: Path, run_dir: Path) -> None:
     nb.cells = [
         nbformat.v4.new_markdown_cell("# Tiny experiment\n\nMeasured beside published."),
         nbformat.v4.new_code_cell(f"print({str(run_dir)!r})"),
-        nbformat.v4.new_code_cell("import pandas as pd\npd.DataFrame({'runtime': ['native', 'docker'], "
-                                  "'measured': [1.0, 1.2], 'published': [1.0, 1.5]})"),
+        # What a sweep prints while it measures: a tqdm bar, one output per update.
+        nbformat.v4.new_code_cell("from tqdm import tqdm\nimport time\nfor _ in tqdm(range(30), desc='boot time', "
+                                  "mininterval=0):\n    time.sleep(0.002)\nprint('measured 30 points')"),
+        nbformat.v4.new_code_cell("from IPython.display import Markdown, display\n"
+                                  "display(Markdown('- **native** measured: every runtime was measured.'))"),
+        nbformat.v4.new_code_cell("import edgebench.plotting\nimport pandas as pd\n"
+                                  "display(pd.DataFrame({'runtime': ['native', 'docker'] * 36, 'point': range(72), "
+                                  "'measured': [1.0, 1.2] * 36, 'published': [1.0, 1.5] * 36}))"),
         nbformat.v4.new_code_cell("import matplotlib\nmatplotlib.use('Agg')\nimport matplotlib.pyplot as plt\n"
-                                  "%matplotlib inline\nplt.bar(['native', 'docker'], [1, 1.2]); plt.show()"),
+                                  "%matplotlib inline\nplt.bar(['native', 'docker'], [1, 1.2]); plt.show()\n"
+                                  "['figures/x/y.png', 'figures/x/y.pdf']  # a stray return value"),
+        nbformat.v4.new_code_cell("display(Markdown('- **docker** (go-http): 1.2x the time of native, the paper 1.5x.'))"),
     ]
     NotebookClient(nb, timeout=120, kernel_name="python3").execute()
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -36,13 +44,14 @@ def _executed_notebook(path: Path, run_dir: Path) -> None:
 def _run(data: Path, experiment: str, run_id: str, target: str = "local") -> Path:
     run_dir = data / experiment / run_id
     (run_dir / "raw").mkdir(parents=True)
-    (run_dir / "results.csv").write_text("experiment,metric,value\n")
+    (run_dir / "results.csv").write_text("experiment,runtime,metric,value,accelerator\n"
+                                         "x,native,time_to_ready,3.0,\nx,linux-vm,time_to_ready,9000.0,tcg\n")
     (run_dir / "meta.json").write_text(json.dumps({
         "run_id": run_id, "status": "completed", "started_at": "2026-11-24T10:00:00", "ended_at": "2026-11-24T10:01:00",
         "rows": {"ok": 2, "failed": 1}, "parameters": {"profile": "quick"},
         "project": {"commit": "0123456789abcdef", "dirty": False},
         "target": {"target": target, "arch": "aarch64", "cores": 4, "memory_mb": 3792, "os": "Debian", "kernel": "6.1",
-                   "cgroup_version": 2}}))
+                   "cgroup_version": 2, "kvm": "yes"}}))
     return run_dir
 
 
@@ -80,6 +89,26 @@ def test_a_page_has_no_code_its_run_and_relative_links_to_raw_data(site):
     assert any(link.endswith("r2/results.csv") for link in links)
 
 
+def test_the_front_page_says_on_what_how_and_from_which_papers_with_each_headline(site):
+    index, _ = site
+    text = index.read_text()
+    assert "aarch64, 4 cores, 3792 MiB" in text and "cgroup v2" in text and "quick" in text
+    assert "every VM ran under TCG" in text and "/dev/kvm is there, but runs no guest" in text
+    assert "Unikernels vs. Containers: A Runtime-Level Performance Comparison" in text  # time_to_ready's paper
+    assert text.count('src="data:image/png;base64,') == 2  # each page's main figure
+    assert "docker (go-http): 1.2x the time of native, the paper 1.5x." in text  # findings, not the run notes
+
+
+def test_a_page_shows_no_progress_no_stray_values_and_whole_tables(site):
+    index, _ = site
+    page = (index.parent / "time_to_ready.html").read_text()
+    assert "it/s" not in page and "\u2588" not in page and "boot time:" not in page
+    assert "measured 30 points" in page  # what the notebook printed for a reader stays
+    assert "figures/x/y.png" not in page and "/r1" not in page.split("<table")[-1]
+    assert page.count("<td>docker</td>") == 36 and "..." not in page
+    assert "KVM yes" not in page and "every VM ran under TCG" in page
+
+
 @pytest.mark.integration
 def test_report_in_a_real_headless_browser(site, tmp_path):
     index, _ = site
@@ -100,13 +129,17 @@ def test_report_in_a_real_headless_browser(site, tmp_path):
             page.goto(index.as_uri())
             assert page.title() == "edgebench report"
             hrefs = page.eval_on_selector_all("a", "els => els.map(e => e.href)")
-            pages = [h for h in hrefs if h.endswith(".html")]
+            pages = sorted({h for h in hrefs if h.endswith(".html")})  # thumbnail and name link alike
             assert len(pages) == 2
             for url in pages:
                 response = page.goto(url)
                 assert response is None or response.ok, url
                 images = page.evaluate("Array.from(document.images).map(i => i.complete && i.naturalWidth)")
                 assert images and all(images), (url, images)
+                shown = page.inner_text("body")
+                assert "it/s" not in shown and "\u2588" not in shown, url  # no progress bar
+                rows = page.eval_on_selector_all("table.dataframe", "ts => ts.map(t => t.tBodies[0].rows.length)")
+                assert rows == [72], (url, rows)  # the whole table, scrolling in its box
                 for raw in page.eval_on_selector_all("a", "els => els.map(e => e.href)"):
                     parts = urlsplit(raw)
                     if parts.scheme == "file":

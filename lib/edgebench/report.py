@@ -13,6 +13,7 @@ the site opens from the file system, copied anywhere along with data/.
 from __future__ import annotations
 
 import argparse
+import csv
 import html
 import json
 import os
@@ -21,6 +22,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from edgebench.papers import papers_of
 from edgebench.paths import DATA_DIR, FIGURES_DIR
 
 REPORT_DIR_NAME = "report"
@@ -36,7 +38,18 @@ img { max-width: 100%; height: auto; }
 .meta { background: #f8f8f8; border: 1px solid #ddd; padding: 0.5em 1em; margin-bottom: 1.5em; }
 .missing { color: #888; }
 pre { white-space: pre-wrap; background: #f8f8f8; padding: 0.5em; }
+/* Every row of a results table, in a box that scrolls rather than a table cut to ten rows. */
+table.dataframe { display: block; max-height: 36em; overflow: auto; }
+.cards { display: grid; grid-template-columns: repeat(auto-fill, minmax(320px, 1fr)); gap: 1em; }
+.card { border: 1px solid #ddd; padding: 0.6em; }
+.card img { width: 100%; height: 200px; object-fit: contain; background: #fff; }
+.card p { font-size: 0.9em; margin: 0.4em 0; }
 """
+# A notebook's outputs a reader does not read: progress bars (tqdm writes each update to stderr,
+# which papermill keeps as its own output), and the run directory the notebook prints for
+# `run_of` (the page's header names the run).
+_PROGRESS = re.compile(r"\r|\u2588|it/s\]|s/it\]|\d+%\|")
+_RUN_DIR_LINE = re.compile(r"^\S*/data/[\w.-]+/[\w.-]+/?$")
 
 
 @dataclass
@@ -81,6 +94,9 @@ def find_pages(figures_dir: Path, data_dir: Path) -> list[Page]:
                 page.meta = json.loads((page.run_dir / "meta.json").read_text())
             except (OSError, json.JSONDecodeError):
                 page.meta = {}
+        measured_on = (page.meta.get("target") or {}).get("target")
+        if device == THIS_MACHINE and measured_on and measured_on != "local":
+            page.device = measured_on  # make figures TARGET=pi@pi4 without a fleet: the page names it
         pages.append(page)
 
     for nb in sorted(figures_dir.glob("*/*.ipynb")):
@@ -98,6 +114,32 @@ def _rel(path: Path, start: Path) -> str:
     return Path(os.path.relpath(path, start)).as_posix()
 
 
+def accelerators(run_dir: Path | None) -> set[str]:
+    """How the run's VM rows ran ('kvm', 'tcg'), from its results."""
+    try:
+        with open(Path(run_dir) / "results.csv", newline="") as f:
+            return {row["accelerator"] for row in csv.DictReader(f) if row.get("accelerator")}
+    except (OSError, TypeError, KeyError):
+        return set()
+
+
+def vm_text(facts: dict, accels: set[str]) -> str:
+    """What the VMs ran on, from the rows: /dev/kvm can exist where it runs no guest (a VM
+    inside a VM), so the device's `kvm` fact alone would say KVM where every row says tcg."""
+    if "tcg" in accels and "kvm" not in accels:
+        why = " (/dev/kvm is there, but runs no guest)" if str(facts.get("kvm")).lower() in ("yes", "true") else ""
+        return f"every VM ran under TCG, software emulation{why}: not comparable with the papers' KVM numbers"
+    if "kvm" in accels:
+        return "VMs ran under KVM" + (", some under TCG" if "tcg" in accels else "")
+    return f"no VM in this run (/dev/kvm: {facts.get('kvm', '?')})"
+
+
+def hardware(t: dict) -> str:
+    emulated = f"; {t['emulated_device']}" if t.get("emulated_device") else ""
+    return (f"{t.get('cpu_model') or t.get('arch', '?')}, {t.get('cores', '?')} cores, "
+            f"{t.get('memory_mb', '?')} MiB, swap {t.get('swap_mb', '?')} MiB{emulated}")
+
+
 def meta_table(page: Page, page_dir: Path) -> str:
     """Device facts and run metadata, with links to the raw data."""
     m = page.meta
@@ -108,8 +150,8 @@ def meta_table(page: Page, page_dir: Path) -> str:
     rows = {
         "device": ((f"{m['device']}: " if m.get("device") else "")
                    + f"{t.get('target', '?')} ({t.get('hostname') or ''})".replace(" ()", "")),
-        "hardware": f"{t.get('cpu_model') or t.get('arch', '?')}, {t.get('cores', '?')} cores, "
-                    f"{t.get('memory_mb', '?')} MiB, swap {t.get('swap_mb', '?')} MiB, KVM {t.get('kvm', '?')}",
+        "hardware": hardware(t),
+        "VMs": vm_text(t, accelerators(page.run_dir)),
         "system": f"{t.get('os') or '?'}, kernel {t.get('kernel') or '?'}, cgroup v{t.get('cgroup_version') or '?'}, "
                   f"governor {t.get('governor') or '?'}",
         "run": f"{m.get('run_id')}: {m.get('status')}, {m.get('started_at')} to {m.get('ended_at')}",
@@ -127,14 +169,61 @@ def meta_table(page: Page, page_dir: Path) -> str:
     return f'<div class="meta"><table>{body}</table></div>'
 
 
+def reader_outputs(doc):
+    """The notebook (nbformat node) with only what a reader reads: no stderr (progress bars,
+    warnings for whoever runs it), no progress or run-directory lines on stdout, and no stray
+    return values (an execute_result that is only text/plain, such as the paths save_figure
+    returns); tables, figures, Markdown and errors stay."""
+    for cell in doc.cells:
+        if cell.cell_type != "code":
+            continue
+        kept = []
+        for out in cell.get("outputs", []):
+            if out.output_type == "stream":
+                if out.name == "stderr":
+                    continue
+                lines = [line for line in out.text.splitlines()
+                         if line.strip() and not _PROGRESS.search(line) and not _RUN_DIR_LINE.match(line.strip())]
+                if not lines:
+                    continue
+                out.text = "\n".join(lines) + "\n"
+            elif out.output_type == "execute_result" and set(out.get("data", {})) <= {"text/plain"}:
+                continue
+            kept.append(out)
+        cell.outputs = kept
+    return doc
+
+
 def render_notebook(nb: Path) -> str:
-    """The notebook's outputs as HTML, without code and without scripts."""
+    """The notebook's outputs a reader reads (reader_outputs) as HTML, without code or scripts."""
     import nbformat
     from nbconvert import HTMLExporter
     exporter = HTMLExporter(template_name="basic", exclude_input=True, exclude_input_prompt=True,
                             exclude_output_prompt=True)
-    body, _ = exporter.from_notebook_node(nbformat.read(str(nb), as_version=4))
+    body, _ = exporter.from_notebook_node(reader_outputs(nbformat.read(str(nb), as_version=4)))
     return body
+
+
+def headline(nb: Path) -> tuple[str | None, str]:
+    """The notebook's main figure (its first image, base64 PNG) and one line of its findings
+    (the first line of the first Markdown output after that figure: every notebook shows its
+    findings below its main figure; its run notes come before it)."""
+    try:
+        doc = json.loads(nb.read_text())
+    except (OSError, json.JSONDecodeError):
+        return None, ""
+    image, line = None, ""
+    for cell in doc.get("cells", []):
+        for out in cell.get("outputs", []):
+            data = out.get("data") or {}
+            if image is None and "image/png" in data:
+                image = "".join(data["image/png"]).replace("\n", "")
+            elif image is not None and "text/markdown" in data:
+                text = "".join(data["text/markdown"]).strip()
+                first = next((x for x in text.splitlines() if x.strip()), "")
+                line = re.sub(r"\*\*|`", "", first).lstrip("- ").strip()
+                return image, line
+    return image, line
 
 
 def _document(title: str, body: str, index_href: str | None) -> str:
@@ -143,30 +232,74 @@ def _document(title: str, body: str, index_href: str | None) -> str:
             f"<style>{_CSS}</style></head><body>{back}{body}</body></html>\n")
 
 
-def index_html(pages: list[Page], experiments: list[str]) -> str:
+def _devices_table(pages: list[Page]) -> str:
+    """One row per device: what it is, how its VMs ran, and the profiles and repetitions run there."""
     rows = []
+    by_device: dict[str, list[Page]] = {}
+    for p in pages:
+        if p.meta and p.experiment != "compare":
+            by_device.setdefault(p.device, []).append(p)
+    for device, mine in by_device.items():
+        t = mine[0].meta.get("target") or {}
+        accels = set().union(*(accelerators(p.run_dir) for p in mine))
+        params = [p.meta.get("parameters") or {} for p in mine]
+        profiles = ", ".join(sorted({str(x.get("profile")) for x in params if x.get("profile")})) or "?"
+        reps = ", ".join(sorted({str(x.get("repetitions")) for x in params if x.get("repetitions")}, key=str)) or "1"
+        cells = [device if device == t.get("target") else f"{device}: {t.get('target', '?')}", hardware(t),
+                 f"{t.get('os') or '?'}, kernel {t.get('kernel') or '?'}, cgroup v{t.get('cgroup_version') or '?'}",
+                 vm_text(t, accels), profiles, reps]
+        rows.append("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in cells) + "</tr>")
+    if not rows:
+        return ""
+    head = "".join(f"<th>{h}</th>" for h in ("device", "hardware", "system", "VMs", "profile", "repetitions"))
+    return f"<h2>Measured on</h2><table><tr>{head}</tr>{''.join(rows)}</table>"
+
+
+def _papers_list(papers: dict[str, list]) -> str:
+    """The papers behind the experiments shown, each with the experiments that reproduce it."""
+    by_paper: dict[str, tuple] = {}
+    for exp, mine in papers.items():
+        for paper in mine:
+            by_paper.setdefault(paper.number, (paper, []))[1].append(exp)
+    items = []
+    for paper, exps in sorted(by_paper.values(), key=lambda pe: pe[0].number):
+        title = html.escape(paper.title)
+        if paper.link:
+            title = f'<a href="{html.escape(paper.link)}">{title}</a>'
+        items.append(f"<li>{title} ({html.escape(paper.source)}): {html.escape(', '.join(exps))}</li>")
+    return f"<h2>The papers</h2><ul>{''.join(items)}</ul>" if items else ""
+
+
+def index_html(pages: list[Page], experiments: list[str], papers: dict[str, list] | None = None) -> str:
+    """The front page: the device(s) and how their VMs ran, the profiles, the papers, and one
+    card per experiment page with its main figure and the first line of its findings."""
     by_exp: dict[str, list[Page]] = {}
     for p in pages:
         by_exp.setdefault(p.experiment, []).append(p)
+    cards = []
     for exp in [*experiments, *[e for e in by_exp if e not in experiments]]:
         mine = by_exp.get(exp)
         if not mine:
             hint = ("make compare" if exp == "compare" else f"make figures ONLY={exp}")
-            rows.append(f'<tr><td>{html.escape(exp)}</td><td colspan="4" class="missing">no data yet: '
-                        f"run <code>{html.escape(hint)}</code></td></tr>")
+            cards.append(f'<div class="card"><b>{html.escape(exp)}</b><p class="missing">no data yet: '
+                         f"run <code>{html.escape(hint)}</code></p></div>")
             continue
         for p in mine:
             m = p.meta
             counts = ", ".join(f"{k} {v}" for k, v in (m.get("rows") or {}).items())
-            rows.append(f'<tr><td><a href="{html.escape(p.href)}">{html.escape(exp)}</a></td>'
-                        f"<td>{html.escape(p.device)}</td><td>{html.escape(str(m.get('started_at') or ''))}</td>"
-                        f"<td>{html.escape(str(m.get('status') or ''))}</td><td>{html.escape(counts)}</td></tr>")
-    table = ("<table><tr><th>experiment</th><th>device</th><th>measured</th><th>status</th><th>rows</th></tr>"
-             + "".join(rows) + "</table>")
+            image, line = headline(p.notebook)
+            thumb = (f'<a href="{html.escape(p.href)}"><img alt="{html.escape(exp)}: main figure" '
+                     f'src="data:image/png;base64,{image}"></a>') if image else '<p class="missing">no figure</p>'
+            cards.append(f'<div class="card">{thumb}<b><a href="{html.escape(p.href)}">{html.escape(exp)}</a></b> '
+                         f"on {html.escape(p.device)}<p>{html.escape(line) or '<span class=missing>no findings</span>'}"
+                         f'</p><p class="missing">{html.escape(str(m.get("status") or ""))}, '
+                         f"{html.escape(str(m.get('started_at') or ''))}; rows {html.escape(counts)}</p></div>")
     intro = ("<h1>edgebench report</h1><p>Each experiment's notebook as <code>make figures</code> ran it, without "
              "code: its tables (measured beside published), its figures, the device and run, and links to the "
              "raw data.</p>")
-    return _document("edgebench report", intro + table, None)
+    body = (intro + _devices_table(pages) + _papers_list(papers or {}) + "<h2>Experiments</h2>"
+            + f'<div class="cards">{"".join(cards)}</div>')
+    return _document("edgebench report", body, None)
 
 
 def build(figures_dir: Path = FIGURES_DIR, data_dir: Path = DATA_DIR, out_dir: Path | None = None,
@@ -185,7 +318,8 @@ def build(figures_dir: Path = FIGURES_DIR, data_dir: Path = DATA_DIR, out_dir: P
         path.write_text(_document(f"{p.experiment} ({p.device})", body, _rel(out_dir / "index.html", path.parent)))
     names = experiments if experiments is not None else [*EXPERIMENTS, "compare"]
     index = out_dir / "index.html"
-    index.write_text(index_html(pages, names))
+    papers = {name: papers_of(EXPERIMENTS[name].references) for name in names if name in EXPERIMENTS}
+    index.write_text(index_html(pages, names, papers))
     return index
 
 
