@@ -96,6 +96,25 @@ def test_a_container_well_ahead_of_native_is_ruled_out_not_reported():
     assert "0.63x what stress-ng --stream measured" in lxd
 
 
+def test_a_panel_with_nothing_to_compare_says_why():
+    """The quick run's figure had an empty disk/published panel (no iozone) and no HPC panel
+    (no NPB binaries) without a word."""
+    disk = _rows(native=("disk", "read", "throughput", [100, 100]), docker=("disk", "read", "throughput", [90, 90]))
+    disk["protocol"] = "fair"
+    failed = pd.DataFrame([dict(runtime=rt, protocol=proto, rep=1, benchmark=bench, operation=op, metric=m,
+                                value=None, unit="", status="failed", error=why, point="", app="", load_tool=None,
+                                accelerator=None)
+                           for rt in ("native", "docker")
+                           for bench, proto, op, m, why in (
+                               ("disk", "published", "all", "throughput", "iozone: not installed (Debian non-free)"),
+                               ("hpc", "fair", "ep", "time", "no NPB binaries for ep.S under ~/.cache/edgebench/npb"))])
+    table = plot.overhead_table(pd.concat([disk, failed]), load_reference("container_overhead"))
+    fig = plot.overhead_figure(table)
+    said = {ax.get_title(): " ".join(t.get_text() for t in ax.texts) for ax in fig.axes}
+    assert "iozone: not installed" in said["disk, published protocol (the paper's method)"]
+    assert "no NPB binaries" in said["hpc, fair protocol"]
+
+
 @pytest.mark.integration
 def test_quick_run_native_and_docker(local, docker_ready, wrk_ready, no_leftovers):
     """Every benchmark once in native and Docker, with a real command meter (a constant 3 W, read

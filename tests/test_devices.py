@@ -163,8 +163,32 @@ def test_a_figure_from_an_emulated_device_says_so_once(tmp_path, monkeypatch):
     fig, _ = plt.subplots()
     style.save_figure(fig, "demo", "a", emulated)
     style.save_figure(fig, "demo", "b", emulated)  # saved twice, marked once
-    marks = [" ".join(t.get_text().split()) for t in fig.texts if t.get_gid() == style.EMULATED_DEVICE_MARK]
+    marks = [" ".join(t.get_text().split()) for t in fig.texts if t.get_gid() == style.FIGURE_NOTES_MARK]
     assert marks == ["pi-arm64: emulated device (aarch64, ...). Its numbers measure QEMU's emulator, not a device."]
     fig2, _ = plt.subplots()
     style.save_figure(fig2, "demo", "c", real)
     assert not fig2.texts
+
+
+def test_a_figure_says_which_runtime_it_cannot_draw_because_every_row_failed(tmp_path, monkeypatch):
+    """Home automation's figure dropped unikraft and linux-vm without a word when all their rows
+    failed; a runtime with one ok row is drawn and not named."""
+    import json
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from edgebench.plotting import style
+    monkeypatch.setattr(style, "FIGURES_DIR", tmp_path / "figures")
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "meta.json").write_text(json.dumps({"target": {"target": "local"}}))
+    (run / "results.csv").write_text(
+        "runtime,metric,value,status,error\n"
+        "native,request_time,0.1,ok,\n"
+        "linux-vm,request_time,,failed,curl: (35) Recv failure: Connection reset by peer\n"
+        "linux-vm,request_time,,failed,curl: (35) Recv failure: Connection reset by peer\n"
+        "docker,request_time,,failed,timed out\ndocker,request_time,0.2,ok,\n")
+    fig, _ = plt.subplots()
+    style.save_figure(fig, "demo", "a", run)
+    (mark,) = [" ".join(t.get_text().split()) for t in fig.texts if t.get_gid() == style.FIGURE_NOTES_MARK]
+    assert mark == "linux-vm is not drawn: every row failed (curl: (35) Recv failure: Connection reset by peer)"

@@ -4,6 +4,8 @@ prints only relative numbers for Docker on a Raspberry Pi 2)."""
 
 from __future__ import annotations
 
+import textwrap
+
 import numpy as np
 import pandas as pd
 
@@ -74,8 +76,24 @@ def overhead_table(df: pd.DataFrame, reference: pd.DataFrame) -> pd.DataFrame:
     if rows.empty:
         raise NoData(f"no successful measurement to compare: {failure_summary(df)}")
     higher = {b: hb for b, (_, hb) in MAIN_METRIC.items()}
-    table = _relative(rows, higher, reference, "overhead_pct", "overhead_pct")
-    return with_sanity(table, df)
+    table = with_sanity(_relative(rows, higher, reference, "overhead_pct", "overhead_pct"), df)
+    table.attrs["missing"] = missing_panels(table, df)
+    return table
+
+
+def missing_panels(table: pd.DataFrame, df: pd.DataFrame) -> dict[tuple[str, str], str]:
+    """(benchmark, protocol) the run measured or tried with nothing to compare there, and why
+    (the most frequent reason of its failed rows): the figure says it in the empty panel."""
+    have = set(zip(table["benchmark"], table["protocol"]))
+    out = {}
+    tried = df[df["benchmark"].isin(BENCHMARK_ORDER)]
+    for (bench, proto), g in tried.groupby(["benchmark", "protocol"]):
+        if (bench, proto) in have:
+            continue
+        errors = g[g["status"] == "failed"]["error"].dropna().astype(str).value_counts()
+        out[(bench, proto)] = (errors.index[0] if not errors.empty
+                               else "native or every container lacks a successful row")
+    return out
 
 
 def with_sanity(table: pd.DataFrame, df: pd.DataFrame) -> pd.DataFrame:
@@ -114,15 +132,21 @@ def failure_summary(df: pd.DataFrame) -> str:
 
 
 def _relative_figure(table: pd.DataFrame, column: str, ylabel: str, title: str):
-    benchmarks = [b for b in BENCHMARK_ORDER if b in set(table["benchmark"])]
-    protocols = protocols_in(table["protocol"])
+    missing = table.attrs.get("missing") or {}
+    benchmarks = [b for b in BENCHMARK_ORDER if b in set(table["benchmark"]) | {b for b, _ in missing}]
+    protocols = protocols_in(list(table["protocol"]) + [p for _, p in missing])
     fig, axes = protocol_grid(len(benchmarks), protocols, panel_size=(6.5, 3.2), sharey=False)
     for i, bench in enumerate(benchmarks):
         for j, proto in enumerate(protocols):
             ax = axes[i][j]
             sub = table[(table["benchmark"] == bench) & (table["protocol"] == proto)]
-            if sub.empty:
-                ax.set_axis_off()
+            if sub.empty:  # said in the panel, not left blank
+                ax.set_xticks([])
+                ax.set_yticks([])
+                why = missing.get((bench, proto), "not measured in this run")
+                ax.text(0.5, 0.5, textwrap.fill(f"nothing to compare: {why}", 60), ha="center", va="center",
+                        fontsize=8, color="#555555", transform=ax.transAxes)
+                ax.set_title(f"{bench}, {PROTOCOL_TITLE.get(proto, proto)}", fontsize=9)
                 continue
             cells = list(dict.fromkeys(zip(sub["operation"], sub["size"])))
             labels = in_runtime_order(sub["label"])

@@ -192,28 +192,56 @@ def figure_legend(fig, extra=(), ncol: int = 6) -> None:
     fig.tight_layout(rect=(0, min(0.3, (0.25 * rows + 0.15) / fig.get_figheight()), 1, top))
 
 
-EMULATED_DEVICE_MARK = "eb-emulated-device"
+FIGURE_NOTES_MARK = "eb-figure-notes"
 
 
-def mark_emulated_device(fig, run_dir: Path) -> None:
-    """A figure whose data came from an emulated device (make device) says so above its title,
-    once: its numbers measure QEMU's emulator, not a device."""
+def left_out_runtimes(run_dir: Path) -> dict[str, str]:
+    """Runtimes the run measured whose every row failed (so no figure can draw them), each with
+    its most frequent reason, shortened."""
+    import pandas as pd
+    try:
+        df = pd.read_csv(Path(run_dir) / "results.csv", usecols=["runtime", "status", "error"])
+    except (OSError, ValueError):
+        return {}
+    out = {}
+    for runtime, g in df.groupby("runtime", sort=False):
+        if not (g["status"] == "ok").any():
+            errors = g["error"].dropna().astype(str)
+            why = errors.value_counts().index[0] if not errors.empty else "no row succeeded"
+            out[str(runtime)] = why if len(why) <= 90 else why[:87] + "..."
+    return out
+
+
+def figure_notes(run_dir: Path) -> list[str]:
+    """What a reader of a figure must know first, from the run it came from: an emulated
+    device's numbers measure QEMU, not a device; a runtime whose every row failed is missing."""
     try:
         facts = json.loads((Path(run_dir) / "meta.json").read_text()).get("target") or {}
     except (OSError, ValueError):
-        return
-    what = facts.get("emulated_device")
-    if not what or any(t.get_gid() == EMULATED_DEVICE_MARK for t in fig.texts):
+        return []
+    notes = []
+    if facts.get("emulated_device"):
+        notes.append(f"{facts.get('target')}: {facts['emulated_device']}. Its numbers measure QEMU's emulator, "
+                     "not a device.")
+    for runtime, why in left_out_runtimes(run_dir).items():
+        notes.append(f"{runtime} is not drawn: every row failed ({why})")
+    return notes
+
+
+def mark_figure_notes(fig, run_dir: Path) -> None:
+    """figure_notes above the figure's title, once."""
+    notes = figure_notes(run_dir)
+    if not notes or any(t.get_gid() == FIGURE_NOTES_MARK for t in fig.texts):
         return
     # Above everything already drawn (the suptitle), where a reader looks first. Not below: a legend
     # placed at "lower center" moves with the bottom edge that bbox_inches="tight" extends.
     top = fig.get_tightbbox(fig.canvas.get_renderer()).y1 / fig.get_figheight()
-    text = f"{facts.get('target')}: {what}. Its numbers measure QEMU's emulator, not a device."
     # Wrapped to the figure's width by hand (an 8 pt character is about 0.06 in): matplotlib's own
     # wrapping is measured before bbox_inches="tight" and left a blank band above the figure.
     width = max(40, int(fig.get_figwidth() / 0.06))
-    fig.text(0.5, max(1.0, top) + 0.01, textwrap.fill(text, width), ha="center", va="bottom", fontsize=8,
-             color="#a00000", gid=EMULATED_DEVICE_MARK)
+    text = "\n".join(textwrap.fill(n, width) for n in notes)
+    fig.text(0.5, max(1.0, top) + 0.01, text, ha="center", va="bottom", fontsize=8, color="#a00000",
+             gid=FIGURE_NOTES_MARK)
 
 
 # PNG for notebooks and the README, PDF (vector) for papers.
@@ -226,7 +254,7 @@ def save_figure(fig, experiment: str, name: str, run_dir: Path | None = None) ->
     folders = [FIGURES_DIR / experiment]
     if run_dir is not None:
         folders.append(Path(run_dir) / "figures")
-        mark_emulated_device(fig, run_dir)
+        mark_figure_notes(fig, run_dir)
     for folder in folders:
         folder.mkdir(parents=True, exist_ok=True)
     paths = []

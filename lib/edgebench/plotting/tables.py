@@ -171,6 +171,12 @@ def run_notes(run_dir, df: pd.DataFrame | None = None) -> str:
             emulated = " (labelled *" + rt + EMULATED + "*: software emulation, not comparable with the " \
                 "paper's KVM numbers)" if "tcg" in kinds else ""
             lines.append(f"- **{rt}** ran with accelerator: {kinds}{emulated}")
+    if df is not None and {"runtime", "status", "error"} <= set(df.columns):
+        for rt, g in df.groupby("runtime", sort=False):
+            if not (g["status"] == "ok").any():
+                errors = g["error"].dropna().astype(str).value_counts()
+                lines.append(f"- **{rt}** is in no figure: all {len(g)} of its rows failed, most often: "
+                             f"{errors.index[0] if not errors.empty else 'no reason recorded'}")
     health = health_notes(run_dir, df)
     return "\n".join(device + (lines or ["- Every runtime was measured."]) + health)
 
