@@ -206,6 +206,21 @@ def test_a_container_far_ahead_of_native_on_compute_work_is_not_passed_on():
     assert got.loc["hpc", "ratio"] == pytest.approx(0.95) and got.loc["hpc", "why"] == ""
 
 
+def test_minimum_memory_meets_native_whatever_minimum_or_port_each_found():
+    """Runs before the fix carried the minimum found as memory_mb, and each VM trial its own
+    forwarded port: compare's minimum-memory panel was empty."""
+    rows = [dict(experiment="min_memory", run_id="r", target="pi", app="go-http", runtime=rt, protocol="fair",
+                 cpus=1.0, memory_mb=v, rep=1, metric="min_memory", value=v, unit="MiB", status="ok", network=None)
+            for rt, v in (("native", 4.0), ("docker", 6.0), ("linux-vm", 96.0))]
+    rows += [dict(rows[2], metric="ready_at_memory", value=1, unit="bool", memory_mb=256.0,
+                  network=f"qemu user-mode (slirp), hostfwd tcp::{port}-:8080") for port in (18602, 18603)]
+    got = compare.ratios_to_native(pd.DataFrame(rows))
+    found = got[got["metric"] == "min_memory"].set_index("runtime")["ratio"]
+    assert found["docker"] == pytest.approx(1.5) and found["linux-vm"] == pytest.approx(24.0)
+    trials = got[got["metric"] == "ready_at_memory"]
+    assert len(trials) == 1 and trials["n"].iloc[0] == 2  # the two launches are one point
+
+
 def test_every_experiment_has_a_headline_metric():
     from edgebench.experiments import EXPERIMENTS
     assert set(EXPERIMENTS) <= set(compare.HEADLINE_METRICS)

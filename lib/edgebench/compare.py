@@ -69,6 +69,10 @@ KEY_COLUMNS = (
 # ratio); where native never was, and native has exactly one variant at the other coordinates,
 # with that one (`native_variant` says which).
 VARIANT_COLUMNS = ("network", "point", "network_mode")
+# Key columns that, on these metrics' rows, hold the result or a reading rather than a point
+# (runs before the rows left them blank): min_memory's row carried the minimum it found as its
+# memory_mb, so no two runtimes ever met at the same coordinates.
+RESULT_NOT_KEY = {"memory_mb": ("min_memory",)}
 # What the ratio table names besides metric and unit; the rest of a key reads `name=value`.
 _BARE_KEYS = ("app", "protocol")
 
@@ -354,6 +358,11 @@ def ratios_to_native(df: pd.DataFrame) -> pd.DataFrame:
         work[c] = work[c].astype(str)
     for c in keys:
         work[c] = _canon_series(df[c])
+    if "network" in keys:  # a VM's forwarded port differs at every launch: not a coordinate
+        work["network"] = work["network"].str.replace(r"(?<=tcp::)\d+", "<port>", regex=True)
+    for c, metrics in RESULT_NOT_KEY.items():
+        if c in keys:
+            work.loc[df["metric"].isin(metrics).to_numpy(), c] = ""
     ok = work[(work["status"] == "ok") & work["value"].notna()]
     at = run + keys
     med = ok.groupby(at + ["runtime"], sort=False)["value"].agg(median="median", n="count").reset_index()

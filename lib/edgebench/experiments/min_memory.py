@@ -188,7 +188,9 @@ def run_min_memory(target="local", runtimes="auto", apps="all", repetitions: int
                 found = bisect_minimum(passes, floor_mb=rt.min_memory_mb, start_mb=max(start_mb, rt.min_memory_mb),
                                        ceiling_mb=max(ceiling_mb, rt.min_memory_mb),
                                        resolution_mb=settings.resolution_mb)
-                result = dict(row, memory_mb=found.minimum_mb, bound=found.bound, trial=len(found.trials),
+                # The minimum is the row's value, not a point it was measured at: memory_mb stays
+                # blank so runtimes meet at the same coordinates (make compare).
+                result = dict(row, memory_mb=None, bound=found.bound, trial=len(found.trials),
                               note=found.note, **seen)
                 if found.minimum_mb is None:
                     run.failed(metric="min_memory", unit="MiB", error=f"{found.note}; last: {found.trials[-1][2]}"[:400],
