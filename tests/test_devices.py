@@ -192,3 +192,15 @@ def test_a_figure_says_which_runtime_it_cannot_draw_because_every_row_failed(tmp
     style.save_figure(fig, "demo", "a", run)
     (mark,) = [" ".join(t.get_text().split()) for t in fig.texts if t.get_gid() == style.FIGURE_NOTES_MARK]
     assert mark == "linux-vm is not drawn: every row failed (curl: (35) Recv failure: Connection reset by peer)"
+
+
+def test_booting_a_cached_image_asks_only_for_what_a_boot_needs(monkeypatch):
+    """Found on a machine provisioned afresh: the cached pi-arm64 image booted into
+    FileNotFoundError 'qemu-system-aarch64' (its build had installed it; the boot checked nothing)."""
+    from edgebench.devices import image
+    from edgebench.devices.spec import device_spec
+    monkeypatch.setenv("PATH", "/nonexistent")
+    monkeypatch.setattr(image.shutil, "which", lambda tool, path=None: None)
+    boot = image.host_missing(device_spec("pi-arm64"), boot_only=True)
+    assert boot == {"qemu-system-aarch64": "qemu-system-arm", "ip": "iproute2"}
+    assert "mmdebstrap" in image.host_missing(device_spec("pi-arm64"))  # a build needs the rest

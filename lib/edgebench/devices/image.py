@@ -108,23 +108,28 @@ def built(spec: DeviceSpec) -> dict | None:
     return record if whole and record.get("recipe_digest") == recipe_digest(spec) else None
 
 
-def host_missing(spec: DeviceSpec) -> dict[str, str]:
-    """command: Debian package, for what this machine lacks to build and boot `spec`."""
-    tools = dict(HOST_TOOLS)
+BOOT_TOOLS = ("ip",)  # of HOST_TOOLS, what a boot of a built image needs besides QEMU
+
+
+def host_missing(spec: DeviceSpec, boot_only: bool = False) -> dict[str, str]:
+    """command: Debian package, for what this machine lacks to build and boot `spec` (or, with
+    boot_only, to boot an image already built: a cached image outlives the packages it was built
+    with, as on a machine provisioned afresh)."""
+    tools = {t: HOST_TOOLS[t] for t in BOOT_TOOLS} if boot_only else dict(HOST_TOOLS)
     binary, package = qemu_system(spec.guest_arch)
     tools[binary] = package
-    if spec.foreign:
+    if spec.foreign and not boot_only:
         tools.update(FOREIGN_TOOLS)
         tools[QEMU_USER[spec.guest_arch][0]] = QEMU_USER[spec.guest_arch][1]
     path = os.environ.get("PATH", "") + ":/usr/sbin:/sbin"
     return {tool: pkg for tool, pkg in tools.items() if shutil.which(tool, path=path) is None}
 
 
-def ensure_host_tools(spec: DeviceSpec, log: Callable[[str], None]) -> None:
+def ensure_host_tools(spec: DeviceSpec, log: Callable[[str], None], boot_only: bool = False) -> None:
     """Install what is missing with apt-get (root), or say what to install."""
-    missing = host_missing(spec)
+    missing = host_missing(spec, boot_only)
     if not missing:
-        return ensure_binfmt(spec)
+        return None if boot_only else ensure_binfmt(spec)
     packages = sorted(set(missing.values()))
     if os.geteuid() != 0 or not shutil.which("apt-get"):
         raise DeviceError(f"building device {spec.name} needs {', '.join(sorted(missing))}: install "
@@ -134,10 +139,11 @@ def ensure_host_tools(spec: DeviceSpec, log: Callable[[str], None]) -> None:
         r = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
         if r.returncode != 0:
             raise DeviceError(f"`{' '.join(argv)}` failed (exit {r.returncode}): {r.stderr.strip()[-500:]}")
-    still = host_missing(spec)
+    still = host_missing(spec, boot_only)
     if still:
         raise DeviceError(f"after installing {' '.join(packages)}, still missing: {', '.join(still)}")
-    ensure_binfmt(spec)
+    if not boot_only:
+        ensure_binfmt(spec)
 
 
 def ensure_binfmt(spec: DeviceSpec) -> None:

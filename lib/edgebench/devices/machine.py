@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from edgebench.devices.image import DEVICE_FILE, LAN_MAC, WAN_MAC, DeviceError, built, device_file
+from edgebench.devices.image import DEVICE_FILE, LAN_MAC, WAN_MAC, DeviceError, built, device_file, ensure_host_tools
 from edgebench.devices.spec import CONSOLE, DEVICES, DeviceSpec, ssh_config_path
 from edgebench.runtimes.qemu import kvm_unusable, qemu_binary
 from edgebench.runtimes.tags import kill_pid
@@ -148,6 +148,7 @@ def start(spec: DeviceSpec, log: Callable[[str], None] = print) -> dict:
         raise DeviceError(f"device {spec.name} is not built: run `make device NAME={spec.name}`")
     if os.geteuid() != 0:
         raise DeviceError(f"starting device {spec.name} needs root (its network link is a tap device)")
+    ensure_host_tools(spec, log, boot_only=True)
     run = spec.dir / "run"
     run.mkdir(parents=True, exist_ok=True)
     (run / "console.log").write_text("")
