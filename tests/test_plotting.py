@@ -470,3 +470,17 @@ def test_ratio_to_baseline_pairs_each_row_with_its_cells_baseline():
     assert got[:4] == [1.0, 1.5, 2.0, 1.0] and math.isnan(got[4])  # no native in "other": no ratio
     two = ratio_to_baseline(t.assign(app="a"), "v", t["label"] == "native", ["app", "protocol"]).tolist()
     assert two[:4] == got[:4]
+
+
+def test_parts_of_a_time_never_take_a_runtimes_colour():
+    """Boot phases, a first start's pull, face recognition's and home automation's parts were
+    drawn in tab10, so 'kernel decompression' wore native's green and 'to listening' LXD's brown."""
+    from matplotlib.colors import to_hex
+    from edgebench.plotting import boot_time, face_recognition, home_automation, time_to_ready
+    from edgebench.runtimes import RUNTIMES
+    runtimes = {to_hex(cls.colour) for cls in RUNTIMES.values()}
+    parts = [*boot_time.PHASE_COLOURS.values(), *(c for _, _, c in face_recognition.PARTS),
+             *(c for _, _, c in home_automation.PARTS), *(c for _, _, c in time_to_ready.FIRST_PARTS),
+             *(c for _, _, c in time_to_ready.PULL_PARTS), time_to_ready.WARM_COLOUR]
+    assert not {to_hex(c) for c in parts} & runtimes
+    assert len({to_hex(c) for c in boot_time.PHASE_COLOURS.values()}) == len(boot_time.PHASE_COLOURS)

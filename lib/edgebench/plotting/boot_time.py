@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from edgebench.experiments.boot_time import EVENTS
-from edgebench.plotting.style import plt
+from edgebench.plotting.style import part_colours, plt
 from edgebench.plotting.tables import NoData, mark_emulated, ok_rows, sort_by_runtime, spread
 
 # What the time up to each event is spent on (a phase is named after the event it ends at).
@@ -24,7 +24,7 @@ PHASE_LABELS = {
     "merged": "VMM, firmware and kernel early set-up (no firmware output to tell them apart)",
     "ready": "until the probe's first HTTP 200",
 }
-PHASE_COLOURS = dict(zip(PHASE_LABELS, plt.get_cmap("tab10").colors))
+PHASE_COLOURS = dict(zip(PHASE_LABELS, part_colours(len(PHASE_LABELS))))
 
 
 def shown_as(phase: str, start: str) -> str:
@@ -156,8 +156,7 @@ def split_figure(split: pd.DataFrame):
     labels = list(dict.fromkeys(have["source"] + ": " + have["variant"]))
     fig, ax = plt.subplots(figsize=(8, 1.6 + 0.45 * len(labels)))
     y = np.arange(len(labels))
-    for offset, metric, colour in ((-0.2, "vmm_part", "tab:blue"), (0.0, "guest_part", "tab:orange"),
-                                   (0.2, "total_boot", "tab:grey")):
+    for offset, metric, colour in zip((-0.2, 0.0, 0.2), ("vmm_part", "guest_part", "total_boot"), part_colours(3)):
         m = have[have["metric"] == metric]
         at = [labels.index(f"{s}: {v}") for s, v in zip(m["source"], m["variant"])]
         hatch = ["//" if s != "measured" else None for s in m["source"]]

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from edgebench.plotting.services import label
-from edgebench.plotting.style import PROTOCOL_TITLE, plt
+from edgebench.plotting.style import PROTOCOL_TITLE, part_colours, plt
 from edgebench.plotting.tables import NoData, mark_emulated, mark_health, sort_by_runtime, stacked_parts, ratio_to_baseline
 
 BASELINE = "native"
@@ -16,12 +16,10 @@ METRICS = ("end_to_end_latency", "inference_time", "read_per_image", "detect_per
            "enroll_time", "import_time", "startup_overhead", "accuracy", "detected_fraction", "cpu_utilization",
            "max_rss")
 # A run's parts in seconds, bottom to top: what the table's per-image means add up to, times N.
-PARTS = (("startup_overhead", "runtime start and teardown", "#7f7f7f"),
-         ("import_time", "interpreter start and imports", "#c7c7c7"),
-         ("enroll_time", "gallery enrolment", "#bcbd22"),
-         ("read_s", "reading the images", "#17becf"),
-         ("detect_s", "Haar detection", "#2ca02c"),
-         ("recognize_s", "features + k-NN", "#9467bd"))
+PARTS = tuple((metric, name, colour) for (metric, name), colour in zip(
+    (("startup_overhead", "runtime start and teardown"), ("import_time", "interpreter start and imports"),
+     ("enroll_time", "gallery enrolment"), ("read_s", "reading the images"), ("detect_s", "Haar detection"),
+     ("recognize_s", "features + k-NN")), part_colours(6)))
 
 
 def face_table(df: pd.DataFrame) -> pd.DataFrame:

@@ -7,13 +7,13 @@ import numpy as np
 import pandas as pd
 
 from edgebench.plotting.services import label
-from edgebench.plotting.style import PROTOCOL_TITLE, plt
+from edgebench.plotting.style import PROTOCOL_TITLE, part_colours, plt
 from edgebench.plotting.tables import NoData, mark_emulated, mark_health, sort_by_runtime, stacked_parts, ratio_to_baseline
 
 BASELINE = "native"
-PARTS = (("sensor_per_request", "sensor (DHT11 read or its kept reading)", "#2ca02c"),
-         ("handler_rest_per_request", "rest of the handler", "#bcbd22"),
-         ("outside_handler_per_request", "outside the handler: TLS, HTTP, network path", "#7f7f7f"))
+PARTS = tuple((metric, name, colour) for (metric, name), colour in zip(
+    (("sensor_per_request", "sensor (DHT11 read or its kept reading)"), ("handler_rest_per_request", "rest of the handler"),
+     ("outside_handler_per_request", "outside the handler: TLS, HTTP, network path")), part_colours(3)))
 
 
 def latency_table(df: pd.DataFrame) -> pd.DataFrame:

@@ -41,6 +41,18 @@ def base_runtime(label: str) -> str:
     return label.removesuffix(COLD).removesuffix(FIRST).removesuffix(EMULATED)
 
 
+# Parts of a time (boot phases, a start's pull and run, a request's handler and network) are
+# not runtimes: they take shades of one sequential palette, light to dark in the order they
+# happen, and never a runtime's colour (tab10, from the runtime registry).
+PART_PALETTE = "YlOrBr"
+
+
+def part_colours(n: int) -> list[tuple]:
+    """n shades for n ordered parts, from light (first) to dark (last)."""
+    cmap = plt.get_cmap(PART_PALETTE)
+    return [cmap(0.2 + 0.7 * i / max(1, n - 1)) for i in range(n)]
+
+
 def runtime_colour(label: str) -> str:
     return runtime_colours().get(base_runtime(label), UNKNOWN_RUNTIME_COLOUR)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from edgebench.plotting.style import (COLD, FIRST, PROTOCOL_TITLE, figure_legend, in_runtime_order, mark_health, mark_paper_values,
+from edgebench.plotting.style import (COLD, FIRST, PROTOCOL_TITLE, part_colours, figure_legend, in_runtime_order, mark_health, mark_paper_values,
                                       protocol_grid, protocols_in, runtime_artist, runtime_colour)
 from edgebench.plotting.tables import (beside_published, mark_cold, mark_emulated, mark_health as health_column,
                                        ok_rows, sort_by_runtime, spread)
@@ -114,9 +114,11 @@ def ttr_findings(table: pd.DataFrame) -> str:
 
 # The parts of a first start, in the order they are drawn: what the start waits for, then what the
 # pull does, each alone.
-FIRST_PARTS = (("image_pull", "pull (docker pull)", "#8c564b"), ("time_to_ready", "start to ready", "#1f77b4"))
-PULL_PARTS = (("image_transfer", "layers' transfer alone", "#c5b0d5"),
-              ("image_unpack", "decompression + extraction alone", "#9467bd"))
+_SHADES = part_colours(5)
+FIRST_PARTS = (("image_pull", "pull (docker pull)", _SHADES[1]), ("time_to_ready", "start to ready", _SHADES[4]))
+PULL_PARTS = (("image_transfer", "layers' transfer alone", _SHADES[0]),
+              ("image_unpack", "decompression + extraction alone", _SHADES[2]))
+WARM_COLOUR = _SHADES[3]
 
 
 def first_start_table(df: pd.DataFrame) -> pd.DataFrame:
@@ -156,7 +158,7 @@ def first_start_figure(df: pd.DataFrame):
             width = table[col].astype(float).fillna(0).to_numpy()
             ax.barh(y + bar, width, left=left, height=0.7, color=colour, label=name, edgecolor="white")
             left = left + width
-    ax.barh(y + 1.6, table["warm_ms"].astype(float).fillna(0), height=0.7, color="#aec7e8", label="warm start")
+    ax.barh(y + 1.6, table["warm_ms"].astype(float).fillna(0), height=0.7, color=WARM_COLOUR, label="warm start")
     ax.set_yticks(y + 0.8, labels)
     ax.invert_yaxis()
     ax.set_xlabel("ms (median)")
