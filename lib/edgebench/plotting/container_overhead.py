@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from edgebench import sanity
-from edgebench.plotting.style import (PROTOCOL_TITLE, figure_legend, in_runtime_order, mark_health, mark_paper_values,
+from edgebench.plotting.style import (EMULATED, PROTOCOL_TITLE, figure_legend, in_runtime_order, mark_health, mark_paper_values,
                                       protocol_grid, protocols_in, runtime_artist)
 from edgebench.plotting.tables import NoData, mark_emulated, mark_health as health_column
 
@@ -30,7 +30,11 @@ def _labelled(df: pd.DataFrame) -> pd.DataFrame:
     `size`: the point within an operation (file size, array size, NPB class; for HTTP the app)."""
     df = mark_emulated(df)
     network = df["benchmark"] == "network"
-    return df.assign(label=np.where(network, df["point"], df["runtime"]),
+    # A network point names the runtime and its mode ("nanos"); under TCG it says so too.
+    point = df["point"].astype(str)
+    tcg = df["runtime"].astype(str).str.endswith(EMULATED) & ~point.str.contains(EMULATED, regex=False)
+    point = point.where(~tcg, point + EMULATED)
+    return df.assign(label=np.where(network, point, df["runtime"]),
                      size=np.where(network, df["app"], df["point"]))
 
 
@@ -154,7 +158,9 @@ def _relative_figure(table: pd.DataFrame, column: str, ylabel: str, title: str):
             for k, label in enumerate(labels):
                 g = sub[sub["label"] == label].set_index(["operation", "size"]).reindex(cells)
                 x = np.arange(len(cells)) - 0.4 + width * (k + 0.5)
-                bars = ax.bar(x, g[column], width * 0.9, label=label, **runtime_artist(label))
+                # One runtime's network modes share its colour; host networking is hatched.
+                mode = dict(hatch="//", edgecolor="white") if "host" in label else {}
+                bars = ax.bar(x, g[column], width * 0.9, label=label, **runtime_artist(label), **mode)
                 flagged = g["sanity"].fillna("").astype(bool) if "sanity" in g else pd.Series(False, index=g.index)
                 for bar, bad in zip(bars, flagged):
                     if bad:  # ruled out by edgebench.sanity: drawn, but crossed through

@@ -37,8 +37,10 @@ FIRST = " (first)"  # a start whose image was pulled just before
 
 
 def base_runtime(label: str) -> str:
-    """'nanos (TCG)' -> 'nanos'; 'docker (cold)' and 'docker (first)' -> 'docker'."""
-    return label.removesuffix(COLD).removesuffix(FIRST).removesuffix(EMULATED)
+    """'nanos (TCG)' -> 'nanos'; 'docker (cold)', 'docker (first)' and a network point such as
+    'docker (bridge)' -> 'docker'; 'linux-vm (TCG) microvm' -> 'linux-vm': the runtime a label
+    shows, whose colour and place it takes."""
+    return str(label).split(" (")[0].split(" ")[0]
 
 
 # Parts of a time (boot phases, a start's pull and run, a request's handler and network) are
@@ -110,7 +112,9 @@ def mark_paper_values(ax, x, y, label: str, source: str) -> None:
     x, y = pd.Series(list(x), dtype=float), pd.Series(list(y), dtype=float)
     keep = y.notna()
     if keep.any():
-        ax.scatter(x[keep], y[keep], label=f"{label} ({source})", **runtime_artist(label), **PAPER_VALUE_STYLE)
+        # The papers ran KVM: their marker names the runtime without "(TCG)".
+        ax.scatter(x[keep], y[keep], label=f"{label.replace(EMULATED, '')} ({source})", **runtime_artist(label),
+                   **PAPER_VALUE_STYLE)
 
 
 # -- device health ------------------------------------------------------------------------
