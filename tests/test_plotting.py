@@ -502,3 +502,43 @@ def test_parts_of_a_time_never_take_a_runtimes_colour():
              *(c for _, _, c in time_to_ready.PULL_PARTS), time_to_ready.WARM_COLOUR]
     assert not {to_hex(c) for c in parts} & runtimes
     assert len({to_hex(c) for c in boot_time.PHASE_COLOURS.values()}) == len(boot_time.PHASE_COLOURS)
+
+
+def test_sysbench_cpu_ticks_name_threads_and_network_legend_names_each_mode_once():
+    """Table 2's '1MB / 10T' headers meant nothing on the CPU panel; network.png had two
+    'docker' entries meaning host and bridge, RTT bars too small to see, a dagger on every bar."""
+    ref = load_reference("microbenchmarks")
+    df = microbench_results()
+    fig = microbenchmarks.sysbench_figure(microbenchmarks.sysbench_table(df, ref))
+    cpu_published = [ax for ax in fig.axes if ax.get_title().startswith("sysbench cpu, published")][0]
+    assert [t.get_text() for t in cpu_published.get_xticklabels()] == ["10 threads", "100 threads", "1000 threads"]
+    df["health"] = df["health"].astype(object)
+    df.loc[df["benchmark"] == "network", "health"] = "busy"
+    fig = microbenchmarks.network_figure(microbenchmarks.network_table(df, ref))
+    names = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert len(names) == len(set(names)) and {"docker --network host", "docker bridge (-p)"} <= set(names)
+    assert fig.axes[1].get_yscale() == "log" and "every value was measured while" in fig._suptitle.get_text()
+    assert not [t for ax in fig.axes for t in ax.texts if t.get_text() == style.HEALTH_MARK]
+
+
+def _level(memory_mb: float, docker: tuple, nanos: tuple) -> list[dict]:
+    """One constrained level: (median, q1, q3, n) per runtime."""
+    return [dict(scenario="constrained", memory_mb=memory_mb, app="go-http", protocol="fair", runtime=rt,
+                 rps_median=m, rps_q1=q1, rps_q3=q3, n=n, littles_law=1.0)
+            for rt, (m, q1, q3, n) in (("docker", docker), ("nanos", nanos))]
+
+
+def test_a_crossover_is_claimed_only_where_the_runs_intervals_separate():
+    # 3% apart in one run each: a new order, no crossover.
+    one_run = pd.DataFrame(_level(256, (1000, 1000, 1000, 1), (970, 970, 970, 1))
+                           + _level(128, (970, 970, 970, 1), (1000, 1000, 1000, 1)))
+    text = http_load.crossover_findings(one_run)
+    assert "no crossover claimed" in text and "(crossover" not in text
+    # Overlapping quartiles over five runs each: still none.
+    overlap = pd.DataFrame(_level(256, (1000, 950, 1050, 5), (970, 930, 1010, 5))
+                           + _level(128, (970, 930, 1010, 5), (1000, 950, 1050, 5)))
+    assert "no crossover claimed" in http_load.crossover_findings(overlap)
+    # Separated: claimed.
+    apart = pd.DataFrame(_level(256, (1000, 980, 1020, 5), (600, 580, 620, 5))
+                         + _level(128, (400, 380, 420, 5), (900, 880, 920, 5)))
+    assert "the ranking flips at 128 MB (crossover" in http_load.crossover_findings(apart)

@@ -135,6 +135,15 @@ def draw_runtime(panel: dict, x: np.ndarray, g: pd.DataFrame, rt: str, protocol:
         panel["percentiles"].scatter(xs, g[column], marker=marker, s=22, **runtime_artist(rt))
 
 
+def separated(level: pd.DataFrame, ahead: str, behind: str) -> bool:
+    """Whether `ahead` beats `behind` at one level beyond the runs' spread."""
+    rows = level.set_index("runtime")
+    if ahead not in rows.index or behind not in rows.index or "none" in (ahead, behind):
+        return False
+    a, b = rows.loc[ahead], rows.loc[behind]
+    return bool(min(a["n"], b["n"]) >= 2 and a["rps_q1"] > b["rps_q3"])
+
+
 def crossover_findings(table: pd.DataFrame) -> str:
     """Per app and protocol: the best runtime at each constrained level, and where it flips."""
     lines = []
@@ -145,11 +154,15 @@ def crossover_findings(table: pd.DataFrame) -> str:
         winners = []
         for mem, lvl in sorted(g.groupby("memory_mb"), key=lambda kv: -kv[0]):
             ok = lvl.dropna(subset=["rps_median"])
-            winners.append((mem, ok.loc[ok["rps_median"].idxmax(), "runtime"] if not ok.empty else "none"))
-        seq = ", ".join(f"{w} at {m:g} MB" for m, w in winners)
-        flips = [m for (m0, w0), (m, w) in zip(winners, winners[1:]) if w != w0]
-        verdict = (f"the ranking flips at {flips[0]:g} MB (crossover)" if flips
-                   else "no crossover in this sweep")
+            winners.append((mem, ok.loc[ok["rps_median"].idxmax(), "runtime"] if not ok.empty else "none", ok))
+        seq = ", ".join(f"{w} at {m:g} MB" for m, w, _ in winners)
+        flips = [(m, w0, w, lvl) for (m0, w0, _), (m, w, lvl) in zip(winners, winners[1:]) if w != w0]
+        # A crossover is claimed only where the runs' intervals separate: the new leader's lower
+        # quartile above the old leader's upper one, from 2 runs or more each.
+        real = [m for m, old, new, lvl in flips if separated(lvl, new, old)]
+        verdict = (f"the ranking flips at {real[0]:g} MB (crossover: the runs' quartiles separate)" if real else
+                   f"the order changes at {flips[0][0]:g} MB, within the runs' spread (or from one run): "
+                   "no crossover claimed" if flips else "no crossover in this sweep")
         lines.append(f"- **{app}**, {proto}: fastest {seq}; {verdict}.")
     bad = table[(table["littles_law"] > 1.5)]
     if not bad.empty:

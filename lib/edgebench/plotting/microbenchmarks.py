@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from edgebench.plotting.style import (PROTOCOL_TITLE, figure_legend, in_runtime_order, mark_health, mark_paper_values,
-                                      protocol_grid, protocols_in, plt, runtime_artist)
+from edgebench.plotting.style import (HEALTH_MARK, PROTOCOL_TITLE, figure_legend, health_marked, in_runtime_order,
+                                      mark_health, mark_paper_values, protocol_grid, protocols_in, plt, runtime_artist)
 from edgebench.plotting.tables import NoData, mark_health as health_column, ok_rows, sort_by_runtime
 
 PAPER_TABLE_2 = "paper 001, Table 2"
@@ -47,6 +47,15 @@ def sysbench_table(df: pd.DataFrame, reference: pd.DataFrame) -> pd.DataFrame:
     return sort_by_runtime(health_column(table, df, keys), ["protocol", "benchmark", "threads", "runtime"])
 
 
+def tick_label(bench: str, point: str, sub: pd.DataFrame) -> str:
+    """Table 2 heads its columns '1MB / 10T' for both tests; the CPU test has no memory size,
+    so its ticks name the threads alone."""
+    if bench != "cpu" or "/" not in str(point):
+        return str(point)
+    threads = sub[sub["point"] == point]["threads"].dropna()
+    return f"{int(threads.iloc[0])} threads" if not threads.empty else str(point)
+
+
 def sysbench_figure(table: pd.DataFrame):
     """Rows: CPU, memory; one column per protocol. Bars per runtime at each point; Table 2's
     values as crosses on the published points."""
@@ -72,7 +81,7 @@ def sysbench_figure(table: pd.DataFrame):
                 ax.bar(x, g[value], width * 0.9, label=rt, **runtime_artist(rt))
                 mark_health(ax, x, g[value], g.get("health"))
                 mark_paper_values(ax, x, g["published_s"], rt, PAPER_TABLE_2)
-            ax.set_xticks(range(len(points)), points, fontsize=8)
+            ax.set_xticks(range(len(points)), [tick_label(bench, point, sub) for point in points], fontsize=8)
             if "log" in ylabel:
                 ax.set_yscale("log")
             ax.set_ylabel(ylabel)
@@ -133,26 +142,51 @@ def network_runtime(mode: str) -> str:
     return "native" if mode == "native" else "docker"
 
 
+NETWORK_LABELS = {"native": "native (loopback)", "host": "docker --network host", "bridge": "docker bridge (-p)"}
+
+
 def network_figure(table: pd.DataFrame):
+    """Throughput and RTT per mode, each mode its own legend entry (host and bridge are both
+    Docker's colour, the bridge hatched); RTT on a log axis with its value written, as a
+    tenth of a millisecond is no visible bar beside the paper's milliseconds."""
     if table.empty:
         raise NoData("network table is empty")
     fig, axes = plt.subplots(1, 2, figsize=(9, 3.8))
     x = np.arange(len(table))
     panels = [("throughput_Gbps", "published_Gbps", "iperf3 throughput (Gbps)", "paper 001, Pi"),
-              ("rtt_ms", "published_iperf_latency_ms", "mean TCP RTT of the stream (ms)", "paper 001, iperf")]
+              ("rtt_ms", "published_iperf_latency_ms", "mean TCP RTT of the stream (ms, log)", "paper 001, iperf")]
+    # A dagger on every bar tells nothing: then the title says it once.
+    health = table["health"] if "health" in table else pd.Series(None, index=table.index)
+    all_busy = bool(len(health)) and health_marked(health).all()
     for ax, (measured, published, ylabel, source) in zip(axes, panels):
         for xi, r in zip(x, table.itertuples()):
             rt = network_runtime(r.mode)
-            ax.bar(xi, getattr(r, measured), 0.6, hatch="//" if r.mode == "bridge" else None, edgecolor="white",
-                   label=rt, **runtime_artist(rt))
-            mark_health(ax, [xi], [getattr(r, measured)], [getattr(r, "health", None)])
-            if published in table:
-                mark_paper_values(ax, [xi], [table.loc[xi, published]], rt, source)
+            value = getattr(r, measured)
+            ax.bar(xi, value, 0.6, hatch="//" if r.mode == "bridge" else None, edgecolor="white",
+                   label=NETWORK_LABELS.get(r.mode, r.mode), **runtime_artist(rt))
+            if pd.notna(value):
+                ax.text(xi, value, f"{value:.3g}", ha="center", va="bottom", fontsize=8)
+            if not all_busy:
+                mark_health(ax, [xi], [value], [getattr(r, "health", None)])
+            if published in table and pd.notna(table.loc[xi, published]):
+                ax.scatter([xi], [table.loc[xi, published]], color="black", marker="x", s=40, zorder=5,
+                           label=f"{source} (published)")
         ax.set_xticks(x, table["mode"])
         ax.set_ylabel(ylabel)
-        ax.set_ylim(bottom=0)
-    fig.suptitle("Docker networking: native, --network host, bridge with -p")
-    figure_legend(fig)
+        if "log" in ylabel:
+            ax.set_yscale("log")
+        else:
+            ax.set_ylim(bottom=0)
+    title = "Docker networking: native, --network host, bridge with -p"
+    if all_busy:
+        title += f"\n{HEALTH_MARK} every value was measured while the device was busy or throttled"
+    fig.suptitle(title)
+    handles, names = {}, []
+    for ax in axes:
+        for h, n in zip(*ax.get_legend_handles_labels()):
+            handles.setdefault(n, h)
+    fig.legend(handles.values(), handles.keys(), loc="lower center", ncol=3, fontsize=8, frameon=False)
+    fig.tight_layout(rect=(0, 0.14, 1, 1))
     return fig
 
 
