@@ -17,9 +17,10 @@ sys.path.insert(0, str(Path(__file__).parent))
 # The runs tests make go to a folder of their own, not to the project's data/ and figures/, where
 # `make replot`, `make compare` and `make report` would take them for the user's own results.
 # Set before edgebench is imported: its paths are read once.
+# Not even to the user's own EDGEBENCH_DATA_DIR.
 _TEST_OUTPUTS = Path(tempfile.mkdtemp(prefix="edgebench-test-outputs-"))
-os.environ.setdefault("EDGEBENCH_DATA_DIR", str(_TEST_OUTPUTS / "data"))
-os.environ.setdefault("EDGEBENCH_FIGURES_DIR", str(_TEST_OUTPUTS / "figures"))
+os.environ["EDGEBENCH_DATA_DIR"] = str(_TEST_OUTPUTS / "data")
+os.environ["EDGEBENCH_FIGURES_DIR"] = str(_TEST_OUTPUTS / "figures")
 
 from edgebench.runtimes import RUNTIMES, tags  # noqa: E402
 from edgebench.runtimes.tags import RUN_TAG_PREFIX_ENV  # noqa: E402
@@ -202,6 +203,22 @@ def ssh_host(tmp_path_factory):
 # checks see only this session's, not another run's on the same machine (runtimes/tags.py).
 TAG_PREFIX = f"t{os.getpid()}-"
 os.environ[RUN_TAG_PREFIX_ENV] = TAG_PREFIX
+
+
+# What a test may take from the environment it runs in: what CI says (EDGEBENCH_REQUIRE), the
+# slow tier, this session's own settings above, and where the user keeps parts edgebench does not
+# build (Unikraft images, NPB, wheels, the LXD mirror, the devices' cache), which only make more
+# tests run. Every other EDGEBENCH_* variable (a target, a fleet's ssh config, a launch override)
+# would change what a test sees, so each test runs without them.
+ALLOWED_ENV = {"EDGEBENCH_REQUIRE", "EDGEBENCH_SLOW", "EDGEBENCH_DATA_DIR", "EDGEBENCH_FIGURES_DIR", RUN_TAG_PREFIX_ENV,
+               "EDGEBENCH_UNIKRAFT_IMAGES", "EDGEBENCH_NPB_DIR", "EDGEBENCH_NPB_TARBALL", "EDGEBENCH_WHEELS_DIR",
+               "EDGEBENCH_LXD_MIRROR", "EDGEBENCH_LXD_SUITE", "EDGEBENCH_LXD_CACHE", "EDGEBENCH_DEVICES_DIR"}
+
+
+@pytest.fixture(autouse=True)
+def _no_user_edgebench_environment(monkeypatch):
+    for name in [k for k in os.environ if k.startswith("EDGEBENCH_") and k not in ALLOWED_ENV]:
+        monkeypatch.delenv(name)
 
 
 def leftovers() -> list[str]:

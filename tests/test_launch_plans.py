@@ -227,7 +227,10 @@ def test_launch_plan_has_what_every_runtime_gives(name):
 
 
 @pytest.mark.parametrize("name", list(RUNTIMES))
-def test_launch_plan_turns_the_limits_into_the_runtimes_configuration(name):
+def test_launch_plan_turns_the_limits_into_the_runtimes_configuration(name, monkeypatch):
+    # The expected plans are this controller's without a Unikraft images folder, whatever the
+    # user's EDGEBENCH_UNIKRAFT_IMAGES says (with one, the loader's environment support is known).
+    monkeypatch.delenv("EDGEBENCH_UNIKRAFT_IMAGES", raising=False)
     check = specific(name)
     plan, target, rt = plan_for(name)
     check(plan, target, rt)
