@@ -87,3 +87,22 @@ def test_built_on_the_target_and_counts_its_threads(local, tmp_path):
     parsed = stream.parse(r.stdout)
     assert parsed["validates"] and parsed["threads_counted"] == 2
     assert not local.run([binary, "10"], check=False).ok  # usage error, not a silent run
+
+
+def test_arrays_under_four_times_the_last_level_cache_are_said_to_measure_cache():
+    """A VM reporting its host's 480 MiB L3 made 76 MiB arrays measure cache; here 32 MiB."""
+    from edgebench import sanity
+    assert "under 4x the last-level cache (480 MiB)" in sanity.below_stream_rule(76.3, 480 * 1024)
+    assert "stream_mib=1920 or more" in sanity.below_stream_rule(76.3, 480 * 1024)
+    assert sanity.below_stream_rule(128, 32 * 1024) == "" and sanity.below_stream_rule(76.3, None) == ""
+
+
+def test_the_target_reports_its_last_level_cache(local):
+    import glob
+    if not glob.glob("/sys/devices/system/cpu/cpu0/cache/index*/size"):
+        pytest.skip("this kernel exposes no cache sizes in sysfs")
+    levels = {}
+    for d in glob.glob("/sys/devices/system/cpu/cpu0/cache/index*"):
+        size = open(f"{d}/size").read().strip()
+        levels[int(open(f"{d}/level").read())] = int(size[:-1]) * (1024 if size.endswith("M") else 1)
+    assert local.facts(refresh=True)["llc_kib"] == levels[max(levels)]

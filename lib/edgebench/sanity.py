@@ -48,3 +48,17 @@ def below_crosscheck(ratio: float, tool: str) -> str:
         return ""
     return (f"implausible: native's STREAM rate is {ratio:.2f}x what {tool} measured on the same machine in the "
             f"same run (below {CROSSCHECK_LIMIT:g}x): native's baseline did not reach memory's rate")
+
+
+# STREAM's own rule: each array at least four times the last-level cache, or the rate is partly
+# the cache's (a VM may report its host's 480 MiB L3, under which 76 MiB arrays measure cache).
+STREAM_CACHE_FACTOR = 4
+
+
+def below_stream_rule(array_mib: float, llc_kib: int | None) -> str:
+    """Why arrays of `array_mib` measure cache on a machine whose last-level cache is llc_kib, or ''."""
+    if not llc_kib or array_mib * 1024 >= STREAM_CACHE_FACTOR * llc_kib:
+        return ""
+    return (f"STREAM arrays of {array_mib:g} MiB are under {STREAM_CACHE_FACTOR}x the last-level cache "
+            f"({llc_kib / 1024:g} MiB): STREAM's rule is unmet, so the rates are partly the cache's "
+            f"(give stream_mib={STREAM_CACHE_FACTOR * llc_kib / 1024:g} or more)")

@@ -77,6 +77,8 @@ if [ -f /sys/fs/cgroup/cgroup.controllers ]; then
 else echo "memory_controller=$(awk '$1 == "memory" {print ($4 == 1 ? "yes" : "no")}' /proc/cgroups 2>/dev/null)"; fi
 echo "perf_event_paranoid=$(cat /proc/sys/kernel/perf_event_paranoid 2>/dev/null)"
 echo "smt=$(cat /sys/devices/system/cpu/smt/active 2>/dev/null)"
+# The last-level cache (KiB): STREAM's arrays must be 4x its size to measure memory, not cache.
+echo "llc_kib=$(for d in /sys/devices/system/cpu/cpu0/cache/index*; do echo "$(cat $d/level 2>/dev/null) $(cat $d/size 2>/dev/null)"; done | sort -n | tail -1 | awk '{s = $2; print (s ~ /M$/) ? s * 1024 : s + 0}')"
 echo "governor=$(cat /sys/devices/system/cpu/cpu0/cpufreq/scaling_governor 2>/dev/null)"
 if [ -r /dev/kvm ] && [ -w /dev/kvm ]; then echo "kvm=yes"; elif [ -e /dev/kvm ]; then echo "kvm=no-permission"; else echo "kvm=no"; fi
 # An emulated device (make device) says so: its numbers measure QEMU's emulator, not a board.
@@ -86,7 +88,8 @@ echo "user=$(id -un)"
 echo "home=$HOME"
 """
 
-_INT_FACTS = ("cores", "cores_online", "memory_kb", "swap_kb", "uid", "cgroup_version", "perf_event_paranoid")
+_INT_FACTS = ("cores", "cores_online", "memory_kb", "swap_kb", "uid", "cgroup_version", "perf_event_paranoid",
+              "llc_kib")
 
 
 def parse_facts(text: str) -> dict:

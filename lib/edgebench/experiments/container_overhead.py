@@ -215,9 +215,15 @@ def _memory(b: _Bench, artifacts: dict, crosscheck: bool) -> None:
     s = b.settings
     native_rates: dict[str, list[float]] = {}  # the cross-check's other side
 
+    llc_kib = b.target.facts().get("llc_kib")
+    unmet = {mib: sanity.below_stream_rule(mib, llc_kib) for mib in s.stream_mib}
+    if any(unmet.values()):
+        b.run.note("stream_rule", next(w for w in unmet.values() if w))
+
     def row_for(p: Point) -> dict:
         return b.base_row(p, "memory", app="stream", tool="stream (apps/stream)", array_mib=p.outer,
-                          point=f"{p.outer:g} MiB per array", threads=b.threads(p.protocol))
+                          point=f"{p.outer:g} MiB per array", threads=b.threads(p.protocol),
+                          note=unmet[p.outer] or None)
 
     def measure(p: Point, row: dict) -> None:
         rt = p.runtime

@@ -193,6 +193,8 @@ def device_notes(facts: dict, notes: dict) -> list[str]:
                      "memory measures nothing on this device.")
     if notes.get("sanity"):  # edgebench.sanity: a result physics rules out, seen while measuring
         lines.append(f"- **Ruled out:** {notes['sanity']}.")
+    if notes.get("stream_rule"):
+        lines.append(f"- **{notes['stream_rule'][0].upper()}{notes['stream_rule'][1:]}.**")
     return lines
 
 
