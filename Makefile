@@ -24,7 +24,7 @@ PYTEST_ARGS ?=
 PROVISION ?= yes
 # `make device NAME=debian-v2`: an emulated device (devices: `make device`); then TARGET=debian-v2.
 NAME ?=
-# `make lab`: where JupyterLab listens. Loopback by default; on a remote device tunnel to it (README).
+# `make lab`: where JupyterLab listens. Loopback by default; on a remote device tunnel to it (docs/manual.md).
 LAB_IP ?= 127.0.0.1
 LAB_PORT ?= 8888
 
@@ -44,11 +44,11 @@ help: ## Show this help
 
 setup: $(STAMP) ## Create .venv and install edgebench with its dependencies (quick when done)
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml constraints.txt
 	@command -v go >/dev/null || { echo "Go >= 1.22 is needed to build the apps for the target (apt-get install golang)"; exit 1; }
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[dev]'
+	$(PY) -m pip install -q -c constraints.txt -e '.[dev]'
 	touch $@
 
 provision: setup ## Install and start what the experiments need on TARGET (CHECK=1: only show it)

@@ -4,7 +4,7 @@ on LAB_IP:LAB_PORT, stopped by one Ctrl-C with its kernels shut down.
 
     python -m edgebench.lab [--ip 127.0.0.1] [--port 8888]
 
-The default address is loopback: on a remote device, tunnel to it (README, "JupyterLab")."""
+The default address is loopback: on a remote device, tunnel to it (docs/manual.md, "JupyterLab and coursework")."""
 
 from __future__ import annotations
 
