@@ -36,7 +36,7 @@ FIGURE_ARGS = --profile '$(PROFILE)' --target '$(TARGET)' --runtimes '$(RUNTIMES
 	$(foreach s,$(SET),--set '$(s)') \
 	$(if $(filter no,$(PROVISION)),,--provision)
 
-.PHONY: help setup provision figures plan replot compare report lab test bench device device-stop clean
+.PHONY: help setup provision figures plan replot compare report lab test test-fast bench device device-stop clean
 
 help: ## Show this help
 	@echo "edgebench: make <goal> [PROFILE=quick|standard] [TARGET=local|user@host|device|a,b] [FLEET=file.yml] [RUNTIMES=auto|native,docker] [APPS=all|go-http] [REPS=N] [ONLY=name] [SET='param=value ...'] [PROVISION=yes|no]"
@@ -79,6 +79,9 @@ lab: setup ## JupyterLab on notebooks/ with the project's kernel, as any user (L
 test: setup ## Provision this machine, run the test suite (parts still missing are skipped, with the reason)
 	$(call provision_first,local,--for-tests)
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+test-fast: setup ## The unit tests only (tables, figures, parsers, plans), without provisioning anything: for a change to a plot
+	$(PY) -m pytest -m "not integration" -q $(PYTEST_ARGS)
 
 bench: setup ## Print the benchmarks' figures (probe lag, wrk driver overhead, IoMT throughput vs tools, open-loop stall)
 	$(PY) benchmarks/probe_lag.py
