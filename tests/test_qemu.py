@@ -168,3 +168,21 @@ def test_watcher_captures_the_state_of_a_short_lived_qemu(local, fake_qemu, tmp_
     assert r.returncode == 0 and time.monotonic() - started < 10
     facts = state_facts(out.read_text())
     assert (facts["vcpus"], facts["memory_mb"], facts["accelerator"]) == (4, 32.0, "tcg")
+
+
+def test_the_kvm_fact_says_what_a_guest_would_get(local):
+    """This project's CI machine has a /dev/kvm that runs no guest (a nested one without vmx or
+    svm): its facts said kvm: yes while every VM row said tcg. arm64 shows no such flag."""
+    import os
+    from edgebench.runtimes.qemu import kvm_reason
+    kvm = local.facts(refresh=True)["kvm"]
+    usable = os.access("/dev/kvm", os.R_OK | os.W_OK)
+    flags = open("/proc/cpuinfo").read().split()
+    if not usable:
+        assert kvm in ("no", "no-permission")
+    elif os.uname().machine.startswith(("x86", "i")) and not ({"vmx", "svm"} & set(flags)):
+        assert kvm == "no-guests"
+    else:
+        assert kvm == "yes"
+    assert kvm_reason("yes", "pi") is None
+    assert "no vmx or svm" in kvm_reason("no-guests", "ci") and "absent" in kvm_reason("no", "pi")

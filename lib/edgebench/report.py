@@ -127,7 +127,8 @@ def vm_text(facts: dict, accels: set[str]) -> str:
     """What the VMs ran on, from the rows: /dev/kvm can exist where it runs no guest (a VM
     inside a VM), so the device's `kvm` fact alone would say KVM where every row says tcg."""
     if "tcg" in accels and "kvm" not in accels:
-        why = " (/dev/kvm is there, but runs no guest)" if str(facts.get("kvm")).lower() in ("yes", "true") else ""
+        why = (" (/dev/kvm is there, but runs no guest)" if str(facts.get("kvm")).lower() in ("yes", "true", "no-guests")
+               else "")
         return f"every VM ran under TCG, software emulation{why}: not comparable with the papers' KVM numbers"
     if "kvm" in accels:
         return "VMs ran under KVM" + (", some under TCG" if "tcg" in accels else "")

@@ -80,7 +80,15 @@ echo "smt=$(cat /sys/devices/system/cpu/smt/active 2>/dev/null)"
 # The last-level cache (KiB): STREAM's arrays must be 4x its size to measure memory, not cache.
 echo "llc_kib=$(for d in /sys/devices/system/cpu/cpu0/cache/index*; do echo "$(cat $d/level 2>/dev/null) $(cat $d/size 2>/dev/null)"; done | sort -n | tail -1 | awk '{s = $2; print (s ~ /M$/) ? s * 1024 : s + 0}')"
 echo "governor=$(cat /sys/devices/system/cpu/cpu0/cpufreq/scaling_governor 2>/dev/null)"
-if [ -r /dev/kvm ] && [ -w /dev/kvm ]; then echo "kvm=yes"; elif [ -e /dev/kvm ]; then echo "kvm=no-permission"; else echo "kvm=no"; fi
+# What a VM started here would get. An x86 /dev/kvm without vmx/svm in the CPU flags (a VM's
+# nested /dev/kvm, as on this project's CI machine) runs no guest: QEMU falls back to TCG.
+# arm64 shows no such flag: there /dev/kvm is the answer.
+if [ -r /dev/kvm ] && [ -w /dev/kvm ]; then
+  case "$(uname -m)" in
+    x86_64|i?86) if grep -qwE 'vmx|svm' /proc/cpuinfo; then echo "kvm=yes"; else echo "kvm=no-guests"; fi ;;
+    *) echo "kvm=yes" ;;
+  esac
+elif [ -e /dev/kvm ]; then echo "kvm=no-permission"; else echo "kvm=no"; fi
 # An emulated device (make device) says so: its numbers measure QEMU's emulator, not a board.
 echo "emulated_device=$(sed -n 's/^description=//p' /etc/edgebench-device 2>/dev/null)"
 echo "uid=$(id -u)"

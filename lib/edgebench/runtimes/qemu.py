@@ -266,12 +266,16 @@ def kvm_unusable(target: Target) -> str | None:
     """Why QEMU cannot have KVM on the target, or None: /dev/kvm missing or not accessible, or
     a CPU without vmx/svm (a nested /dev/kvm that cannot run guests: a VM asking for KVM there
     hangs or falls back to TCG)."""
-    kvm = target.facts().get("kvm")
-    if kvm != "yes":
-        return f"/dev/kvm on {target.name} is {'absent' if kvm == 'no' else kvm}"
-    if not target.run(["grep", "-qwE", "vmx|svm", "/proc/cpuinfo"], check=False).ok:
-        return f"{target.name}'s /proc/cpuinfo shows no vmx or svm flag, so QEMU runs without KVM (software emulation)"
-    return None
+    return kvm_reason(target.facts().get("kvm"), target.name)
+
+
+def kvm_reason(kvm: str | None, name: str) -> str | None:
+    """The target's `kvm` fact (edgebench.targets) in words, or None where a guest gets KVM."""
+    if kvm == "yes":
+        return None
+    if kvm == "no-guests":
+        return f"{name}'s /proc/cpuinfo shows no vmx or svm flag, so QEMU runs without KVM (software emulation)"
+    return f"/dev/kvm on {name} is {'absent' if kvm in (None, 'no') else kvm}"
 
 
 def stop_tagged(target: Target, tag: str) -> None:
