@@ -150,3 +150,19 @@ def test_report_in_a_real_headless_browser(site, tmp_path):
         finally:
             browser.close()
     assert not problems, problems
+
+
+def test_the_headline_is_the_findings_its_figures_cell_printed(tmp_path):
+    """A figure drawn inline lands after the findings its cell printed (container overhead):
+    the front page took the next cell's 'No EDP figure' for the finding."""
+    md = lambda text: {"output_type": "display_data", "data": {"text/markdown": text}, "metadata": {}}  # noqa: E731
+    png = {"output_type": "display_data", "data": {"image/png": "iVBORw0KGgo=\n"}, "metadata": {}}
+    cells = [{"cell_type": "code", "outputs": [md("- Every runtime was measured.")]},
+             {"cell_type": "code", "outputs": [md("- **memory**, fair: docker +1.0%"), png]},
+             {"cell_type": "code", "outputs": [md("**No EDP figure:** no power meter")]}]
+    nb = tmp_path / "09.ipynb"
+    nb.write_text(json.dumps({"cells": cells}))
+    assert report.headline(nb) == ("iVBORw0KGgo=", "memory, fair: docker +1.0%")
+    cells[1]["outputs"] = [png]
+    nb.write_text(json.dumps({"cells": cells}))
+    assert report.headline(nb)[1] == "No EDP figure: no power meter"

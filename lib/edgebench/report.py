@@ -206,25 +206,36 @@ def render_notebook(nb: Path) -> str:
 
 
 def headline(nb: Path) -> tuple[str | None, str]:
-    """The notebook's main figure (its first image, base64 PNG) and one line of its findings
-    (the first line of the first Markdown output after that figure: every notebook shows its
-    findings below its main figure; its run notes come before it)."""
+    """The notebook's main figure (its first image, base64 PNG) and one line of its findings:
+    the first line of the Markdown its figure's cell shows (a figure drawn inline appears at the
+    end of its cell, after the findings the cell printed), else of the first Markdown output
+    after the figure (the run notes come before it)."""
     try:
         doc = json.loads(nb.read_text())
     except (OSError, json.JSONDecodeError):
         return None, ""
-    image, line = None, ""
+
+    def first_line(out) -> str:
+        text = "".join((out.get("data") or {}).get("text/markdown", "")).strip()
+        first = next((x for x in text.splitlines() if x.strip()), "")
+        return re.sub(r"\*\*|`", "", first).lstrip("- ").strip()
+
+    image = None
     for cell in doc.get("cells", []):
-        for out in cell.get("outputs", []):
-            data = out.get("data") or {}
-            if image is None and "image/png" in data:
-                image = "".join(data["image/png"]).replace("\n", "")
-            elif image is not None and "text/markdown" in data:
-                text = "".join(data["text/markdown"]).strip()
-                first = next((x for x in text.splitlines() if x.strip()), "")
-                line = re.sub(r"\*\*|`", "", first).lstrip("- ").strip()
-                return image, line
-    return image, line
+        outputs = cell.get("outputs", [])
+        if image is None:
+            pngs = [o for o in outputs if "image/png" in (o.get("data") or {})]
+            if not pngs:
+                continue
+            image = "".join(pngs[0]["data"]["image/png"]).replace("\n", "")
+            same_cell = [o for o in outputs if "text/markdown" in (o.get("data") or {})]
+            if same_cell:
+                return image, first_line(same_cell[0])
+            continue
+        for out in outputs:
+            if "text/markdown" in (out.get("data") or {}):
+                return image, first_line(out)
+    return image, ""
 
 
 def _document(title: str, body: str, index_href: str | None) -> str:
