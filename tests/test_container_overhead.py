@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from conftest import need_tool
+from conftest import need, need_tool
 from edgebench.errors import ConfigError
 from edgebench.experiments import container_overhead as co
 from edgebench.plotting import container_overhead as plot
@@ -160,3 +160,50 @@ def test_quick_run_native_and_docker(local, docker_ready, wrk_ready, no_leftover
     assert power[span >= 1.0]["value"].between(2.5, 3.5).all() and (span >= 1.0).any()
     edp = ok[ok["metric"] == "edp"]
     assert len(edp) == len(total) and (edp["value"].abs() < 1.0).all()
+
+
+def _apt_state() -> dict:
+    """Every file under /etc/apt and /var/lib/apt/lists with its size and mtime."""
+    import os
+    out = {}
+    for root in ("/etc/apt", "/var/lib/apt/lists"):
+        for folder, _, files in os.walk(root):
+            for f in files:
+                st = os.stat(os.path.join(folder, f))
+                out[os.path.join(folder, f)] = (st.st_size, st.st_mtime_ns)
+    return out
+
+
+@pytest.mark.integration
+def test_iozone_is_fetched_without_touching_the_devices_apt(local, tmp_path):
+    """Debian's iozone3 is in non-free, which the device need not enable: the fetch reads a
+    private sources list and keeps its lists and download in its own folder."""
+    from edgebench import iozone
+    from edgebench.lxd_image import target_release
+    os_id, suite, mirror = target_release(local)
+    need("iozone", None if os_id in iozone.COMPONENT else f"{os_id}: no known component carries iozone3")
+    before = _apt_state()
+    r = local.run(["sh", "-c", iozone._FETCH, "fetch", str(tmp_path), mirror, suite, iozone.COMPONENT[os_id]],
+                  timeout=600, check=False)
+    need("iozone", None if r.ok else f"the mirror {mirror} did not give iozone3: {r.stderr[-300:]}")
+    assert (tmp_path / "root" / "usr" / "bin" / "iozone").exists()
+    assert _apt_state() == before
+
+
+@pytest.mark.integration
+def test_published_disk_rows_come_from_iozone_as_the_paper_ran_it(local, docker_ready, no_leftovers):
+    from edgebench import iozone
+    from edgebench.errors import MissingTool
+    try:
+        iozone.binary(local)
+    except MissingTool as e:
+        need("iozone", str(e))
+    run_dir = co.run_container_overhead(runtimes="native,docker", benchmarks="disk", protocols="published",
+                                        profile="quick", repetitions=1, file_mb=2, power_meter="none",
+                                        progress=False)
+    df = load_results(run_dir)
+    rows = df[(df["metric"] == "throughput") & (df["tool"] == "iozone")]
+    assert (rows["status"] == "ok").all(), rows["error"].tolist()
+    assert set(zip(rows["runtime"], rows["operation"])) == {(r, op) for r in ("native", "docker")
+                                                            for op in ("write", "rewrite", "read", "reread")}
+    assert (rows["value"] > 0).all()

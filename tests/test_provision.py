@@ -213,7 +213,8 @@ def test_versions_table_parsing():
 
 READ_ONLY = ("sh -c 'export PATH=", "dpkg-query ", "apt-cache policy ", "docker version ", "docker info ", "lxc query ",
              "curl -sfI ", "command -v ", "sh -c 'command -v ", "sha256sum ", "cat ",
-             "sh -c 'root=$1", "ls -1 ")  # linux_guest.DESCRIBE_KIT: is the linux-vm kit there
+             "sh -c 'root=$1", "ls -1 ",  # linux_guest.DESCRIBE_KIT: is the linux-vm kit there
+             "test -x ")  # iozone: is the one provisioning fetched there
 
 
 def survey(os_id="debian", apt=True, privilege="root", pid1="init", commands=("docker", "dockerd", "curl"),

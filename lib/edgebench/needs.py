@@ -68,6 +68,12 @@ NPB_VERSION_CHECK = ("sh", "-c", 'd="${EDGEBENCH_NPB_DIR:-$HOME/.cache/edgebench
                                  'ls "$d"/*.x >/dev/null 2>&1 || { echo "no NPB binaries in $d"; exit 1; }; '
                                  'cat "$d/VERSION" 2>/dev/null || echo "NPB3.4-OMP binaries in $d"')
 
+# IOZone's row: the version of whichever iozone a run would use, the target's or the one
+# provisioning unpacked into the workspace (the same check as edgebench.iozone.VERSION_CHECK).
+IOZONE_VERSION_CHECK = ("sh", "-c", 'x=$(command -v iozone || echo "$HOME/.cache/edgebench/iozone/root/usr/bin/iozone"); '
+                                    '"$x" -v 2>/dev/null | sed -n "s/.*Version \\$Revision: *\\([0-9.]*\\).*/iozone \\1/p" '
+                                    '| grep . || { echo "no iozone"; exit 1; }')
+
 # What the experiments run besides the runtimes (load generators, baselines, comparisons).
 TOOL_NEEDS: tuple[TargetNeeds, ...] = (
     _tool("http load (wrk)", "wrk", "wrk", ("wrk", "--version"), any_exit=True),
@@ -90,6 +96,10 @@ TOOL_NEEDS: tuple[TargetNeeds, ...] = (
     # Container overhead (paper 003): fio for the disk, ab for HTTP, a C compiler for STREAM
     # (apps/stream is compiled on the target), stress-ng to cross-check STREAM's rates.
     _tool("disk benchmark (fio)", "fio", "fio", ("fio", "--version")),
+    # The published disk runs: IOZone, from Debian's non-free without enabling it (edgebench.iozone).
+    TargetNeeds("disk benchmark, published (IOZone)", versions=(Version("iozone", IOZONE_VERSION_CHECK),),
+                by_hand=("iozone3 (Debian non-free, Ubuntu multiverse; make provision fetches it)",),
+                prepare=lambda prep: _install_iozone(prep)),
     _tool("http benchmark (ab)", "apache2-utils", "ab", ("ab", "-V"), by_hand="apache2-utils (ab)"),
     _tool("c programs (STREAM)", "gcc", "cc", ("cc", "--version"), by_hand="gcc (cc)"),
     _tool("memory cross-check", "stress-ng", "stress-ng", ("stress-ng", "--version")),
@@ -114,6 +124,11 @@ TOOL_NEEDS: tuple[TargetNeeds, ...] = (
 def _install_npb(prep: "Preparation") -> None:
     from edgebench import npb
     npb.install(prep)
+
+
+def _install_iozone(prep: "Preparation") -> None:
+    from edgebench import iozone  # iozone reads the target's apt sources through lxd_image
+    iozone.install(prep)
 
 
 def _install_oha(prep: "Preparation") -> None:

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from edgebench import energy, fio, npb, sanity, stream, sysbench
+from edgebench import energy, fio, iozone, npb, sanity, stream, sysbench
 from edgebench.apps import APPS, HTTP_APPS, App
 from edgebench.errors import ConfigError, EdgebenchError
 from edgebench.experiments.common import (as_list, check_apps, check_profile, check_protocols, check_repetitions,
@@ -78,8 +78,9 @@ PROFILE_SETTINGS = {
                          idle_s=10.0),
 }
 # A published IOZone run: the target's own iozone (Debian: iozone3, in non-free).
+# The target's own, else the one provisioning fetched (edgebench.iozone).
 IOZONE = App("iozone", "tool", TOOLS_DIR / "steps", "iozone", kind="tool", readiness=None,
-             package="iozone3 (Debian non-free; Raspberry Pi OS enables it)")
+             package="iozone3 (Debian non-free; Raspberry Pi OS enables it)", locate=iozone.binary)
 
 
 def npb_app(bench: str, cls: str, path: str) -> App:
