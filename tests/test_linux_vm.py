@@ -17,6 +17,7 @@ from edgebench.apps import APPS, place_app
 from edgebench.experiments.iomt import parse_record, workload_args
 from edgebench.runtimes import linux_guest
 from edgebench.runtimes.contract import Limits, StartFailed
+from edgebench.errors import EdgebenchError
 from edgebench.runtimes.linux_vm import LinuxVmRuntime
 
 # -- the guest's parts ------------------------------------------------------------------------
@@ -55,6 +56,39 @@ def test_built_in_modules_are_not_loaded_and_a_missing_one_is_named():
         linux_guest.load_order(("virtio_net",), {k: v for k, v in modules.items() if k != "net_failover"}, set())
     with pytest.raises(ValueError, match="cycle"):
         linux_guest.load_order(("a",), {"a": ("a.ko", ["b"]), "b": ("b.ko", ["a"])}, set())
+
+
+class _ModulesTarget:
+    """Answers LIST_MODULES with every file of LISTED (no depends) and READ_DEPENDS with the
+    files asked for; `cut` drops the listing's end, as a command timed out mid-way does."""
+    name = "dev"
+
+    def __init__(self, cut: bool = False):
+        self.cut, self.read = cut, []
+
+    def run(self, argv, timeout=None, check=True):
+        from edgebench.targets import CommandResult
+        script, args = argv[2], argv[4:]
+        if script == linux_guest.LIST_MODULES:
+            lines = ["\t".join(line.split("\t")[:2]) + "\t" for line in LISTED.splitlines() if "\t" in line]
+            out = "\n".join(lines) + "\n== builtin\nkernel/drivers/tty/serial/8250/8250.ko\n"
+            out += "" if self.cut else "== end\n"
+            return CommandResult("dev", "", out.replace("== end\n", "") if self.cut else out, "", None if self.cut else 0, 1)
+        self.read += args
+        rows = [line for line in LISTED.splitlines() if "\t" in line and line.split("\t")[1] in args]
+        return CommandResult("dev", "", "\n".join(rows) + "\n== end\n", "", 0, 1)
+
+
+def test_only_the_modules_a_boot_loads_are_read_and_a_cut_listing_is_an_error():
+    """Found on the emulated debian-v2: reading every module's depends took 400 s under TCG, the
+    120 s command timeout cut the listing before net/core, and linux-vm said failover was missing."""
+    target = _ModulesTarget()
+    modules, builtin = linux_guest.needed_modules(target, "/k", ("virtio_net",))
+    assert linux_guest.load_order(("virtio_net",), modules, builtin) == [
+        "virtio_ring", "virtio", "failover", "net_failover", "virtio_net"]
+    assert "/k/drivers/virtio/virtio_pci.ko" not in target.read  # not needed, not read
+    with pytest.raises(EdgebenchError, match="list-modules in /k on dev did not finish"):
+        linux_guest.needed_modules(_ModulesTarget(cut=True), "/k", ("virtio_net",))
 
 
 def test_kernel_command_line_carries_env_and_arguments_as_base64_lines():

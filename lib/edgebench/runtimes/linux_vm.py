@@ -161,10 +161,8 @@ class LinuxVmRuntime(StampedConsoleVm):
         if k is None:
             raise EdgebenchError(self.availability().reason)
         modules_dir = f"{k['root']}/lib/modules/{k['version']}"
-        listed = self.target.run(["sh", "-c", linux_guest.LIST_MODULES, "list-modules", modules_dir,
-                                  *linux_guest.MODULE_DIRS], check=False)
-        modules, builtin = linux_guest.parse_modules(listed.stdout)
         wanted = (*linux_guest.NET_MODULES["pci"], *linux_guest.NET_MODULES["mmio"])
+        modules, builtin = linux_guest.needed_modules(self.target, modules_dir, wanted)
         try:
             order = linux_guest.load_order(wanted, modules, builtin)
         except ValueError as e:
