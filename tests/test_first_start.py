@@ -179,3 +179,21 @@ def test_ctrl_c_during_first_starts_leaves_no_registry_trust_or_tag(local, docke
     assert not os.listdir("/etc/docker/certs.d") if os.path.isdir("/etc/docker/certs.d") else True
     assert not list((local.run(["sh", "-c", "ls -d $HOME/.cache/edgebench/registry/*/ 2>/dev/null"],
                                check=False).stdout or "").split())
+
+
+def test_the_registrys_certificate_is_valid_from_a_day_ago(tmp_path):
+    """Found on the emulated debian-v2, whose clock ran 4 minutes behind the host's under TCG: a
+    certificate valid from the host's 'now' was not yet valid there, and every first start
+    failed ('unable to verify the legitimacy of the server'). A Pi without a real-time clock can
+    lag the same way."""
+    import subprocess
+    from datetime import datetime, timedelta, timezone
+    from edgebench import registry
+    r = subprocess.run(["sh", "-c", registry._CERTIFICATE, "cert", str(tmp_path), "IP:10.232.1.1"],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout[-400:]
+    text = subprocess.run(["openssl", "x509", "-in", str(tmp_path / "cert.pem"), "-noout", "-startdate",
+                           "-ext", "subjectAltName"], capture_output=True, text=True).stdout
+    start = datetime.strptime(text.split("notBefore=")[1].splitlines()[0], "%b %d %H:%M:%S %Y %Z")
+    assert start.replace(tzinfo=timezone.utc) < datetime.now(timezone.utc) - timedelta(hours=12)
+    assert "IP Address:10.232.1.1" in text
