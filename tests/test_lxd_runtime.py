@@ -459,3 +459,34 @@ def test_tool_runs_through_steps_with_the_targets_binary(local, runtime, lxd_cle
     assert result.exit_code == 0 and [s["exit_code"] for s in steps] == [0, 0, 0], result.stderr
     assert "2097152 bytes written" in steps[0]["stdout"]
     assert sb.parse(steps[1]["stdout"]).get("read_mib_per_s", 0) > 0
+
+
+def test_a_base_image_build_that_times_out_says_so():
+    """On the emulated pi-arm64 debootstrap outlasted the build's timeout, and the error ended at
+    'failed (debootstrap bookworm from http://deb.debian.org/debian):' with nothing after it."""
+    from edgebench import lxd_image
+    from edgebench.errors import EdgebenchError
+    from edgebench.targets import CommandResult
+
+    class Board:
+        name, workspace, is_root = "pi", "/root/.cache/edgebench", True
+
+        def which(self, tool):
+            return f"/usr/bin/{tool}"
+
+        def facts(self):
+            return {"arch": "aarch64"}
+
+        def upload_if_changed(self, local, remote, mode=None):
+            return remote
+
+        def run(self, argv, timeout=None, check=True, stdin=None):
+            if "VERSION_CODENAME" in " ".join(argv):
+                out = "#os_id=debian\n#codename=bookworm\n#file=/etc/apt/sources.list\ndeb http://deb.debian.org/debian bookworm main\n"
+                return CommandResult("pi", "", out, "", 0, 0.1)
+            if argv[0].endswith("lxd-build-rootfs.sh"):
+                return CommandResult("pi", "", "", "", None, timeout)  # killed at the timeout
+            return CommandResult("pi", "", "", "", 1, 0.1)
+
+    with pytest.raises(EdgebenchError, match=r"did not finish within 3600 s \(its log: .*debootstrap.log\)"):
+        lxd_image.ensure_image(Board())

@@ -515,3 +515,11 @@ def test_a_service_a_package_started_is_stopped_where_edgebench_installed_it():
     t = scripted(missing=("sysbench",))
     pv.provision(t, **QUIET)
     assert not t.ran("systemctl disable")
+
+
+def test_a_version_that_does_not_come_in_time_is_said_so():
+    """On the emulated pi-arm64 dockerd --version outlasted its 20 s (exit 124 from timeout), and
+    the table said '`dockerd` fails (exit 124)' of a working daemon."""
+    from edgebench.needs import Version, parse_versions
+    states = parse_versions("dockerd\t124\t/usr/sbin/dockerd\t\n", [Version("dockerd", ("dockerd", "--version"))])
+    assert not states["dockerd"].ok and "gave no version within 90 s" in states["dockerd"].detail

@@ -31,7 +31,9 @@ from edgebench.targets import Target
 
 CACHE_ENV, MIRROR_ENV, SUITE_ENV = "EDGEBENCH_LXD_CACHE", "EDGEBENCH_LXD_MIRROR", "EDGEBENCH_LXD_SUITE"
 BUILD_SCRIPT = TOOLS_DIR / "lxd" / "build-rootfs.sh"
-BUILD_TIMEOUT_S = 1800  # debootstrap over a slow mirror on a small device
+# debootstrap over a slow mirror on a small device (on the emulated pi-arm64 under load, 30 minutes
+# were not enough)
+BUILD_TIMEOUT_S = 3600
 IMPORT_TIMEOUT_S = 600
 ALIAS_PREFIX = "edgebench/"
 BASE_PROPERTY = "edgebench"  # images carrying properties.edgebench=base are edgebench's to replace
@@ -190,9 +192,14 @@ def ensure_image(target: Target, *, mirror: str | None = None, suite: str | None
         raise ConfigError(f"building the LXD base image (debootstrap) needs root on {target.name}; "
                           "connect as root once, or run tools/lxd/setup.sh and edgebench.lxd_image there")
     r = target.run([script, cache_dir, suite, mirror, recipe], timeout=BUILD_TIMEOUT_S, check=False)
+    if r.exit_code is None:  # the timeout: the message said nothing after its colon
+        raise EdgebenchError(f"building the LXD base image on {target.name} (debootstrap {suite} from {mirror}) "
+                             f"did not finish within {BUILD_TIMEOUT_S} s (its log: {cache_dir}/debootstrap.log); "
+                             f"run `make provision TARGET={target.name}` again on a quieter device, or give a "
+                             f"nearer mirror ({MIRROR_ENV})")
     if not r.ok:
         raise EdgebenchError(f"building the LXD base image on {target.name} failed "
-                             f"(debootstrap {suite} from {mirror}):\n{r.stderr[-1500:]}")
+                             f"(debootstrap {suite} from {mirror}, exit {r.exit_code}):\n{r.stderr[-1500:]}")
     kv = parse_kv(r.stdout)
     fingerprint = kv["fingerprint"]
 

@@ -190,7 +190,7 @@ _VERSIONS = PATH_EXTRA + r"""
 v() {
   name=$1; shift
   p=$(command -v "$1" 2>/dev/null) || { printf '%s\tabsent\t\t\n' "$name"; return; }
-  if command -v timeout >/dev/null 2>&1; then out=$(timeout 20 "$@" 2>&1 </dev/null); rc=$?
+  if command -v timeout >/dev/null 2>&1; then out=$(timeout 90 "$@" 2>&1 </dev/null); rc=$?
   else out=$("$@" 2>&1 </dev/null); rc=$?; fi
   first=$(printf '%s\n' "$out" | grep -v '^[[:space:]]*$' | head -n 1 | tr '\t' ' ')
   printf '%s\t%s\t%s\t%s\n' "$name" "$rc" "$p" "$first"
@@ -233,14 +233,17 @@ def parse_versions(text: str, versions: list[Version]) -> dict[str, VersionState
         elif rc == "0" or by_name[name].any_exit:
             out[name] = VersionState(name, True, short_version(first), path)
         else:
-            out[name] = VersionState(name, False, path=path, detail=f"`{name}` fails (exit {rc}): {first[:120]}")
+            why = "gave no version within 90 s" if rc == "124" else f"fails (exit {rc})"
+            out[name] = VersionState(name, False, path=path, detail=f"`{name}` {why}: {first[:120]}")
     for v in versions:
         out.setdefault(v.name, VersionState(v.name, False, detail="not checked"))
     return out
 
 
 def version_states(target: Target, versions: list[Version]) -> dict[str, VersionState]:
-    r = target.run(["sh", "-c", versions_script(versions)], check=False, timeout=300)
+    # 90 s a program, 900 s in all: a 50 MB dockerd answering --version on an emulated aarch64
+    # board under load took more than the 20 s it had (seen on pi-arm64).
+    r = target.run(["sh", "-c", versions_script(versions)], check=False, timeout=900)
     return parse_versions(r.stdout, versions)
 
 
