@@ -61,8 +61,8 @@ def install(prep) -> None:
         prep.missing["iozone"] = f"no known component carries {PACKAGE} on {os_id}: install iozone by hand"
         return
     if prep.check:
-        prep.did(f"fetch {PACKAGE} from {mirror} {suite} {component} into {folder(target)} (apt-get download)")
-        prep.missing["iozone"] = "not fetched; would fetch it"
+        prep.would(f"fetch {PACKAGE} from {mirror} {suite} {component} into {folder(target)} (apt-get download)",
+                   "iozone", "not fetched; would fetch it")
         return
     r = target.run([*prep.sudo, "sh", "-c", _FETCH, "fetch-iozone", folder(target), mirror, suite, component],
                    timeout=600, check=False)

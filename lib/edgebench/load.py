@@ -504,8 +504,8 @@ class Oha(OpenLoopGenerator):
         root = ["--root", "/usr/local"] if prep.survey.get("privilege") == "root" else []
         argv = [cargo, "install", "oha", "--locked", *root]
         if prep.check:
-            prep.did(f"build oha: {' '.join(argv)} (about 6 min on 2 cores)")
-            prep.missing["oha"] = "not installed; would build it with cargo"
+            prep.would(f"build oha: {' '.join(argv)} (about 6 min on 2 cores)", "oha",
+                       "not installed; would build it with cargo")
             return
         prep.log("building oha with cargo (crates.io; about 6 min on 2 cores, once)")
         built = prep.target.run(argv, timeout=3600, check=False)

@@ -287,6 +287,11 @@ class Preparation:
     def fail(self, step: str, why: str) -> None:
         self.failures[step] = why
 
+    def would(self, action: str, part: str, missing: str) -> None:
+        """--check: say what would be done, and that `part` is missing until it is."""
+        self.did(action)
+        self.missing[part] = missing
+
 
 def tail(text: str, n: int = 3) -> str:
     return " | ".join(text.strip().splitlines()[-n:]) or "no output"

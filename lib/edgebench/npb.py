@@ -71,8 +71,8 @@ def install(prep) -> None:
             prep.missing["npb"] = f"not built: no {tool} on {target.name} (apt-get install gfortran gcc make)"
             return
     if prep.check:
-        prep.did(f"build NPB {VERSION} (OpenMP) for classes {', '.join(CLASSES)} in {bin_dir}")
-        prep.missing["npb"] = "not built; would build it"
+        prep.would(f"build NPB {VERSION} (OpenMP) for classes {', '.join(CLASSES)} in {bin_dir}", "npb",
+                   "not built; would build it")
         return
     base = posixpath.dirname(bin_dir)
     tarball = f"{base}/NPB{VERSION}.tar.gz"

@@ -47,8 +47,7 @@ def install(prep: Preparation) -> None:
         prep.missing["ops"] = f"not installed: {INSTALLER} is unreachable (no internet; curl exit {r.exit_code})"
         return
     if prep.check:
-        prep.did(f"install ops ({INSTALLER})")
-        prep.missing["ops"] = "not installed; would install with its official installer"
+        prep.would(f"install ops ({INSTALLER})", "ops", "not installed; would install with its official installer")
         return
     prep.log(f"installing ops with {INSTALLER}")
     prep.did(f"installed ops ({INSTALLER})")
