@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import need_tool
+from conftest import need, need_tool
 from edgebench import stream
 from edgebench.apps import APPS, c_build
 from edgebench.errors import EdgebenchError
@@ -99,8 +99,8 @@ def test_arrays_under_four_times_the_last_level_cache_are_said_to_measure_cache(
 
 def test_the_target_reports_its_last_level_cache(local):
     import glob
-    if not glob.glob("/sys/devices/system/cpu/cpu0/cache/index*/size"):
-        pytest.skip("this kernel exposes no cache sizes in sysfs")
+    need("cpu-cache-sysfs", None if glob.glob("/sys/devices/system/cpu/cpu0/cache/index*/size") else
+         "this kernel exposes no cache sizes in /sys/devices/system/cpu/cpu0/cache")
     levels = {}
     for d in glob.glob("/sys/devices/system/cpu/cpu0/cache/index*"):
         size = open(f"{d}/size").read().strip()

@@ -69,7 +69,7 @@ NPB_VERSION_CHECK = ("sh", "-c", 'd="${EDGEBENCH_NPB_DIR:-$HOME/.cache/edgebench
                                  'cat "$d/VERSION" 2>/dev/null || echo "NPB3.4-OMP binaries in $d"')
 
 # IOZone's row: the version of whichever iozone a run would use, the target's or the one
-# provisioning unpacked into the workspace (the same check as edgebench.iozone.VERSION_CHECK).
+# provisioning unpacked into the workspace (edgebench.iozone.unpacked).
 IOZONE_VERSION_CHECK = ("sh", "-c", 'x=$(command -v iozone || echo "$HOME/.cache/edgebench/iozone/root/usr/bin/iozone"); '
                                     '"$x" -v 2>/dev/null | sed -n "s/.*Version \\$Revision: *\\([0-9.]*\\).*/iozone \\1/p" '
                                     '| grep . || { echo "no iozone"; exit 1; }')

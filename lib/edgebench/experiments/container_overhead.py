@@ -21,6 +21,7 @@ Both protocols keep every repetition (the paper reports the mean of 5).
 
 from __future__ import annotations
 
+import statistics
 from contextlib import nullcontext
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -77,8 +78,7 @@ PROFILE_SETTINGS = {
                          npb_benchmarks=npb.BENCHMARKS, ab_requests=10000, seconds=10, connections=10,
                          idle_s=10.0),
 }
-# A published IOZone run: the target's own iozone (Debian: iozone3, in non-free).
-# The target's own, else the one provisioning fetched (edgebench.iozone).
+# A published IOZone run: the target's own iozone, else the one provisioning fetched (edgebench.iozone).
 IOZONE = App("iozone", "tool", TOOLS_DIR / "steps", "iozone", kind="tool", readiness=None,
              package="iozone3 (Debian non-free; Raspberry Pi OS enables it)", locate=iozone.binary)
 
@@ -268,9 +268,9 @@ def _memory_crosscheck(b: _Bench, native_rates: dict[str, list[float]]) -> None:
                        exit_code=r.exit_code)
         try:
             parsed = stream.parse_stress_ng_stream(r.stdout + r.stderr)
-            triad = sorted(native_rates.get("triad", []))
-            why = sanity.below_crosscheck(triad[len(triad) // 2] / parsed["rate_mb_s"], "stress-ng --stream") \
-                if triad and parsed["rate_mb_s"] else ""
+            triad = native_rates.get("triad")
+            why = (sanity.below_crosscheck(statistics.median(triad) / parsed["rate_mb_s"], "stress-ng --stream")
+                   if triad and parsed["rate_mb_s"] else "")
             if why:  # said in the row and the run's notes as soon as it is known
                 b.run.note("sanity", why)
             b.run.add(metric="memory_rate", value=parsed["rate_mb_s"], unit="MB/s", app="stress-ng",

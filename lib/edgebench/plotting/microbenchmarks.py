@@ -181,12 +181,7 @@ def network_figure(table: pd.DataFrame):
     if all_busy:
         title += f"\n{HEALTH_MARK} every value was measured while the device was busy or throttled"
     fig.suptitle(title)
-    handles, names = {}, []
-    for ax in axes:
-        for h, n in zip(*ax.get_legend_handles_labels()):
-            handles.setdefault(n, h)
-    fig.legend(handles.values(), handles.keys(), loc="lower center", ncol=3, fontsize=8, frameon=False)
-    fig.tight_layout(rect=(0, 0.14, 1, 1))
+    figure_legend(fig, ncol=3)  # one entry per label across both panels
     return fig
 
 

@@ -211,21 +211,24 @@ def figure_legend(fig, extra=(), ncol: int = 6) -> None:
 FIGURE_NOTES_MARK = "eb-figure-notes"
 
 
+def failed_runtimes(df: pd.DataFrame) -> dict[str, tuple[int, str]]:
+    """Runtimes whose every row failed (no figure can draw them): how many rows, and their most
+    frequent reason."""
+    out = {}
+    for runtime, g in df.groupby("runtime", sort=False):
+        if not (g["status"] == "ok").any():
+            errors = g["error"].dropna().astype(str).value_counts()
+            out[str(runtime)] = (len(g), errors.index[0] if not errors.empty else "no reason recorded")
+    return out
+
+
 def left_out_runtimes(run_dir: Path) -> dict[str, str]:
-    """Runtimes the run measured whose every row failed (so no figure can draw them), each with
-    its most frequent reason, shortened."""
-    import pandas as pd
+    """failed_runtimes of a run's results, each reason shortened for a figure's note."""
     try:
         df = pd.read_csv(Path(run_dir) / "results.csv", usecols=["runtime", "status", "error"])
     except (OSError, ValueError):
         return {}
-    out = {}
-    for runtime, g in df.groupby("runtime", sort=False):
-        if not (g["status"] == "ok").any():
-            errors = g["error"].dropna().astype(str)
-            why = errors.value_counts().index[0] if not errors.empty else "no row succeeded"
-            out[str(runtime)] = why if len(why) <= 90 else why[:87] + "..."
-    return out
+    return {rt: why if len(why) <= 90 else why[:87] + "..." for rt, (_, why) in failed_runtimes(df).items()}
 
 
 def figure_notes(run_dir: Path) -> list[str]:

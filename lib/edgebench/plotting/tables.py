@@ -10,7 +10,8 @@ import pandas as pd
 
 from edgebench.errors import EdgebenchError
 from edgebench.health import BUSY, MARKED, THROTTLED, UNKNOWN, flags
-from edgebench.plotting.style import COLD, EMULATED, FIRST, HEALTH_LABEL, HEALTH_MARK, base_runtime, in_runtime_order
+from edgebench.plotting.style import (COLD, EMULATED, FIRST, HEALTH_LABEL, HEALTH_MARK, base_runtime, failed_runtimes,
+                                      in_runtime_order)
 
 
 class NoData(EdgebenchError):
@@ -172,11 +173,8 @@ def run_notes(run_dir, df: pd.DataFrame | None = None) -> str:
                 "paper's KVM numbers)" if "tcg" in kinds else ""
             lines.append(f"- **{rt}** ran with accelerator: {kinds}{emulated}")
     if df is not None and {"runtime", "status", "error"} <= set(df.columns):
-        for rt, g in df.groupby("runtime", sort=False):
-            if not (g["status"] == "ok").any():
-                errors = g["error"].dropna().astype(str).value_counts()
-                lines.append(f"- **{rt}** is in no figure: all {len(g)} of its rows failed, most often: "
-                             f"{errors.index[0] if not errors.empty else 'no reason recorded'}")
+        for rt, (rows, why) in failed_runtimes(df).items():
+            lines.append(f"- **{rt}** is in no figure: all {rows} of its rows failed, most often: {why}")
     health = health_notes(run_dir, df)
     return "\n".join(device + (lines or ["- Every runtime was measured."]) + health)
 
