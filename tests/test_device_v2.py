@@ -2,8 +2,8 @@
 reached over SSH as a user's laptop or board is. This machine is cgroup v1 (hybrid), so everything
 here is the only place these paths run for real: native limits through cgroup.subtree_control,
 memory.max, cpu.max and cpuset.cpus, read back; an OOM kill counted from memory.events; Docker on
-systemd's cgroup driver; LXD on v2. What the kernel holds is read from the files themselves, not
-only through the library's reader."""
+systemd's cgroup driver and LXD on v2, both running Debian's own node. What the kernel holds is
+read from the files themselves, not only through the library's reader."""
 
 from __future__ import annotations
 
@@ -50,6 +50,16 @@ def go_http(debian_v2):
     return place_app(debian_v2, APPS["go-http"])
 
 
+@pytest.fixture(scope="module")
+def node_http(debian_v2):
+    """node-http on Debian's own nodejs, the node a user's Debian or Raspberry Pi OS device has:
+    its libnode reads part of Node from /usr/share/nodejs, which Docker's offline image and LXD's
+    mounts must carry (they did not, and node died at start in both)."""
+    debian_v2.run(["sh", "-c", "command -v node || DEBIAN_FRONTEND=noninteractive "
+                   "apt-get install -y -q --no-install-recommends nodejs"], timeout=900)
+    return place_app(debian_v2, APPS["node-http"])
+
+
 def test_the_device_is_what_it_says(debian_v2):
     facts = debian_v2.facts()
     assert facts["cgroup_version"] == 2 and facts["cgroup_unified"] is None  # unified, not hybrid
@@ -91,12 +101,12 @@ def test_an_oom_kill_is_counted_from_memory_events(debian_v2):
         group.destroy()
 
 
-def test_docker_limits_on_systemds_cgroup_driver(debian_v2, go_http):
+def test_docker_limits_on_systemds_cgroup_driver(debian_v2, node_http):
     assert debian_v2.run(["docker", "info", "--format", "{{.CgroupDriver}} {{.CgroupVersion}}"]).stdout.split() \
         == ["systemd", "2"]
     runtime = DockerRuntime(debian_v2)
     try:
-        artifact = runtime.package(go_http, "offline")
+        artifact = runtime.package(node_http, "offline")
         instance, _ = runtime.start(artifact, LIMITED, debian_v2.free_port(18080))
         try:
             path = instance.limits_applied.cgroup_path
@@ -108,10 +118,10 @@ def test_docker_limits_on_systemds_cgroup_driver(debian_v2, go_http):
         runtime.cleanup()
 
 
-def test_lxd_limits_on_v2(debian_v2, go_http):
+def test_lxd_limits_on_v2(debian_v2, node_http):
     runtime = LxdRuntime(debian_v2)
     try:
-        artifact = runtime.package(go_http)
+        artifact = runtime.package(node_http)
         instance, _ = runtime.start(artifact, LIMITED, debian_v2.free_port(18080))
         try:
             assert instance.limits_applied.cgroup_path.lstrip("/") == runtime.container_cgroup(instance.name)

@@ -8,10 +8,25 @@ from __future__ import annotations
 _LDD_PATHS = r"""awk '$2 == "=>" && $3 ~ /^\// {print $3} $1 ~ /^\// {print $1}'"""
 
 
+# Files a binary or its libraries read by a path compiled into them. Debian's nodejs is built with
+# externalized builtins: libnode loads part of Node itself (cjs-module-lexer, undici, acorn) from
+# /usr/share/nodejs at start, and without them node dies ("Cannot load externalized builtin").
+# Node from nodejs.org or a distribution that bundles them names none of these paths.
+_COMPILED_IN_FILES = r"""xargs grep -aho '/usr/share/nodejs/[[:alnum:]@/._-]*\.js' 2>/dev/null | sort -u"""
+
+
+def compiled_in_files(binary: str) -> str:
+    """A shell pipeline printing the files `binary` or the libraries it loads name by path and
+    need at run time (see _COMPILED_IN_FILES), those that exist."""
+    return (f"{{ echo {binary}; ldd {binary} 2>/dev/null | {_LDD_PATHS}; }} | {_COMPILED_IN_FILES} |\n"
+            "  while read -r f; do [ -f \"$f\" ] && echo \"$f\"; done")
+
+
 def copy_libraries(binary: str, root: str) -> str:
-    """Copy what `binary` loads into `root` at the same paths (shell words, already quoted). A
-    static binary loads nothing: ldd's complaint about it is not an error."""
-    return (f"for lib in $(ldd {binary} 2>/dev/null | {_LDD_PATHS}); do\n"
+    """Copy what `binary` loads into `root` at the same paths (shell words, already quoted): its
+    libraries and the files they read by a compiled-in path. A static binary loads nothing:
+    ldd's complaint about it is not an error."""
+    return (f"for lib in $(ldd {binary} 2>/dev/null | {_LDD_PATHS}) $({compiled_in_files(binary)}); do\n"
             f"  [ -e {root}\"$lib\" ] || cp --parents -L \"$lib\" {root}/\n"
             "done\n")
 

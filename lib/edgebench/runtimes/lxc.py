@@ -28,6 +28,7 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from edgebench import rootfs
 from edgebench.cgroups import CFS_PERIOD_US, oom_kills
 from edgebench.errors import ConfigError, EdgebenchError
 from edgebench.lxd_image import lxc_query
@@ -53,9 +54,11 @@ set -e
 rootfs=$1; binary=$(readlink -f "$2"); shift 2
 echo "bin $binary - $(stat -L -c %s "$binary") -"
 # The binary's libraries, and those of the shared objects in the folders named after it (Python's
-# extensions), except what those folders hold themselves (they are mounted whole).
+# extensions), except what those folders hold themselves (they are mounted whole); and the files
+# they read by a compiled-in path (Debian's node).
 for lib in $({ ldd "$binary"; for d in "$@"; do find "$d" -name '*.so*' -type f -exec ldd {} + 2>/dev/null | grep -v ':$'; done; } |
-             awk '$2 == "=>" && $3 ~ /^\// {print $3} $1 ~ /^\// {print $1}' | sort -u); do
+             awk '$2 == "=>" && $3 ~ /^\// {print $3} $1 ~ /^\// {print $1}' | sort -u) \
+           $(""" + rootfs.compiled_in_files('"$binary"') + r"""); do
   inside_folder=""
   for d in "$@"; do case "$lib" in "$d"/*) inside_folder=1 ;; esac; done
   [ -z "$inside_folder" ] || continue
