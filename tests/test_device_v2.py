@@ -54,7 +54,8 @@ def go_http(debian_v2):
 def node_http(debian_v2):
     """node-http on Debian's own nodejs, the node a user's Debian or Raspberry Pi OS device has:
     its libnode reads part of Node from /usr/share/nodejs, which Docker's offline image and LXD's
-    mounts must carry (they did not, and node died at start in both)."""
+    mounts must carry (they did not, and node died at start in both), and native's footprint must
+    count (it did not)."""
     debian_v2.run(["sh", "-c", "command -v node || DEBIAN_FRONTEND=noninteractive "
                    "apt-get install -y -q --no-install-recommends nodejs"], timeout=900)
     return place_app(debian_v2, APPS["node-http"])
@@ -107,6 +108,11 @@ def test_docker_limits_on_systemds_cgroup_driver(debian_v2, node_http):
     runtime = DockerRuntime(debian_v2)
     try:
         artifact = runtime.package(node_http, "offline")
+        # The footprint's native Node is node with what it loads beyond the C runtime: Debian's
+        # node binary alone is a 27 KB launcher, and the offline image measured 3,079x native.
+        native = NativeRuntime(debian_v2).package(node_http)
+        assert node_http.details["node_library_bytes"] > 20 * MiB
+        assert 1.0 < artifact.size_bytes / native.size_bytes < 1.3
         instance, _ = runtime.start(artifact, LIMITED, debian_v2.free_port(18080))
         try:
             path = instance.limits_applied.cgroup_path

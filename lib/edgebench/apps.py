@@ -15,13 +15,14 @@ from __future__ import annotations
 import hashlib
 import os
 import platform
+import posixpath
 import shutil
 import subprocess
-import posixpath
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from edgebench import python_apps, rootfs
 from edgebench.errors import ConfigError, EdgebenchError, MissingTool
 from edgebench.paths import APPS_DIR, BUILD_DIR, TOOLS_DIR
 from edgebench.targets import Target
@@ -242,10 +243,11 @@ def place_app(target: Target, app: App) -> BuiltApp:
             target.upload_if_changed(f, f"{base}/{rel}")
             size += f.stat().st_size
         script = f"{base}/{app.entry}"
-        node_size = int(target.run(["sh", "-c", 'stat -L -c %s "$(command -v node)"']).stdout.strip())
+        node_size, library_size = map(int, target.run(["sh", "-c", rootfs.own_bytes('"$1"'), "size", node]).stdout.split())
         version = target.run([node, "--version"], check=False).stdout.strip()
         return BuiltApp(app, arch, script, size, [node, script],
-                        details={"node": version or None, "node_binary_bytes": node_size})
+                        details={"node": version or None, "node_binary_bytes": node_size,
+                                 "node_library_bytes": library_size})
     if app.language == "tool":
         path = app.locate(target) if app.locate else target.which(app.entry)
         if not path:
@@ -266,7 +268,6 @@ def place_app(target: Target, app: App) -> BuiltApp:
                         details={"tool": path, "version": version[0] if version else None, "steps": steps,
                                  **({"data": [f"{base}/{rel}" for rel in app.data]} if app.data else {})})
     if app.language == "python":
-        from edgebench import python_apps
         python = python_apps.interpreter(target)
         site = python_apps.place_site(target, app.name, app.source_dir, python)
         script = target.upload_if_changed(app.source_dir / app.entry, f"{base}/{app.entry}")

@@ -22,6 +22,21 @@ def compiled_in_files(binary: str) -> str:
             "  while read -r f; do [ -f \"$f\" ] && echo \"$f\"; done")
 
 
+# The C and C++ runtime every Linux system has: a self-contained build (nodejs.org's node, the
+# paper's pkg binary) still loads these from the system.
+_SYSTEM_RUNTIME = r"""grep -vE '/(ld-linux[^/]*|libc|libm|libdl|libpthread|librt|libresolv|libstdc\+\+|libgcc_s)\.so'"""
+
+
+def own_bytes(binary: str) -> str:
+    """A shell pipeline printing two numbers: the bytes of `binary`, and of the libraries it loads
+    beyond the system's C runtime with the files they name (Debian's node is a 20 KB launcher;
+    its libnode, ICU and the rest are what a self-contained node carries inside)."""
+    loaded = compiled_in_files('"$b"')
+    return (f"b=$(readlink -f {binary}); printf '%s ' \"$(stat -L -c %s \"$b\")\"; "
+            f"{{ ldd \"$b\" 2>/dev/null | {_LDD_PATHS} | {_SYSTEM_RUNTIME}; {loaded}; }} |\n"
+            "  sort -u | while read -r f; do stat -L -c %s \"$f\"; done | awk '{s += $1} END {print s + 0}'")
+
+
 def copy_libraries(binary: str, root: str) -> str:
     """Copy what `binary` loads into `root` at the same paths (shell words, already quoted): its
     libraries and the files they read by a compiled-in path. A static binary loads nothing:
