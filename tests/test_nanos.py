@@ -152,6 +152,16 @@ def test_tcg_rows_get_their_own_label_and_still_see_the_papers_value():
     assert len(reference_for(ref, ["native"])) == 2
 
 
+def test_a_failed_start_of_an_emulated_runtime_keeps_its_name():
+    """A failed start records no accelerator; it was drawn as a second runtime, "linux-vm" beside
+    "linux-vm (TCG)", in one legend."""
+    import pandas as pd
+    from edgebench.plotting.tables import mark_emulated
+    df = pd.DataFrame({"runtime": ["native", "linux-vm", "linux-vm", "docker"],
+                       "accelerator": [None, "tcg", None, None], "status": ["ok", "ok", "failed", "failed"]})
+    assert list(mark_emulated(df)["runtime"]) == ["native", "linux-vm (TCG)", "linux-vm (TCG)", "docker"]
+
+
 def test_run_notes_name_absent_runtimes_and_emulated_ones(tmp_path):
     import pandas as pd
     from edgebench.plotting import run_notes

@@ -9,12 +9,11 @@ import numpy as np
 import pandas as pd
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
-from matplotlib.ticker import FormatStrFormatter, LogLocator, NullFormatter
 
 from edgebench.compare import HEADLINE_METRICS, KEY_COLUMNS, headline, verdict
 from edgebench.experiments import EXPERIMENTS
 from edgebench.plotting.style import (PAPER_VALUE_STYLE, figure_legend, in_runtime_order, plt, protocols_in,
-                                      runtime_artist, runtime_colour, runtime_rank)
+                                      readable_log_ticks, runtime_artist, runtime_colour, runtime_rank)
 from edgebench.plotting.tables import NoData
 
 ROW_LEVELS = ["experiment", "metric", "runtime", "at"]
@@ -163,9 +162,7 @@ def _panel(ax, rows: pd.DataFrame, labels: list[str], hatch: dict) -> None:
     if hi / lo > LOG_SPAN:
         ax.set_yscale("log")
         ax.set_ylim(lo / 1.3, hi * 1.3)
-        ax.yaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
-        ax.yaxis.set_major_formatter(FormatStrFormatter("%g"))
-        ax.yaxis.set_minor_formatter(NullFormatter())
+        readable_log_ticks(ax)
     else:
         pad = max(0.02, 0.1 * (hi - lo))
         ax.set_ylim(lo - pad, hi + pad)

@@ -9,13 +9,12 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 from matplotlib.lines import Line2D
-from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
 from edgebench.plotting.style import (FAILED_STYLE, PROTOCOL_TITLE, figure_legend, in_runtime_order, keep_in_view,
-                                      mark_health, runtime_colour,
-                                      mark_paper_values, protocol_grid, protocol_line, protocols_in, runtime_artist)
-from edgebench.plotting.tables import (NoData, beside_published, mark_emulated, mark_health as health_column, ok_rows,
-                                       sort_by_runtime, spread)
+                                      mark_health, mark_paper_values, protocol_grid, protocol_line, protocols_in,
+                                      readable_log_ticks, runtime_artist, runtime_colour)
+from edgebench.plotting.tables import NoData, beside_published, mark_emulated, ok_rows, sort_by_runtime, spread
+from edgebench.plotting.tables import mark_health as health_column
 
 KEYS = ["scenario", "cpus", "memory_mb", "app", "runtime", "protocol"]
 PAPER = "paper 000"
@@ -98,10 +97,9 @@ def http_figure(table: pd.DataFrame, title: str):
                 if j == 0:
                     ax.set_ylabel(ylabel, fontsize=8)
                 ax.set_yscale("log")
-                ax.yaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))  # a label even within one decade
-                ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,g}"))
-                ax.yaxis.set_minor_formatter(NullFormatter())  # 2x10^1, 3x10^1 ... printed over each other
     keep_in_view(axes)  # y is shared per row: what the published column or a paper's value adds
+    for ax in np.ravel(axes):
+        readable_log_ticks(ax)
     shapes = [Line2D([], [], color="grey", marker=m, linestyle="", label=lab) for _, m, lab in PERCENTILES]
     fig.suptitle(f"{title}: one line per runtime; x = {PAPER}; ▼ (at the panel's foot) = failed at that level; "
                  f"(TCG) = emulated")

@@ -18,6 +18,7 @@ if "ipykernel" not in sys.modules:
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
+from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter  # noqa: E402
 
 from edgebench.health import is_marked  # noqa: E402
 from edgebench.paths import FIGURES_DIR  # noqa: E402
@@ -184,6 +185,17 @@ def keep_in_view(axes, pad: float = 0.05) -> None:
         new_lo, new_hi = f(min(lo, d0)), f(max(hi, d1))
         margin = pad * (new_hi - new_lo)
         ax.set_ylim(inv(new_lo - margin) if d0 < lo else lo, inv(new_hi + margin) if d1 > hi else hi)
+
+
+def readable_log_ticks(ax) -> None:
+    """Labels on a log y axis that do not print over each other in a short panel: 1-2-5 within a
+    decade or so, 1-3 up to three decades, every decade beyond (once the limits are final)."""
+    lo, hi = ax.get_ylim()
+    decades = np.log10(hi / lo) if lo > 0 and hi > lo else 0.0
+    subs = (1.0, 2.0, 5.0) if decades <= 1.5 else (1.0, 3.0) if decades <= 3 else (1.0,)
+    ax.yaxis.set_major_locator(LogLocator(subs=subs))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,g}"))
+    ax.yaxis.set_minor_formatter(NullFormatter())
 
 
 def figure_legend(fig, extra=(), ncol: int = 6) -> None:

@@ -11,7 +11,8 @@ import pandas as pd
 from edgebench.errors import EdgebenchError
 from edgebench.health import BUSY, MARKED, THROTTLED, UNKNOWN, flags
 from edgebench.plotting.style import (COLD, EMULATED, FIRST, HEALTH_LABEL, HEALTH_MARK, base_runtime, failed_runtimes,
-                                      in_runtime_order)
+                                      in_runtime_order, runtime_colour)
+from edgebench.results import load_meta
 
 
 class NoData(EdgebenchError):
@@ -57,7 +58,11 @@ def mark_emulated(df: pd.DataFrame) -> pd.DataFrame:
     and figure keeps them apart."""
     if "accelerator" not in df.columns or df.empty:
         return df
-    tcg = df["accelerator"].astype(str).str.lower().eq("tcg") & ~df["runtime"].str.endswith(EMULATED)
+    tcg = df["accelerator"].astype(str).str.lower().eq("tcg")
+    # A start that failed records no accelerator, but a run gives a runtime one for all its
+    # starts: its failed rows belong with its emulated ones, not under a second name.
+    tcg |= df["accelerator"].isna() & df["runtime"].isin(set(df.loc[tcg, "runtime"]))
+    tcg &= ~df["runtime"].str.endswith(EMULATED)
     if not tcg.any():
         return df
     df = df.copy()
@@ -115,7 +120,6 @@ def mark_health(table: pd.DataFrame, df: pd.DataFrame, keys: list[str]) -> pd.Da
 
 def health_notes(run_dir, df: pd.DataFrame | None = None) -> list[str]:
     """The footnote to the dagger, and why throttling could not be checked where it could not."""
-    from edgebench.results import load_meta
     notes = (load_meta(Path(run_dir)).get("notes") or {}).get("health")
     lines = []
     if df is not None and "health" in df and len(df):
@@ -156,7 +160,6 @@ def beside_published(table: pd.DataFrame, reference: pd.DataFrame, metric: str, 
 def run_notes(run_dir, df: pd.DataFrame | None = None) -> str:
     """What a reader needs before the numbers: runtimes that were not measured and why, which VM
     rows ran under software emulation, and the device's health (the dagger's footnote)."""
-    from edgebench.results import load_meta
     lines = []
     meta = load_meta(Path(run_dir))
     notes = meta.get("notes") or {}
@@ -201,7 +204,6 @@ def stacked_parts(ax, t: pd.DataFrame, parts, total: str, note) -> None:
     missing and negative parts drawn as 0), the row's `total` as a line in its runtime's colour
     and `note(row)` above it; x labels from the `label` column."""
     import numpy as np
-    from edgebench.plotting.style import runtime_colour
     x = np.arange(len(t))
     bottom = np.zeros(len(t))
     for column, name, colour in parts:
