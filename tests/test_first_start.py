@@ -188,7 +188,7 @@ def test_the_registrys_certificate_is_valid_from_a_day_ago(tmp_path):
     lag the same way."""
     import subprocess
     from datetime import datetime, timedelta, timezone
-    from edgebench import registry
+    from edgebench.runtimes import image_registry as registry
     r = subprocess.run(["sh", "-c", registry._CERTIFICATE, "cert", str(tmp_path), "IP:10.232.1.1"],
                        capture_output=True, text=True)
     assert r.returncode == 0, r.stdout[-400:]

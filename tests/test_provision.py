@@ -467,7 +467,7 @@ def test_check_over_ssh_sees_what_local_sees(local, ssh_host):
 def test_meta_json_records_every_declared_program(local, wrk_ready):
     """tool_versions come from the registry's declarations: one key per program, the version
     where it runs and None where it does not."""
-    from edgebench.needs import tool_versions, versions_for
+    from edgebench.parts import tool_versions, versions_for
     versions = tool_versions(local)
     assert set(versions) == {v.name for v in versions_for(local.facts()["arch"])}
     assert {"docker", "docker_server", "lxd", "ops", "wrk", "go"} <= set(versions)

@@ -101,7 +101,7 @@ def test_facts(local):
     assert isinstance(f["swap_mb"], int)
     assert f["cgroup_version"] in (1, 2, None)
     assert f["kvm"] in ("yes", "no", "no-permission", "no-guests")
-    # Tool versions are not host facts: meta.json gets them from the registry (edgebench.needs).
+    # Tool versions are not host facts: meta.json gets them from the registry (edgebench.parts).
     assert not {"docker", "wrk", "qemu", "ops", "lxd"} & set(f)
     assert f["uid"] == os.getuid()
 

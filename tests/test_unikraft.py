@@ -14,7 +14,7 @@ import urllib.request
 import pytest
 
 from conftest import free_port, interrupt_while_a_vm_boots, need, qemu_alive, redis_set_get, vm_tagged_processes
-from edgebench import cpio
+from edgebench.runtimes import cpio
 from edgebench.apps import APPS, place_app
 from edgebench.errors import ConfigError
 from edgebench.runtimes.contract import Limits, StartFailed

@@ -1,5 +1,5 @@
 """The package side of provisioning, as data and pure functions: which Debian-family packages a
-target needs (from every runtime's and tool's declared needs, `edgebench.needs`), named for its
+target needs (from every runtime's and tool's declared needs, `edgebench.parts`), named for its
 distribution and architecture; what is present, missing or not available (`make_plan`); and the
 apt-get command lines. `edgebench.provision` runs the plan on a target."""
 
@@ -9,7 +9,8 @@ import re
 from dataclasses import dataclass, field, replace
 
 from edgebench.errors import EdgebenchError
-from edgebench.needs import Need, TargetNeeds, all_needs
+from edgebench.needs import Need, TargetNeeds
+from edgebench.parts import all_needs
 
 FAMILIES = ("debian", "ubuntu", "raspbian")  # apt-based; raspbian = 32-bit Raspberry Pi OS
 

@@ -33,12 +33,14 @@ import pandas as pd
 from edgebench import sanity
 from edgebench.errors import ConfigError
 from edgebench.experiments import EXPERIMENTS, NOTEBOOKS_DIR
+from edgebench.figures import FIGURES_DIR, experiment_of, run_notebook
 from edgebench.paths import DATA_DIR
 from edgebench.plotting.style import base_runtime
 from edgebench.plotting.tables import NoData, mark_emulated
 from edgebench.reference import load_reference
 from edgebench.results import load_results
 from edgebench.runtimes import check_runtime_names
+from edgebench.signals import Stopper
 
 NOTEBOOK = NOTEBOOKS_DIR / "compare.ipynb"
 BASELINE = "native"
@@ -695,8 +697,6 @@ def collect(experiments="all", targets="all", runs="latest", runtimes="all", pro
 
 def main(argv=None) -> int:
     """Run notebooks/compare.ipynb headless into figures/compare/ (edgebench.figures' runner)."""
-    from edgebench.figures import run_notebook
-    from edgebench.signals import Stopper
 
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--experiments", default="all", help="'all' or e.g. time_to_ready,io_bound")
@@ -733,7 +733,6 @@ def main(argv=None) -> int:
 
 
 def out_dir() -> Path:
-    from edgebench.figures import FIGURES_DIR, experiment_of
     return FIGURES_DIR / experiment_of(NOTEBOOK)
 
 

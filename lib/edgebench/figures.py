@@ -21,18 +21,18 @@ terminal does, or to this process.)
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 import time
 from pathlib import Path
 
-from edgebench import plan
+from edgebench import fleet, plan, provision
 from edgebench.errors import ConfigError
-from edgebench.experiments import NOTEBOOKS_DIR, for_notebook
+from edgebench.experiments import NOTEBOOKS_DIR, experiment_of, for_notebook
 from edgebench.lab import KERNEL_NAME, ensure_kernel
 from edgebench.paths import FIGURES_DIR, PROJECT_ROOT
 from edgebench.results import close_unfinished, find_run, load_meta, load_results, utc_now
 from edgebench.signals import Stopper
+from edgebench.targets import connect
 
 # What `make figures` can set; each notebook gets only those its parameters cell declares.
 PASSED_THROUGH = ("target", "runtimes", "apps", "profile", "repetitions", "load_generator")
@@ -43,11 +43,6 @@ def _short(path: Path) -> str:
         return str(path.relative_to(PROJECT_ROOT))
     except ValueError:
         return str(path)
-
-
-def experiment_of(notebook: Path) -> str:
-    """notebooks/02_time_to_ready.ipynb -> time_to_ready (the data/ and figures/ folder name)."""
-    return re.sub(r"^\d+_", "", notebook.stem)
 
 
 def inspect_parameters(nb: Path) -> dict:
@@ -196,7 +191,6 @@ def summary(experiments: list[str], since: dict[str, str] | None = None) -> str:
 def planned(todo: list[Path], per_notebook: dict[Path, dict], params: dict) -> dict[Path, "plan.NotebookPlan"]:
     """Print what will run and for about how long (edgebench.plan); an estimate that cannot be
     made is said and the run goes on without one."""
-    from edgebench.targets import connect
     target = params.get("target") or "local"
     try:
         with connect(target) as t:
@@ -213,7 +207,6 @@ def planned(todo: list[Path], per_notebook: dict[Path, dict], params: dict) -> d
 def provision_first(target: str, for_tests: bool = False) -> None:
     """What `make figures` does before measuring: install and start what is missing on the
     target, saying only what changed; a target that cannot be provisioned goes on with what it has."""
-    from edgebench import provision
     code = provision.main(["--target", target, "--before-run", *(["--for-tests"] if for_tests else [])])
     if code == 1:
         raise ConfigError(f"provisioning {target} failed (see above)")
@@ -232,7 +225,6 @@ def main(argv=None) -> int:
     for name in PASSED_THROUGH:
         ap.add_argument(f"--{name}", default=None)
     args = ap.parse_args(argv)
-    from edgebench import fleet
     try:
         devices = fleet.load_fleet(args.fleet) if args.fleet else fleet.parse_targets(args.target or "local")
     except ConfigError as e:

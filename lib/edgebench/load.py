@@ -17,6 +17,7 @@ from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass
 from typing import ClassVar
 
+from edgebench.apps import place_openloop
 from edgebench.errors import ConfigError, EdgebenchError, MissingTool
 from edgebench.paths import TOOLS_DIR
 from edgebench.targets import Target
@@ -541,7 +542,6 @@ class BuiltinOpenLoop(OpenLoopGenerator):
 
     @classmethod
     def find(cls, host):
-        from edgebench.apps import place_openloop
         return place_openloop(host)
 
     def command(self, url, rate, settings):

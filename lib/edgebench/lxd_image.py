@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from edgebench.errors import ConfigError, EdgebenchError
 from edgebench.needs import Need, Preparation, TargetNeeds, Version, tail
 from edgebench.paths import TOOLS_DIR
-from edgebench.targets import Target
+from edgebench.targets import Target, connect
 
 CACHE_ENV, MIRROR_ENV, SUITE_ENV = "EDGEBENCH_LXD_CACHE", "EDGEBENCH_LXD_MIRROR", "EDGEBENCH_LXD_SUITE"
 BUILD_SCRIPT = TOOLS_DIR / "lxd" / "build-rootfs.sh"
@@ -236,7 +236,6 @@ def _delete_if_ours_and_unaliased(target: Target, fingerprint: str) -> None:
 
 def main() -> None:  # python -m edgebench.lxd_image [TARGET]: build/import ahead of a run
     import sys
-    from edgebench.targets import connect
     with connect(sys.argv[1] if len(sys.argv) > 1 else "local") as target:
         image = ensure_image(target)
         print(f"{image.alias} {image.fingerprint} size={image.size_bytes} rootfs={image.rootfs_bytes} "

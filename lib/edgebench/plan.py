@@ -16,7 +16,12 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from edgebench.apps import APPS
+from edgebench.experiments import experiment_of, for_notebook
 from edgebench.paths import DATA_DIR
+from edgebench.results import utc_now
+from edgebench.runtimes import RUNTIMES, requested_runtimes
+from edgebench.units import as_list
 
 HISTORY_FILE = "history/timings.jsonl"
 
@@ -67,8 +72,6 @@ TOOL_RUNTIMES = ("native", "docker", "lxd")  # those that run Linux tool binarie
 
 def runnable(runtime: str, apps: list[str]) -> list[str]:
     """Those of `apps` the runtime can run: the others (node-http on linux-vm) fail before any start."""
-    from edgebench.apps import APPS
-    from edgebench.runtimes import RUNTIMES
     if runtime not in RUNTIMES:
         return list(apps)
     return [a for a in apps if a not in APPS or RUNTIMES[runtime].runs(APPS[a])]
@@ -89,7 +92,6 @@ def model_seconds(runtimes: list[str], packages: int, starts: int, busy_s: float
 
 def names(value, everything) -> list[str]:
     """The experiment's own reading of 'a,b' / ['a'] / 'all' (what its measuring function does)."""
-    from edgebench.experiments.common import as_list
     return as_list(value, everything)
 
 
@@ -122,7 +124,6 @@ def history_path(data_dir: Path | None = None) -> Path:
 
 def record(plan: NotebookPlan, seconds: float, status: str, data_dir: Path | None = None) -> None:
     """Append one notebook's wall time (what the next estimate on this device starts from)."""
-    from edgebench.results import utc_now
     path = history_path(data_dir)
     path.parent.mkdir(parents=True, exist_ok=True)
     entry = {"experiment": plan.experiment, "target": plan.target, "profile": plan.profile,
@@ -167,10 +168,7 @@ def from_history(experiment: str, target: str, profile: str, runtimes: list[str]
 def make_plan(nb: Path, params: dict, available: list[str], data_dir: Path | None = None) -> NotebookPlan:
     """The plan of one notebook run with `params` (what make figures passes), on a target whose
     available runtimes are `available`."""
-    from edgebench.figures import experiment_of
-    from edgebench.experiments import for_notebook
     effective = {**notebook_defaults(nb), **params}
-    from edgebench.runtimes import requested_runtimes
     names, named = requested_runtimes(str(effective.get("runtimes") or "auto"))
     runtimes = [n for n in names if n in named or n in available]
     work = for_notebook(nb).plan_work(effective, runtimes)
@@ -196,7 +194,6 @@ __all__ = ["Work", "NotebookPlan", "make_plan", "table", "record", "history", "f
 def available_runtimes(target) -> list[str]:
     """The runtimes available on this target (each one's availability check): what "auto" chooses
     from, and the variants that join when named."""
-    from edgebench.runtimes import RUNTIMES
     return [name for name, cls in RUNTIMES.items() if cls(target, "plan").availability()]
 
 

@@ -11,7 +11,7 @@ Docker daemon, LXD and its base image, ops where its installer answers). It ends
 per runtime and per tool: ok, or missing and why.
 
 What to install and start is not written here: every runtime in the registry declares its
-needs, and the experiments' tools are declared in `edgebench.needs`; `edgebench.apt` turns them
+needs, and the experiments' tools are declared in `edgebench.parts`; `edgebench.apt` turns them
 into the plan. Every command goes through `Target.run`, so an SSH target is provisioned exactly
 like this machine. Needs root there, or passwordless sudo (`sudo -n true`); otherwise it stops
 before changing anything. `--check` changes nothing: it prints the table and what would be done.
@@ -26,11 +26,12 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
-from edgebench.apt import Plan, UnsupportedTarget, make_plan, os_family, packages_for, unsupported_message
-from edgebench.apt import install_argv, parse_apt_policy, parse_dpkg_query, update_argv
+from edgebench.apt import (Plan, UnsupportedTarget, install_argv, make_plan, os_family, packages_for, parse_apt_policy,
+                           parse_dpkg_query, unsupported_message, update_argv)
 from edgebench.errors import EdgebenchError
-from edgebench.needs import (PATH_EXTRA, TOOL_NEEDS, Preparation, VersionState, runtime_needs, survey_commands, table_versions,
-                             tail, version_states)
+from edgebench.needs import PATH_EXTRA, Preparation, VersionState, tail, version_states
+from edgebench.parts import TOOL_NEEDS, runtime_needs, survey_commands, table_versions
+from edgebench.runtimes import RUNTIMES
 from edgebench.targets import Target, connect
 
 APT_UPDATE_MAX_AGE_S = 24 * 3600  # when only unavailable packages are missing, re-ask apt this often
@@ -316,7 +317,6 @@ class Provisioner:
 
     def prepare_runtimes(self) -> None:
         """Each runtime, in the registry's order, starts what it needs (daemons, images, its CLI)."""
-        from edgebench.runtimes import RUNTIMES
         rep = self.report
         for name, cls in RUNTIMES.items():
             if self.runtimes is not None and name not in self.runtimes:
@@ -344,7 +344,6 @@ class Provisioner:
 
     # -- the table ---------------------------------------------------------------------------
     def table(self, plan: Plan) -> None:
-        from edgebench.runtimes import RUNTIMES
         facts = self.target.facts(refresh=not self.check)
         versions = table_versions(self.arch)
         states = version_states(self.target, versions)
@@ -397,7 +396,6 @@ def provision(target: Target, check: bool = False, log: Callable[[str], None] | 
     without root is only looked at (what is missing is reported, nothing is raised). `runtimes`:
     only those runtimes' parts, no tools."""
     if runtimes:
-        from edgebench.runtimes import RUNTIMES
         unknown = [r for r in runtimes if r not in RUNTIMES]
         if unknown:
             raise EdgebenchError(f"unknown runtime(s) {', '.join(unknown)}; choose from {', '.join(RUNTIMES)}")

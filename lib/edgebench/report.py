@@ -22,6 +22,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from edgebench.experiments import EXPERIMENTS
 from edgebench.papers import papers_of
 from edgebench.paths import DATA_DIR, FIGURES_DIR
 
@@ -317,7 +318,6 @@ def index_html(pages: list[Page], experiments: list[str], papers: dict[str, list
 def build(figures_dir: Path = FIGURES_DIR, data_dir: Path = DATA_DIR, out_dir: Path | None = None,
           experiments: list[str] | None = None) -> Path:
     """Write the site; returns its index.html."""
-    from edgebench.experiments import EXPERIMENTS
     figures_dir, data_dir = Path(figures_dir), Path(data_dir)
     out_dir = Path(out_dir or figures_dir / REPORT_DIR_NAME)
     out_dir.mkdir(parents=True, exist_ok=True)

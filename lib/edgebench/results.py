@@ -102,7 +102,7 @@ class Run:
             # The device's name in a fleet (make figures TARGET=a,b or FLEET=file), which a fleet
             # file may choose apart from the address; None for a single target.
             "device": os.environ.get("EDGEBENCH_DEVICE") or None,
-            # Every declared program's version on the target (edgebench.needs), None where missing.
+            # Every declared program's version on the target (edgebench.parts), None where missing.
             "tool_versions": dict(tool_versions or {}),
             "columns": self.columns,
         }

@@ -1,10 +1,11 @@
-"""Parsing resource limits. A memory limit without a unit is refused: "64" could mean
-bytes, MB or MiB, and the papers' tools disagree on which."""
+"""Parsing parameters: resource limits and lists. A memory limit without a unit is refused:
+"64" could mean bytes, MB or MiB, and the papers' tools disagree on which."""
 
 from __future__ import annotations
 
 import math
 import re
+from typing import Iterable
 
 from edgebench.errors import ConfigError
 
@@ -58,3 +59,16 @@ def format_memory(mb: float | None) -> str:
     if mb is None:
         return "unlimited"
     return f"{int(mb)}m" if float(mb).is_integer() else f"{int(mb * 1024)}k"
+
+
+def as_list(value, everything: Iterable[str], word: str = "all") -> list[str]:
+    """'a,b' or ['a', 'b'] or 'all'/'auto' -> list. Make passes strings; notebooks pass lists."""
+    if value is None:
+        return list(everything)
+    if isinstance(value, str):
+        items = [v.strip() for v in value.split(",") if v.strip()]
+    else:
+        items = [str(v).strip() for v in value]
+    if items in ([word], ["auto"], ["all"]):
+        return list(everything)
+    return items

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -109,6 +110,11 @@ _EXPERIMENTS = [
                plan="edgebench.experiments.face_recognition:plan_face_recognition"),
 ]
 EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in _EXPERIMENTS}
+
+
+def experiment_of(notebook: Path) -> str:
+    """notebooks/02_time_to_ready.ipynb -> time_to_ready (the data/ and figures/ folder name)."""
+    return re.sub(r"^\d+_", "", Path(notebook).stem)
 
 
 def for_notebook(path: Path | str) -> Experiment:

@@ -28,14 +28,16 @@ from __future__ import annotations
 import itertools
 from pathlib import Path
 
+from edgebench import plan
 from edgebench.apps import HTTP_APPS, place_probe
 from edgebench.errors import ConfigError
 from edgebench.experiments.common import (check_apps, check_profile, check_repetitions, open_run, resolve_limits,
                                           run_tag_for, runtime_options, session)
+from edgebench.experiments.common import collect as _collect
 from edgebench.experiments.protocols import fair_limits, package_all, with_instance
 from edgebench.experiments.sweep import Point, artifact_for, sweep
 from edgebench.results import Run, new_run_id
-from edgebench.runtimes import Limits, Runtime, StartFailed
+from edgebench.runtimes import RUNTIMES, Limits, Runtime, StartFailed
 from edgebench.runtimes.vm import VmRuntime
 
 EXPERIMENT = "boot_time"
@@ -118,7 +120,6 @@ def machine_variants(selection_runtimes: list[Runtime], machines: str, run_id: s
     """The runtimes to measure: each as selected, and a VM runtime once more per further machine
     type it offers (linux-vm: pc and microvm; unikraft: pc only). A machine no VM runtime knows
     is refused before anything starts."""
-    from edgebench.runtimes import RUNTIMES
     wanted = [m.strip() for m in (machines or "default").split(",") if m.strip()]
     vms = [rt for rt in selection_runtimes if hasattr(rt, "machine")]
     if vms:
@@ -190,13 +191,11 @@ def run_boot_time(target="local", runtimes="auto", apps="go-http", repetitions: 
 
 def collect(run_id: str = "", **params) -> Path:
     """Replot run_id ('latest' or an id) if given, else measure now."""
-    from edgebench.experiments.common import collect as _collect
     return _collect(EXPERIMENT, run_boot_time, run_id, **params)
 
 
 def plan_boot_time(params: dict, runtimes: list[str]):
     """One start per (runtime[, machine], app, repetition); each app packaged once per runtime."""
-    from edgebench import plan
     apps = plan.names(params.get("apps", "go-http"), HTTP_APPS)
     reps = plan.reps_or(params.get("repetitions"), check_profile(params.get("profile", "standard"))["repetitions"])
     machines = [m for m in str(params.get("machines", "pc,microvm")).split(",") if m.strip()] or ["default"]

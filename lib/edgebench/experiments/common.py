@@ -13,31 +13,18 @@ from edgebench.apps import APPS, HTTP_APPS, get_app
 from edgebench.cgroups import NO_MEMORY_CONTROLLER
 from edgebench.errors import ConfigError
 from edgebench.health import HealthMonitor
-from edgebench.needs import tool_versions
-from edgebench.results import Run
+from edgebench.parts import tool_versions
+from edgebench.results import Run, find_run
 from edgebench.runtimes import RUNTIMES, Availability, Runtime, requested_runtimes
 from edgebench.signals import deferred_signals
 from edgebench.targets import Target, connect
-from edgebench.units import parse_cpus, parse_memory_mb
+from edgebench.units import as_list, parse_cpus, parse_memory_mb
 
 # quick: seconds per notebook, for tests and a first look. standard: the papers' settings.
 PROFILES: dict[str, dict] = {
     "quick": {"repetitions": 3},
     "standard": {"repetitions": 20},
 }
-
-
-def as_list(value, everything: Iterable[str], word: str = "all") -> list[str]:
-    """'a,b' or ['a', 'b'] or 'all'/'auto' -> list. Make passes strings; notebooks pass lists."""
-    if value is None:
-        return list(everything)
-    if isinstance(value, str):
-        items = [v.strip() for v in value.split(",") if v.strip()]
-    else:
-        items = [str(v).strip() for v in value]
-    if items in ([word], ["auto"], ["all"]):
-        return list(everything)
-    return items
 
 
 def check_profile(profile: str) -> dict:
@@ -183,7 +170,6 @@ __all__ = ["PROFILES", "as_list", "check_profile", "check_apps", "check_repetiti
 def collect(experiment: str, measure, run_id: str = "", **params):
     """What a notebook calls: replot an existing run when run_id is given ('latest' or an id),
     otherwise measure now. Returns the run directory."""
-    from edgebench.results import find_run
     if run_id:
         return find_run(experiment, run_id)
     return measure(**params)

@@ -28,11 +28,12 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from edgebench import energy, fio, iozone, npb, sanity, stream, sysbench
+from edgebench import energy, fio, iozone, npb, plan, sanity, stream, sysbench
 from edgebench.apps import APPS, HTTP_APPS, App
 from edgebench.errors import ConfigError, EdgebenchError
 from edgebench.experiments.common import (as_list, check_apps, check_profile, check_protocols, check_repetitions,
-                                          collect as _collect, open_run, resolve_limits, session)
+                                          open_run, resolve_limits, session)
+from edgebench.experiments.common import collect as _collect
 from edgebench.experiments.http_load import load_generator_for, loadgen_cpuset
 from edgebench.experiments.protocols import fair_limits, package_all, published_limits, with_applied, with_instance
 from edgebench.experiments.sweep import Point, artifact_for, sweep
@@ -40,7 +41,7 @@ from edgebench.load import Ab, LoadSettings
 from edgebench.paths import TOOLS_DIR
 from edgebench.results import Run, new_run_id
 from edgebench.runtimes import Limits, StartFailed
-from edgebench.targets import sh
+from edgebench.targets import LocalTarget, sh
 
 EXPERIMENT = "container_overhead"
 BENCHMARKS = ("disk", "memory", "hpc", "network")
@@ -535,8 +536,6 @@ PLAN_AB_RPS = 4000.0
 def plan_container_overhead(params: dict, runtimes: list[str]):
     """Disk (four fio operations), STREAM per array size, each NPB kernel and class present on
     the target, and ab (with wrk beside it, fair) per app and network mode."""
-    from edgebench import plan
-    from edgebench.targets import LocalTarget
     profile = params.get("profile", "standard")
     parts = plan.names(params.get("benchmarks", "all"), BENCHMARKS)
     protocols = plan.names(params.get("protocols", "fair,published"), ["fair", "published"])
@@ -561,7 +560,6 @@ def plan_container_overhead(params: dict, runtimes: list[str]):
     if "hpc" in parts:
         kernels = [(b, c) for c in s.npb_classes for b in s.npb_benchmarks]
         if str(params.get("target", "local")) in ("local", "localhost", ""):
-            from edgebench import npb
             kernels = list(npb.find_binaries(LocalTarget(), list(s.npb_benchmarks), list(s.npb_classes))[0])
         points += len(kernels) * runs * len(tools)
         seconds += plan.model_seconds(tools, 0, runs * len(kernels), sum(PLAN_NPB_S[c] for _, c in kernels) * runs)

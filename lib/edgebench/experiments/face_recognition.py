@@ -27,17 +27,18 @@ import tempfile
 from dataclasses import replace
 from pathlib import Path
 
+from edgebench import plan
 from edgebench.apps import APPS, BuiltApp
 from edgebench.errors import ConfigError, EdgebenchError
-from edgebench.experiments.common import (check_profile, check_protocols, check_repetitions, open_run,
-                                          resolve_limits, runtime_options, session)
-from edgebench.experiments.protocols import (batch_failure, fair_limits, package_all, published_limits,
-                                             with_applied)
+from edgebench.experiments.common import (check_profile, check_protocols, check_repetitions, open_run, resolve_limits,
+                                          runtime_options, session)
+from edgebench.experiments.common import collect as _collect
+from edgebench.experiments.protocols import batch_failure, fair_limits, package_all, published_limits, with_applied
 from edgebench.experiments.services import modes_of
 from edgebench.experiments.sweep import Point, artifact_for, sweep
 from edgebench.python_apps import pypi_file, python_env
 from edgebench.results import Run, new_run_id
-from edgebench.runtimes import Limits
+from edgebench.runtimes import RUNTIMES, Limits
 from edgebench.targets import Target
 
 EXPERIMENT = "face_recognition"
@@ -226,7 +227,6 @@ def run_face_recognition(target="local", runtimes="auto", images: int = 100, ima
 
 def collect(run_id: str = "", **params) -> Path:
     """Replot run_id ('latest' or an id) if given, else measure now."""
-    from edgebench.experiments.common import collect as _collect
     return _collect(EXPERIMENT, run_face_recognition, run_id, **params)
 
 
@@ -238,8 +238,6 @@ PLAN_FIXED_S = 0.5
 
 def plan_face_recognition(params: dict, runtimes: list[str]):
     """One batch run per (runtime, network mode, protocol, repetition), each a fresh instance."""
-    from edgebench import plan
-    from edgebench.runtimes import RUNTIMES
     profile = params.get("profile", "standard")
     check_profile(profile)
     reps = plan.reps_or(params.get("repetitions"), REPETITIONS[profile])

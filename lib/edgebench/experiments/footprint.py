@@ -14,9 +14,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from edgebench import plan
 from edgebench.apps import APPS, HTTP_APPS, place_app
 from edgebench.errors import ConfigError, EdgebenchError
 from edgebench.experiments.common import as_list, check_apps, check_profile, open_run, runtime_options, session
+from edgebench.experiments.common import collect as _collect
 from edgebench.results import new_run_id
 from edgebench.runtimes import RUNTIMES
 
@@ -74,13 +76,11 @@ def run_footprint(target="local", runtimes="auto", apps="all", docker_builds="of
 
 def collect(run_id: str = "", **params) -> Path:
     """Replot run_id ('latest' or an id) if given, else measure now."""
-    from edgebench.experiments.common import collect as _collect
     return _collect(EXPERIMENT, run_footprint, run_id, **params)
 
 
 def plan_footprint(params: dict, runtimes: list[str]):
     """One package (and size reading) per (app, runtime, build)."""
-    from edgebench import plan
     apps = plan.names(params.get("apps"), HTTP_APPS)
     builds = plan.names(params.get("docker_builds", "offline"), ["offline"])
     return plan.Work(points=len(apps) * len(runtimes) * len(builds),

@@ -21,17 +21,19 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
+from edgebench import plan
 from edgebench.apps import place_probe
 from edgebench.errors import EdgebenchError
 from edgebench.experiments.common import (check_profile, check_protocols, check_repetitions, open_run, resolve_limits,
                                           runtime_options, session)
+from edgebench.experiments.common import collect as _collect
 from edgebench.experiments.http_load import load_generator_for, loadgen_cpuset
 from edgebench.experiments.protocols import fair_limits, package_all, published_limits, with_instance
 from edgebench.experiments.services import modes_of
 from edgebench.experiments.sweep import Point, artifact_for, sweep
 from edgebench.load import LoadSettings, Wrk
 from edgebench.results import Run, new_run_id
-from edgebench.runtimes import Limits, Runtime, StartFailed
+from edgebench.runtimes import RUNTIMES, Limits, Runtime, StartFailed
 
 EXPERIMENT = "home_automation"
 APP = "home-automation"
@@ -169,14 +171,11 @@ def run_home_automation(target="local", runtimes="auto", repetitions: int | None
 
 def collect(run_id: str = "", **params) -> Path:
     """Replot run_id ('latest' or an id) if given, else measure now."""
-    from edgebench.experiments.common import collect as _collect
     return _collect(EXPERIMENT, run_home_automation, run_id, **params)
 
 
 def plan_home_automation(params: dict, runtimes: list[str]):
     """One start and one wrk run per (runtime, network mode, protocol, repetition)."""
-    from edgebench import plan
-    from edgebench.runtimes import RUNTIMES
     profile = params.get("profile", "standard")
     check_profile(profile)
     reps = plan.reps_or(params.get("repetitions"), REPETITIONS)

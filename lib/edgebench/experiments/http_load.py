@@ -20,14 +20,17 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Iterator
 
+from edgebench import plan
 from edgebench.apps import HTTP_APPS
 from edgebench.errors import ConfigError, EdgebenchError
-from edgebench.experiments.common import (open_run, runtime_options, as_list, check_apps, check_profile, check_protocols,
-                                          check_repetitions, collect as _collect, resolve_limits, session)
+from edgebench.experiments.common import (as_list, check_apps, check_profile, check_protocols, check_repetitions,
+                                          open_run, resolve_limits, runtime_options, session)
+from edgebench.experiments.common import collect as _collect
 from edgebench.experiments.protocols import fair_limits, package_all, published_limits, with_instance
 from edgebench.experiments.sweep import Point, artifact_for, sweep
-from edgebench.load import (LOAD_PROFILES, OPEN_LOOP_CHOICES, OPEN_LOOP_PROFILES, LoadGenerator, LoadSettings, OpenLoopGenerator,
-                            OpenLoopSettings, load_generator, offered_rates, open_loop_generator, parse_rates)
+from edgebench.load import (LOAD_PROFILES, OPEN_LOOP_CHOICES, OPEN_LOOP_PROFILES, LoadGenerator, LoadSettings,
+                            OpenLoopGenerator, OpenLoopSettings, load_generator, offered_rates, open_loop_generator,
+                            parse_rates)
 from edgebench.results import Run, new_run_id
 from edgebench.runtimes import Limits, StartFailed
 from edgebench.runtimes.tags import is_alive
@@ -261,7 +264,6 @@ def collect(run_id: str = "", experiment: str = "io_bound", **params) -> Path:
 def plan_http_load(params: dict, runtimes: list[str]):
     """One start and one load run (warm-up, then the measured seconds, then the open-loop rates
     under the fair protocol) per (scenario, runtime, app, protocol, repetition)."""
-    from edgebench import plan
     profile = params.get("profile", "standard")
     apps = plan.names(params.get("apps"), HTTP_APPS)
     protocols = plan.names(params.get("protocols", "fair,published"), ["fair", "published"])

@@ -23,10 +23,13 @@ import json
 import re
 from pathlib import Path
 
-from edgebench.counters import COLUMNS as PERF_COLUMNS, EVENTS
+from edgebench import plan
+from edgebench.counters import COLUMNS as PERF_COLUMNS
+from edgebench.counters import EVENTS
 from edgebench.errors import ConfigError, EdgebenchError
-from edgebench.experiments.common import (open_run, runtime_options, as_list, check_profile, check_protocols, check_repetitions,
-                                          collect as _collect, resolve_limits, session)
+from edgebench.experiments.common import (as_list, check_profile, check_protocols, check_repetitions, open_run,
+                                          resolve_limits, runtime_options, session)
+from edgebench.experiments.common import collect as _collect
 from edgebench.experiments.protocols import batch_failure, fair_limits, package_all, published_limits, with_applied
 from edgebench.experiments.sweep import Point, artifact_for, sweep
 from edgebench.results import Run, new_run_id
@@ -245,7 +248,6 @@ PLAN_KMEANS_OPS_PER_S = 5e7
 
 def plan_iomt(params: dict, runtimes: list[str]):
     """One batch run per (workload size, runtime, protocol, repetition), each a fresh instance."""
-    from edgebench import plan
     profile = params.get("profile", "standard")
     experiment = params.get("experiment", "iomt")
     workloads = plan.names(params.get("workloads", "all"), WORKLOADS)

@@ -19,14 +19,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
+from edgebench import plan
 from edgebench import sysbench as sb
 from edgebench.errors import ConfigError, EdgebenchError
-from edgebench.experiments.common import (open_run, as_list, check_profile, check_protocols, check_repetitions,
-                                          collect as _collect, resolve_limits, session)
+from edgebench.experiments.common import (as_list, check_profile, check_protocols, check_repetitions, open_run,
+                                          resolve_limits, session)
+from edgebench.experiments.common import collect as _collect
+from edgebench.experiments.network import measure_docker_networking, network_points
 from edgebench.experiments.protocols import fair_limits, package_all, published_limits, with_applied
 from edgebench.experiments.sweep import Point, artifact_for, sweep
 from edgebench.results import Run, new_run_id
-from edgebench.runtimes import Limits
+from edgebench.runtimes import RUNTIMES, Limits
 
 TOOL = "sysbench"
 EXTRA_COLUMNS = ["benchmark", "point", "threads", "files", "total", "build", "cpus_applied",
@@ -172,7 +175,6 @@ def run_microbenchmarks(target="local", runtimes="auto", protocols="fair,publish
 
         b.sweep(plan, reps, row_for, measure, "microbenchmarks", progress)
         if network:
-            from edgebench.experiments.network import measure_docker_networking
             measure_docker_networking(b.run, b.target, b.selection, reps, seconds, load_generator, progress)
         return b.run.dir
 
@@ -250,7 +252,6 @@ def plan_memory_s(seconds: float) -> float:
 def plan_microbenchmarks(params: dict, runtimes: list[str]):
     """Table 2's points under each protocol in every tool runtime, then iperf3 for the runtimes
     with several network modes (Docker host and bridge) beside the host-only ones."""
-    from edgebench import plan
     profile = params.get("profile", "standard")
     protocols = plan.names(params.get("protocols", "fair,published"), ["fair", "published"])
     reps = plan.reps_or(params.get("repetitions"), REPETITIONS[profile])
@@ -263,8 +264,6 @@ def plan_microbenchmarks(params: dict, runtimes: list[str]):
     total = plan.model_seconds(used, 1, reps * (fair + published), busy)
     points = reps * (fair + published) * len(used)
     if params.get("network", True):
-        from edgebench.experiments.network import network_points
-        from edgebench.runtimes import RUNTIMES
         net = len(network_points([RUNTIMES[r] for r in used if r in RUNTIMES])) * reps
         points += net
         total += net * (seconds + plan.RUNTIME_COST_S["docker"][1] + 1)
@@ -274,7 +273,6 @@ def plan_microbenchmarks(params: dict, runtimes: list[str]):
 
 def plan_lxd_appendix(params: dict, runtimes: list[str]):
     """Files, then memory and CPU over thread counts, every point in every tool runtime."""
-    from edgebench import plan
     profile = params.get("profile", "standard")
     cfg = APPENDIX[profile]
     reps = plan.reps_or(params.get("repetitions"), REPETITIONS[profile])

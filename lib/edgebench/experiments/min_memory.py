@@ -23,11 +23,13 @@ from pathlib import Path
 from typing import Callable
 from urllib.parse import urlsplit
 
+from edgebench import plan
 from edgebench.apps import HTTP_APPS, place_probe
 from edgebench.cgroups import cpuset_for
 from edgebench.errors import ConfigError
 from edgebench.experiments.common import (check_apps, check_profile, check_repetitions, open_run, resolve_limits,
                                           runtime_options, session)
+from edgebench.experiments.common import collect as _collect
 from edgebench.experiments.protocols import package_all, with_instance
 from edgebench.experiments.sweep import Point, artifact_for, sweep
 from edgebench.results import new_run_id
@@ -205,7 +207,6 @@ def run_min_memory(target="local", runtimes="auto", apps="all", repetitions: int
 
 def collect(run_id: str = "", **params) -> Path:
     """Replot run_id ('latest' or an id) if given, else measure now."""
-    from edgebench.experiments.common import collect as _collect
     return _collect(EXPERIMENT, run_min_memory, run_id, **params)
 
 
@@ -214,7 +215,6 @@ def plan_min_memory(params: dict, runtimes: list[str]):
     start, the hold and a second readiness check (a trial that fails to start ends sooner)."""
     import math
 
-    from edgebench import plan
     s = settings_for(params.get("profile", "standard"), params.get("repetitions"), params.get("resolution_mb"))
     apps = plan.names(params.get("apps"), HTTP_APPS)
     # A runtime's floor often ends the bisection early: about half the halvings are run.

@@ -25,16 +25,18 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
+from edgebench import plan
 from edgebench.apps import APPS, place_probe
 from edgebench.errors import ConfigError, EdgebenchError
 from edgebench.experiments.common import (as_list, check_profile, check_protocols, check_repetitions, open_run,
                                           resolve_limits, runtime_options, session)
+from edgebench.experiments.common import collect as _collect
 from edgebench.experiments.http_load import load_generator_for, loadgen_cpuset
 from edgebench.experiments.protocols import fair_limits, package_all, published_limits, with_instance
 from edgebench.experiments.sweep import Point, artifact_for, sweep
 from edgebench.load import LoadSettings, RedisBenchmark, Wrk
 from edgebench.results import Run, new_run_id
-from edgebench.runtimes import Limits, Runtime, StartFailed
+from edgebench.runtimes import RUNTIMES, Limits, Runtime, StartFailed
 
 EXPERIMENT = "services"
 SERVICES = ("redis", "nginx")
@@ -205,14 +207,11 @@ def run_services(target="local", runtimes="auto", services="all", repetitions: i
 
 def collect(run_id: str = "", **params) -> Path:
     """Replot run_id ('latest' or an id) if given, else measure now."""
-    from edgebench.experiments.common import collect as _collect
     return _collect(EXPERIMENT, run_services, run_id, **params)
 
 
 def plan_services(params: dict, runtimes: list[str]):
     """One start and one redis-benchmark run per (runtime, network mode, protocol, repetition)."""
-    from edgebench import plan
-    from edgebench.runtimes import RUNTIMES
     profile = params.get("profile", "standard")
     check_profile(profile)
     reps = plan.reps_or(params.get("repetitions"), REPETITIONS)

@@ -21,7 +21,7 @@ method only.
 
 A `first` start (paper 001: a device that starts a service it has never run) begins with the
 image absent: it is removed from the device (every tag), pulled from a registry on the
-load-generator host (`registry`: Debian's docker-registry over TLS, edgebench.registry), then
+load-generator host (`registry`: Debian's docker-registry over TLS, edgebench.runtimes.image_registry), then
 started like a fair start. Its rows add the pull (`image_pull`, timed on the device, with the
 layers it fetched), `first_start` (pull plus time to ready) and, measured after the start on the
 same path, the pull's two parts alone: the layers' transfer (`image_transfer`) and their gzip
@@ -40,15 +40,17 @@ import itertools
 import shlex
 from pathlib import Path
 
+from edgebench import plan
 from edgebench.apps import HTTP_APPS, place_probe
 from edgebench.errors import ConfigError, MissingTool
-from edgebench.experiments.common import (open_run, runtime_options, check_apps, check_profile, check_protocols, check_repetitions,
-                                          resolve_limits, session)
+from edgebench.experiments.common import (as_list, check_apps, check_profile, check_protocols, check_repetitions,
+                                          open_run, resolve_limits, runtime_options, session)
+from edgebench.experiments.common import collect as _collect
 from edgebench.experiments.protocols import fair_limits, package_all, published_limits, with_instance
 from edgebench.experiments.sweep import Point, artifact_for, sweep
-from edgebench.registry import registry_host, serving, transfer_and_unpack
+from edgebench.runtimes.image_registry import registry_host, serving, transfer_and_unpack
 from edgebench.results import Run, new_run_id
-from edgebench.runtimes import Limits, Runtime, StartFailed
+from edgebench.runtimes import RUNTIMES, Limits, Runtime, StartFailed
 from edgebench.targets import sh
 
 EXPERIMENT = "time_to_ready"
@@ -116,7 +118,6 @@ def page_cache_mb(target) -> float | None:
 
 
 def check_caches(value) -> list[str]:
-    from edgebench.experiments.common import as_list
     names = as_list(value, list(CACHES))
     wrong = [c for c in names if c not in CACHES]
     if wrong or not names:
@@ -323,14 +324,11 @@ def run_time_to_ready(target="local", runtimes="auto", apps="all", repetitions: 
 
 def collect(run_id: str = "", **params) -> Path:
     """Replot run_id ('latest' or an id) if given, else measure now."""
-    from edgebench.experiments.common import collect as _collect
     return _collect(EXPERIMENT, run_time_to_ready, run_id, **params)
 
 
 def plan_time_to_ready(params: dict, runtimes: list[str]):
     """One start per (runtime, app, protocol, repetition); each app packaged once per runtime."""
-    from edgebench import plan
-    from edgebench.runtimes import RUNTIMES
     apps = plan.names(params.get("apps"), HTTP_APPS)
     protocols = plan.names(params.get("protocols", "fair,published"), ["fair", "published"])
     caches = plan.names(params.get("caches", "warm"), list(CACHES))

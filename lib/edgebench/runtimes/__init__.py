@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from edgebench.errors import ConfigError
 from edgebench.runtimes.base import Runtime
-from edgebench.runtimes.contract import (Artifact, Availability, BatchResult, Instance, LaunchPlan, Limits,
-                                         ProbeResult, StartFailed)
+from edgebench.runtimes.contract import (Artifact, Availability, BatchResult, Instance, LaunchPlan, Limits, ProbeResult,
+                                         StartFailed)
 from edgebench.runtimes.docker import DockerCrunRuntime, DockerRuntime
 from edgebench.runtimes.linux_vm import LinuxVmRuntime
 from edgebench.runtimes.lxd import LxdRuntime
@@ -13,6 +13,7 @@ from edgebench.runtimes.nanos import NanosRuntime
 from edgebench.runtimes.native import NativeRuntime
 from edgebench.runtimes.unikraft import UnikraftRuntime
 from edgebench.targets import Target
+from edgebench.units import as_list
 
 RUNTIMES: dict[str, type[Runtime]] = {
     "native": NativeRuntime,
@@ -56,7 +57,6 @@ def requested_runtimes(requested) -> tuple[list[str], set[str]]:
     """What `runtimes` asks for, in the registry's order: "auto" is every runtime that joins
     automatically, and names beside it ("auto,docker-crun") add to it. Returns (names, the ones
     named explicitly: those must be available, the others are skipped with the reason)."""
-    from edgebench.experiments.common import as_list
     names = as_list(requested if requested not in (None, "") else "auto", ["auto"])
     named = set(check_runtime_names([n for n in names if n != "auto"]))
     if "auto" not in names:

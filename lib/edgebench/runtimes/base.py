@@ -22,11 +22,12 @@ from typing import ClassVar
 
 from edgebench.apps import BuiltApp, place_probe
 from edgebench.cgroups import FaultCounters, NativeCgroup, create_counting_cgroup, read_fault_counters
-from edgebench.counters import EVENTS, Count, PerfSupport, perf_stat_argv, perf_support, parse_perf_csv
+from edgebench.counters import EVENTS, Count, PerfSupport, parse_perf_csv, perf_stat_argv, perf_support
 from edgebench.errors import ConfigError, EdgebenchError
 from edgebench.needs import Preparation, TargetNeeds
-from edgebench.runtimes.contract import (Artifact, Availability, BatchOutcome, BatchResult, Instance,
-                                         LaunchPlan, Limits, ProbeResult, StartFailed)
+from edgebench.python_apps import python_env
+from edgebench.runtimes.contract import (Artifact, Availability, BatchOutcome, BatchResult, Instance, LaunchPlan,
+                                         Limits, ProbeResult, StartFailed)
 from edgebench.runtimes.tags import run_tag_prefix
 from edgebench.targets import Target, sh
 
@@ -60,7 +61,7 @@ class Runtime(ABC):
     # Chosen by runtimes="auto" where available; False: only when named (a variant of another).
     in_auto: ClassVar[bool] = True
     # What it needs on a target (packages and what runs them, versions to record): provisioning,
-    # its table and meta.json iterate the registry's declarations (edgebench.needs).
+    # its table and meta.json iterate the registry's declarations (edgebench.parts).
     needs: ClassVar[TargetNeeds | None] = None
 
     def __init__(self, target: Target, run_tag: str | None = None):
@@ -416,7 +417,6 @@ def app_env(built: BuiltApp, limits: Limits, port: int | None = None) -> list[st
     if limits.gomaxprocs and built.app.language == "go":
         env.append(f"GOMAXPROCS={limits.gomaxprocs}")
     if built.app.language == "python":
-        from edgebench.python_apps import python_env
         env += python_env(built.details)
         if limits.gomaxprocs:
             env.append(f"THREADS={limits.gomaxprocs}")

@@ -21,7 +21,7 @@ from typing import Iterator
 
 from edgebench.errors import ConfigError, EdgebenchError, MissingTool
 from edgebench.runtimes import tags
-from edgebench.targets import Target
+from edgebench.targets import LOCAL_NAMES, LocalTarget, Target, connect
 
 READY_WAIT_S = 30
 PORT = 18500
@@ -270,7 +270,6 @@ def push_blob(registry: Registry, repository: str, path: str) -> dict:
 def registry_host(target: Target, spec) -> Iterator[Target]:
     """Where the registry runs: the load-generator host `spec` ("local": this machine, which is
     the target itself when that is local too), connected for the run."""
-    from edgebench.targets import LOCAL_NAMES, LocalTarget, connect
     if isinstance(spec, Target):
         yield spec
         return

@@ -50,15 +50,16 @@ from __future__ import annotations
 import posixpath
 import re
 import time
-from dataclasses import replace
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 
+from edgebench import lxd_image
 from edgebench.apps import BuiltApp
 from edgebench.cgroups import memory_thrash, oom_reason, read_fault_counters, read_limits
 from edgebench.errors import ConfigError, EdgebenchError
-from edgebench import lxd_image
 from edgebench.lxd_image import BaseImage, ensure_image
+from edgebench.runtimes.image_registry import push_blob
 from edgebench.runtimes import lxc
 from edgebench.runtimes.base import Runtime, app_env
 from edgebench.runtimes.contract import Artifact, Availability, BatchOutcome, Instance, LaunchPlan, Limits
@@ -380,7 +381,6 @@ class LxdRuntime(Runtime):
     def publish_image(self, artifact: Artifact, registry) -> Artifact:
         """The base image's two import tarballs (the cache's metadata.tar and rootfs.tar) as blobs
         of the registry; every app shares them (its own files are pushed at each start)."""
-        from edgebench.registry import push_blob
         cache = self.image().cache_dir
         blobs = [push_blob(registry, self.BLOB_REPOSITORY, f"{cache}/{part}") for part in ("metadata.tar", "rootfs.tar")]
         return replace(artifact, details={**artifact.details, "registry": registry.name, "ca": registry.ca_path,

@@ -40,7 +40,7 @@ import os
 import re
 from pathlib import Path
 
-from edgebench import cpio
+from edgebench.runtimes import cpio
 from edgebench.apps import BuiltApp, go_build
 from edgebench.errors import ConfigError, EdgebenchError
 from edgebench.needs import TargetNeeds
