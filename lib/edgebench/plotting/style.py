@@ -187,15 +187,16 @@ def keep_in_view(axes, pad: float = 0.05) -> None:
         ax.set_ylim(inv(new_lo - margin) if d0 < lo else lo, inv(new_hi + margin) if d1 > hi else hi)
 
 
-def readable_log_ticks(ax) -> None:
-    """Labels on a log y axis that do not print over each other in a short panel: 1-2-5 within a
+def readable_log_ticks(ax, which: str = "y") -> None:
+    """Labels on a log axis that do not print over each other in a short panel: 1-2-5 within a
     decade or so, 1-3 up to three decades, every decade beyond (once the limits are final)."""
-    lo, hi = ax.get_ylim()
+    lo, hi = ax.get_ylim() if which == "y" else ax.get_xlim()
+    axis = ax.yaxis if which == "y" else ax.xaxis
     decades = np.log10(hi / lo) if lo > 0 and hi > lo else 0.0
     subs = (1.0, 2.0, 5.0) if decades <= 1.5 else (1.0, 3.0) if decades <= 3 else (1.0,)
-    ax.yaxis.set_major_locator(LogLocator(subs=subs))
-    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,g}"))
-    ax.yaxis.set_minor_formatter(NullFormatter())
+    axis.set_major_locator(LogLocator(subs=subs))
+    axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,g}"))
+    axis.set_minor_formatter(NullFormatter())
 
 
 def figure_legend(fig, extra=(), ncol: int = 6) -> None:

@@ -6,7 +6,8 @@ import numpy as np
 import pandas as pd
 
 from edgebench.plotting.style import (COLD, FIRST, PROTOCOL_TITLE, part_colours, figure_legend, in_runtime_order, mark_health, mark_paper_values,
-                                      protocol_grid, protocols_in, runtime_artist, runtime_colour)
+                                      protocol_grid, protocols_in, readable_log_ticks, runtime_artist,
+                                      runtime_colour)
 from edgebench.plotting.tables import (beside_published, mark_cold, mark_emulated, mark_health as health_column,
                                        ok_rows, sort_by_runtime, spread)
 
@@ -40,42 +41,44 @@ def ttr_table(df: pd.DataFrame, reference: pd.DataFrame) -> pd.DataFrame:
 
 
 def ttr_figure(df: pd.DataFrame, reference: pd.DataFrame):
-    """Distributions like paper 000 Fig. 3: one row per app, one column per protocol; a box
-    (quartiles, whiskers within the data) and every launch as a dot per runtime, the paper's
-    median as a cross."""
+    """Distributions like paper 000 Fig. 3, runtimes down the side (warm, cold and first starts
+    of 14 variants do not fit side by side as x labels): one row per app, one column per
+    protocol; a box (quartiles, whiskers within the data) and every launch as a dot per runtime,
+    the paper's median as a cross."""
     table = ttr_table(df, reference)
     ttr = ok_rows(mark_cold(mark_emulated(df)), "time_to_ready")
     apps = list(dict.fromkeys(ttr["app"]))
     protocols = protocols_in(ttr["protocol"])
-    fig, axes = protocol_grid(len(apps), protocols, panel_size=(5.0, 3.8))
-    rng = np.random.default_rng(0)  # the dots' horizontal jitter, the same in every rendering
+    most = max(len(in_runtime_order(ttr[ttr["app"] == app]["runtime"])) for app in apps)
+    fig, axes = protocol_grid(len(apps), protocols, panel_size=(5.2, max(2.4, 0.3 * most + 1.2)), sharey=False)
+    rng = np.random.default_rng(0)  # the dots' vertical jitter, the same in every rendering
     for i, app in enumerate(apps):
-        runtimes = in_runtime_order(ttr[ttr["app"] == app]["runtime"])
         for j, proto in enumerate(protocols):
             ax = axes[i][j]
             sub = ttr[(ttr["app"] == app) & (ttr["protocol"] == proto)]
+            runtimes = in_runtime_order(sub["runtime"])
             for k, rt in enumerate(runtimes):
                 launches = sub[sub["runtime"] == rt]
                 v = launches["value"]
-                if v.empty:
-                    continue
-                box = ax.boxplot(v, positions=[k], widths=0.6, showfliers=False, patch_artist=True,
+                box = ax.boxplot(v, positions=[k], widths=0.6, vert=False, showfliers=False, patch_artist=True,
                                  medianprops=dict(color="black"))
                 for patch in box["boxes"]:
                     patch.set(facecolor=runtime_colour(rt), edgecolor=runtime_colour(rt), alpha=0.35, gid=rt)
-                xs = k + rng.uniform(-0.15, 0.15, len(v))
-                ax.scatter(xs, v, s=8, alpha=0.7, label=rt, **runtime_artist(rt))
-                mark_health(ax, xs, v, launches.get("health"))
-            for k, rt in enumerate(runtimes):
+                ys = k + rng.uniform(-0.15, 0.15, len(v))
+                ax.scatter(v, ys, s=8, alpha=0.7, **runtime_artist(rt))
+                mark_health(ax, v, ys, launches.get("health"))
                 paper = table[(table["app"] == app) & (table["runtime"] == rt)]["published_median_ms"].dropna()
-                mark_paper_values(ax, [k + 0.35] * len(paper[:1]), paper[:1], rt, PAPER)
-            ax.set_xticks(range(len(runtimes)), runtimes)
-            ax.set_xlim(-0.6, len(runtimes) - 0.4)
-            ax.set_yscale("log")
+                mark_paper_values(ax, paper[:1], [k - 0.35] * len(paper[:1]), rt, PAPER)
+            ax.set_yticks(range(len(runtimes)), runtimes, fontsize=8)
+            ax.set_ylim(len(runtimes) - 0.5, -0.6)  # the registry's order, top down
+            ax.set_xscale("log")
             ax.set_title(f"{app}, {PROTOCOL_TITLE.get(proto, proto)}", fontsize=9)
-            ax.grid(axis="y", alpha=0.3)
-        axes[i][0].set_ylabel("time to ready (ms, log)")
-    fig.suptitle("Time to ready: launch to first HTTP 200 (box: quartiles; x: the paper's median)")
+            ax.grid(axis="x", alpha=0.3, which="both")
+            if i == len(apps) - 1:
+                ax.set_xlabel("time to ready (ms, log)")
+    for ax in np.ravel(axes):
+        readable_log_ticks(ax, "x")
+    fig.suptitle("Time to ready: launch to first HTTP 200 (box: quartiles; dots: launches; x: the paper's median)")
     figure_legend(fig)
     return fig
 
