@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from edgebench.plotting.services import label
-from edgebench.plotting.style import PROTOCOL_TITLE, part_colours, plt
+from edgebench.plotting.style import PROTOCOL_TITLE, part_colours, plt, protocols_in
 from edgebench.plotting.tables import NoData, mark_emulated, mark_health, sort_by_runtime, stacked_parts, ratio_to_baseline
 
 BASELINE = "native"
@@ -52,7 +52,7 @@ def face_figure(table: pd.DataFrame):
     """Stacked bars of a run's time, one panel per protocol, the accuracy above each bar."""
     if table.empty:
         raise NoData("face recognition table is empty")
-    protocols = [p for p in ("published", "fair") if p in set(table["protocol"])]
+    protocols = protocols_in(table["protocol"])  # fair on the left, as in every figure
     fig, axes = plt.subplots(1, len(protocols), figsize=(5.4 * len(protocols), 4.4), squeeze=False, sharey=True)
     for j, protocol in enumerate(protocols):
         ax = axes[0][j]

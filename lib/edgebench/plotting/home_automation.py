@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 
 from edgebench.plotting.services import label
-from edgebench.plotting.style import PROTOCOL_TITLE, part_colours, plt
+from edgebench.plotting.style import PROTOCOL_TITLE, part_colours, plt, protocols_in
 from edgebench.plotting.tables import NoData, mark_emulated, mark_health, sort_by_runtime, stacked_parts, ratio_to_baseline
 
 BASELINE = "native"
@@ -42,7 +42,7 @@ def latency_figure(table: pd.DataFrame):
     """Stacked bars of a request's mean latency, one panel per protocol."""
     if table.empty:
         raise NoData("home automation table is empty")
-    protocols = [p for p in ("published", "fair") if p in set(table["protocol"])]
+    protocols = protocols_in(table["protocol"])  # fair on the left, as in every figure
     fig, axes = plt.subplots(1, len(protocols), figsize=(5.4 * len(protocols), 4.2), squeeze=False, sharey=True)
     for j, protocol in enumerate(protocols):
         ax = axes[0][j]

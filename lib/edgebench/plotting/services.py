@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from edgebench.plotting.style import PROTOCOL_TITLE, plt, runtime_colour
+from edgebench.plotting.style import PROTOCOL_TITLE, plt, protocols_in, runtime_colour
 from edgebench.plotting.tables import NoData, mark_emulated, mark_health, ok_rows, sort_by_runtime, spread, ratio_to_baseline
 
 BASELINE = "native"
@@ -48,7 +48,7 @@ def throughput_figure(table: pd.DataFrame):
     if table.empty:
         raise NoData("services table is empty")
     apps = list(dict.fromkeys(table["app"]))
-    protocols = [p for p in ("published", "fair") if p in set(table["protocol"])]
+    protocols = protocols_in(table["protocol"])  # fair on the left, as in every figure
     fig, axes = plt.subplots(len(apps), len(protocols), figsize=(5.2 * len(protocols), 3.9 * len(apps)),
                              squeeze=False, sharey="row")
     for i, app in enumerate(apps):
