@@ -7,7 +7,7 @@ import pandas as pd
 
 from edgebench.experiments.iomt import LABELS, parse_size
 from edgebench.plotting.style import (PROTOCOL_TITLE, figure_legend, in_runtime_order, mark_health, mark_paper_values,
-                                      protocol_grid, protocol_line, protocols_in)
+                                      protocol_grid, protocol_line, protocols_in, readable_log_ticks)
 from edgebench.plotting.tables import (NoData, beside_published, mark_emulated, mark_health as health_column, ok_rows,
                                        sort_by_runtime)
 
@@ -94,9 +94,13 @@ def latency_figure(table: pd.DataFrame):
             for ax in (top, bottom):
                 size_axis(ax, w)
                 ax.set_title(f"{LABELS.get(w, w)}, {PROTOCOL_TITLE.get(proto, proto)}", fontsize=9)
+            # Log too: a VM's start-up under TCG (10-20 s) beside native's milliseconds.
+            bottom.set_yscale("log")
             top.set_yscale("log")
         axes[2 * i][0].set_ylabel("end-to-end latency (s, log)")
-        axes[2 * i + 1][0].set_ylabel("start-up + teardown (ms)")
+        axes[2 * i + 1][0].set_ylabel("start-up + teardown (ms, log)")
+    for ax in np.ravel(axes):
+        readable_log_ticks(ax)  # once every column has widened its row's shared range
     fig.suptitle("IoMT workloads: launch to exit, and the part that is not the program's own time")
     figure_legend(fig)
     return fig
