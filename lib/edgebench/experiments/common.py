@@ -15,7 +15,7 @@ from edgebench.errors import ConfigError
 from edgebench.health import HealthMonitor
 from edgebench.parts import tool_versions
 from edgebench.results import Run, find_run
-from edgebench.runtimes import RUNTIMES, Availability, Runtime, requested_runtimes
+from edgebench.runtimes import RUNTIMES, Runtime, requested_runtimes
 from edgebench.signals import deferred_signals
 from edgebench.targets import Target, connect
 from edgebench.units import as_list, parse_cpus, parse_memory_mb
@@ -89,7 +89,10 @@ def select_runtimes(target: Target, requested, run_tag: str, apps: Iterable[str]
     """'auto': every runtime the target can run (of those that join automatically; names beside
     it add variants such as docker-crun), the rest skipped with the reason.
     A runtime named explicitly must be available, or this fails before anything starts.
-    `apps`: what will run; a runtime that runs none of them is left out (auto) or refused.
+    `apps`: what will run; a runtime that runs none of them is left out with the reason, named or
+    not (`make figures RUNTIMES=native,linux-vm` names runtimes for every notebook, and linux-vm
+    runs no sysbench): that is the experiment's reach, not a failure. Refused only when no
+    runtime is left.
     `options`: per-runtime settings, e.g. {"nanos": {"require_kvm": True}}."""
     names, named = requested_runtimes(requested)
     chosen, skipped = [], {}
@@ -97,10 +100,9 @@ def select_runtimes(target: Target, requested, run_tag: str, apps: Iterable[str]
         rt = RUNTIMES[name](target, run_tag, **(options or {}).get(name, {}))
         unfit = [a for a in apps if not rt.runs(APPS[a])]
         if unfit and len(unfit) == len(list(apps)):  # asked first: no need to probe the target
-            why = Availability(False, f"{name} does not run {', '.join(unfit)} in edgebench "
-                                      f"(it runs {rt.runs_what()})")
-        else:
-            why = rt.availability()
+            skipped[name] = f"{name} does not run {', '.join(unfit)} in edgebench (it runs {rt.runs_what()})"
+            continue
+        why = rt.availability()
         if why:
             chosen.append(rt)
         elif name not in named:
@@ -109,7 +111,9 @@ def select_runtimes(target: Target, requested, run_tag: str, apps: Iterable[str]
             raise ConfigError(f"runtime {name!r} is not available on {target.name}: {why.reason}; "
                               "fix that or leave it out of `runtimes`")
     if not chosen:
-        raise ConfigError(f"no runtime available on {target.name}: {skipped}")
+        raise ConfigError(f"no runtime available on {target.name}: "
+                          + "; ".join(f"{name}: {why}" for name, why in skipped.items())
+                          + "; choose others in `runtimes`")
     for name, reason in skipped.items():
         print(f"[edgebench] {name} skipped: {reason}", file=sys.stderr)
     return Selection(chosen, skipped)
