@@ -21,9 +21,11 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow]
 # (the experiments' own tests cover their apps and repetitions), in a third of CI's time.
 SMALL = ["--apps", "go-http", "--repetitions", "1"]
 # Through `--set` (make figures SET=...), as a user trims a run: one constrained memory level, 1 s
-# per open-loop rate and 4 MB disk files still fill every table and figure. The memory sweep, the
-# open loop's durations and fio's sizes have their own tests.
-SMALLER = ["--set", "memory_levels=64m", "--set", "open_loop_duration_s=1", "--set", "file_mb=4"]
+# per open-loop rate, 4 MB disk files and the fair protocol alone still fill every table and
+# figure. The memory sweep, the open loop's durations, fio's sizes and each experiment's published
+# protocol have their own tests.
+SMALLER = ["--set", "memory_levels=64m", "--set", "open_loop_duration_s=1", "--set", "file_mb=4",
+           "--set", "protocols=fair"]
 
 
 def quick_figures(tmp_path, runtimes: str, only: str, settings: list[str] = ()):
