@@ -162,3 +162,19 @@ def test_find_run_without_data_says_what_to_do(tmp_path):
     assert "time_to_ready" in str(e.value) and "run the experiment" in str(e.value)
     with pytest.raises(ConfigError, match="nope"):
         find_run("time_to_ready", "nope", data_dir=tmp_path)
+
+
+def test_an_interrupt_closes_only_its_own_devices_runs(tmp_path):
+    """Two devices measuring the same experiment into one data/ (the debian-v2 device beside this
+    machine): Ctrl-C on one `make figures` marks its own running run interrupted, not the other's,
+    and its summary reports its own run, not the other device's newer one."""
+    from edgebench.figures import newest_run
+    from edgebench.results import close_unfinished
+    local = Run("exp", {"target": "local"}, {"target": "local"}, run_id="r1", data_dir=tmp_path)
+    device = Run("exp", {"target": "debian-v2"}, {"target": "debian-v2"}, run_id="r2", data_dir=tmp_path)
+    closed = close_unfinished("exp", "", "interrupted", "stopped", data_dir=tmp_path, target="local")
+    assert closed == [local.dir]
+    assert load_meta(local.dir)["status"] == "interrupted" and load_meta(device.dir)["status"] == "running"
+    assert newest_run("exp", "local", tmp_path) == local.dir
+    assert newest_run("exp", None, tmp_path) == device.dir
+    device.finish()

@@ -29,8 +29,8 @@ from edgebench import fleet, plan, provision
 from edgebench.errors import ConfigError
 from edgebench.experiments import NOTEBOOKS_DIR, experiment_of, for_notebook
 from edgebench.lab import KERNEL_NAME, ensure_kernel
-from edgebench.paths import FIGURES_DIR, PROJECT_ROOT
-from edgebench.results import close_unfinished, find_run, load_meta, load_results, utc_now
+from edgebench.paths import DATA_DIR, FIGURES_DIR, PROJECT_ROOT
+from edgebench.results import close_unfinished, find_run, load_meta, load_results, run_dirs, run_target, utc_now
 from edgebench.signals import Stopper
 from edgebench.targets import connect
 
@@ -163,13 +163,26 @@ def run_notebook(nb: Path, parameters: dict, log_output: bool = True, stopper: S
     return final
 
 
-def summary(experiments: list[str], since: dict[str, str] | None = None) -> str:
-    """One line per experiment: its newest run's row counts. With `since` (experiment -> the time
-    its notebook started), only a run that notebook made counts, never an older one."""
+def newest_run(experiment: str, target: str | None = None, data_dir: Path = DATA_DIR) -> Path:
+    """The newest run of `experiment`, of `target` if given: a device measuring beside this one
+    in the same data/ may have started a newer run of the same experiment."""
+    for run_dir in reversed(run_dirs(experiment, data_dir)):
+        try:
+            if target is None or run_target(load_meta(run_dir)) == target:
+                return run_dir
+        except (OSError, ValueError):
+            continue
+    raise LookupError(f"no run of {experiment}" + (f" on {target}" if target else ""))
+
+
+def summary(experiments: list[str], since: dict[str, str] | None = None, target: str | None = None) -> str:
+    """One line per experiment: its newest run's row counts (on `target`, if given). With
+    `since` (experiment -> the time its notebook started), only a run that notebook made counts,
+    never an older one."""
     lines = [f"{'experiment':<20} {'ok':>5} {'failed':>6}  data / figures"]
     for exp in experiments:
         try:
-            run_dir = find_run(exp, "latest")
+            run_dir = newest_run(exp, target)
             if since and (load_meta(run_dir).get("started_at") or "") < since.get(exp, ""):
                 raise LookupError("older than this invocation")
         except Exception:
@@ -242,6 +255,7 @@ def main(argv=None) -> int:
         except ConfigError as e:
             print(f"make figures: {e}", file=sys.stderr)
             return 1
+    target = args.target or "local"
     params = {k: getattr(args, k) for k in PASSED_THROUGH if getattr(args, k) not in (None, "")}
     if "repetitions" in params:
         params["repetitions"] = int(params["repetitions"])
@@ -288,7 +302,7 @@ def main(argv=None) -> int:
             if stopper.stopped:
                 # The experiment marks its own run; a kernel that ended first leaves it "running".
                 why = f"interrupted: make figures stopped by {stopper.name}"
-                closed = close_unfinished(experiment_of(nb), started_at, "interrupted", why)
+                closed = close_unfinished(experiment_of(nb), started_at, "interrupted", why, target=target)
                 print(f"== {nb.name} interrupted by {stopper.name}; measured rows are kept under data/"
                       + (f" ({', '.join(_short(d) for d in closed)} marked interrupted)" if closed else ""),
                       file=sys.stderr, flush=True)
@@ -299,7 +313,8 @@ def main(argv=None) -> int:
     stopper.done()
     if progress:
         progress.close()
-    print("\n" + summary([experiment_of(nb) for nb in ran], None if args.replot else since), flush=True)
+    print("\n" + summary([experiment_of(nb) for nb in ran], None if args.replot else since,
+                         None if args.replot else target), flush=True)
     if stopper.stopped:
         print(f"\nstopped by {stopper.name}: {len(ran)} of {len(todo)} notebooks started", flush=True)
         return stopper.exit_code

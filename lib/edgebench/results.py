@@ -262,11 +262,18 @@ def load_results(run_dir: Path) -> pd.DataFrame:
     return df
 
 
+def run_target(meta: dict) -> str | None:
+    """The target a run measured, as its notebook was given it ("local", "debian-v2", "pi@host")."""
+    return (meta.get("parameters") or {}).get("target") or (meta.get("target") or {}).get("target")
+
+
 def close_unfinished(experiment: str, since: str, status: str, error: str,
-                     data_dir: Path = DATA_DIR) -> list[Path]:
-    """Runs of `experiment` started at or after `since` whose meta.json still says running: the
-    process measuring them ended before it could say how (a kernel killed mid-run). Record
-    `status` with the rows counted from results.csv, which keeps every row written."""
+                     data_dir: Path = DATA_DIR, target: str | None = None) -> list[Path]:
+    """Runs of `experiment` on `target` (any, if None) started at or after `since` whose
+    meta.json still says running: the process measuring them ended before it could say how (a
+    kernel killed mid-run). Record `status` with the rows counted from results.csv, which keeps
+    every row written. Another device's run of the same experiment, going on beside this one in
+    the same data/, is not this invocation's to close."""
     closed = []
     for run_dir in run_dirs(experiment, data_dir):
         try:
@@ -274,6 +281,8 @@ def close_unfinished(experiment: str, since: str, status: str, error: str,
         except (OSError, ValueError):
             continue
         if meta.get("status") != "running" or (meta.get("started_at") or "") < since:
+            continue
+        if target is not None and run_target(meta) != target:
             continue
         with open(run_dir / "results.csv", newline="") as f:
             statuses = [row.get("status") for row in csv.DictReader(f)]
