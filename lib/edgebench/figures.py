@@ -30,7 +30,7 @@ from edgebench.errors import ConfigError
 from edgebench.experiments import NOTEBOOKS_DIR, experiment_of, for_notebook
 from edgebench.lab import KERNEL_NAME, ensure_kernel
 from edgebench.paths import DATA_DIR, FIGURES_DIR, PROJECT_ROOT
-from edgebench.results import close_unfinished, find_run, load_meta, load_results, run_dirs, run_target, utc_now
+from edgebench.results import close_unfinished, load_meta, load_results, run_dirs, run_target, utc_now
 from edgebench.signals import Stopper
 from edgebench.targets import connect
 
