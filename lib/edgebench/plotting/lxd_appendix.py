@@ -4,6 +4,7 @@ The paper's figure carries no numbers, only statements: the findings list them b
 from __future__ import annotations
 
 import pandas as pd
+from matplotlib.ticker import NullFormatter
 
 from edgebench.plotting.style import figure_legend, in_runtime_order, mark_health, plt, runtime_artist
 from edgebench.plotting.tables import NoData, cell_health, ratio_to_baseline
@@ -57,6 +58,10 @@ def appendix_figure(table: pd.DataFrame):
                         capsize=3, label=rt, **runtime_artist(rt))
             mark_health(ax, g["x"], g["median"], g.get("health"))
         ax.set_xscale("log")
+        # Ticks at the swept values (8, 32 files; 1, 16, 256 threads), not at 2x10^1, 3x10^1.
+        swept = sorted(set(sub["x"]))
+        ax.set_xticks(swept, [f"{v:g}" for v in swept])
+        ax.xaxis.set_minor_formatter(NullFormatter())
         ax.set_xlabel("files of 1 MiB" if x == "files" else "threads")
         ax.set_ylabel(unit)
         ax.set_title(title)
