@@ -168,13 +168,12 @@ def test_an_interrupt_closes_only_its_own_devices_runs(tmp_path):
     """Two devices measuring the same experiment into one data/ (the debian-v2 device beside this
     machine): Ctrl-C on one `make figures` marks its own running run interrupted, not the other's,
     and its summary reports its own run, not the other device's newer one."""
-    from edgebench.figures import newest_run
     from edgebench.results import close_unfinished
     local = Run("exp", {"target": "local"}, {"target": "local"}, run_id="r1", data_dir=tmp_path)
     device = Run("exp", {"target": "debian-v2"}, {"target": "debian-v2"}, run_id="r2", data_dir=tmp_path)
     closed = close_unfinished("exp", "", "interrupted", "stopped", data_dir=tmp_path, target="local")
     assert closed == [local.dir]
     assert load_meta(local.dir)["status"] == "interrupted" and load_meta(device.dir)["status"] == "running"
-    assert newest_run("exp", "local", tmp_path) == local.dir
-    assert newest_run("exp", None, tmp_path) == device.dir
+    assert find_run("exp", "latest", tmp_path, target="local") == local.dir
+    assert find_run("exp", "latest", tmp_path) == device.dir
     device.finish()

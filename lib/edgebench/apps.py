@@ -243,7 +243,8 @@ def place_app(target: Target, app: App) -> BuiltApp:
             target.upload_if_changed(f, f"{base}/{rel}")
             size += f.stat().st_size
         script = f"{base}/{app.entry}"
-        node_size, library_size = map(int, target.run(["sh", "-c", rootfs.own_bytes('"$1"'), "size", node]).stdout.split())
+        sizes = target.run(["sh", "-c", rootfs.own_bytes('"$1"'), "size", node]).stdout.split()
+        node_size, library_size = map(int, sizes)
         version = target.run([node, "--version"], check=False).stdout.strip()
         return BuiltApp(app, arch, script, size, [node, script],
                         details={"node": version or None, "node_binary_bytes": node_size,

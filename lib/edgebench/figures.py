@@ -29,8 +29,8 @@ from edgebench import fleet, plan, provision
 from edgebench.errors import ConfigError
 from edgebench.experiments import NOTEBOOKS_DIR, experiment_of, for_notebook
 from edgebench.lab import KERNEL_NAME, ensure_kernel
-from edgebench.paths import DATA_DIR, FIGURES_DIR, PROJECT_ROOT
-from edgebench.results import close_unfinished, load_meta, load_results, run_dirs, run_target, utc_now
+from edgebench.paths import FIGURES_DIR, PROJECT_ROOT
+from edgebench.results import close_unfinished, find_run, load_meta, load_results, utc_now
 from edgebench.signals import Stopper
 from edgebench.targets import connect
 
@@ -163,18 +163,6 @@ def run_notebook(nb: Path, parameters: dict, log_output: bool = True, stopper: S
     return final
 
 
-def newest_run(experiment: str, target: str | None = None, data_dir: Path = DATA_DIR) -> Path:
-    """The newest run of `experiment`, of `target` if given: a device measuring beside this one
-    in the same data/ may have started a newer run of the same experiment."""
-    for run_dir in reversed(run_dirs(experiment, data_dir)):
-        try:
-            if target is None or run_target(load_meta(run_dir)) == target:
-                return run_dir
-        except (OSError, ValueError):
-            continue
-    raise LookupError(f"no run of {experiment}" + (f" on {target}" if target else ""))
-
-
 def summary(experiments: list[str], since: dict[str, str] | None = None, target: str | None = None) -> str:
     """One line per experiment: its newest run's row counts (on `target`, if given). With
     `since` (experiment -> the time its notebook started), only a run that notebook made counts,
@@ -182,7 +170,7 @@ def summary(experiments: list[str], since: dict[str, str] | None = None, target:
     lines = [f"{'experiment':<20} {'ok':>5} {'failed':>6}  data / figures"]
     for exp in experiments:
         try:
-            run_dir = newest_run(exp, target)
+            run_dir = find_run(exp, "latest", target=target)
             if since and (load_meta(run_dir).get("started_at") or "") < since.get(exp, ""):
                 raise LookupError("older than this invocation")
         except Exception:

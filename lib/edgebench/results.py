@@ -237,13 +237,15 @@ def run_dirs(experiment: str, data_dir: Path = DATA_DIR) -> list[Path]:
     return sorted(dirs, key=lambda d: json.loads((d / "meta.json").read_text()).get("started_at") or "")
 
 
-def find_run(experiment: str, run_id: str = "latest", data_dir: Path = DATA_DIR) -> Path:
-    """'latest' -> the most recent run of the experiment; otherwise that run's directory."""
+def find_run(experiment: str, run_id: str = "latest", data_dir: Path = DATA_DIR, target: str | None = None) -> Path:
+    """'latest' -> the most recent run of the experiment (on `target`, if given: a device measuring
+    beside this one in the same data/ may have started a newer one); otherwise that run's directory."""
     if run_id in ("latest", "", None):
-        dirs = run_dirs(experiment, data_dir)
+        dirs = [d for d in run_dirs(experiment, data_dir) if target is None or run_target(load_meta(d)) == target]
         if not dirs:
-            raise ConfigError(f"no data for {experiment} under {Path(data_dir) / experiment}; "
-                              "run the experiment first (make figures) instead of replotting")
+            raise ConfigError(f"no data for {experiment}{f' on {target}' if target else ''} under "
+                              f"{Path(data_dir) / experiment}; run the experiment first (make figures) "
+                              "instead of replotting")
         return dirs[-1]
     path = Path(data_dir) / experiment / run_id
     if not (path / "results.csv").exists():

@@ -5,7 +5,7 @@ users it may look up, so that the same binary runs there as on the target."""
 from __future__ import annotations
 
 # The libraries `ldd` names with a path, and the dynamic loader (its line has no "=>").
-_LDD_PATHS = r"""awk '$2 == "=>" && $3 ~ /^\// {print $3} $1 ~ /^\// {print $1}'"""
+LDD_PATHS = r"""awk '$2 == "=>" && $3 ~ /^\// {print $3} $1 ~ /^\// {print $1}'"""
 
 
 # Files a binary or its libraries read by a path compiled into them. Debian's nodejs is built with
@@ -18,7 +18,7 @@ _COMPILED_IN_FILES = r"""xargs grep -aho '/usr/share/nodejs/[[:alnum:]@/._-]*\.j
 def compiled_in_files(binary: str) -> str:
     """A shell pipeline printing the files `binary` or the libraries it loads name by path and
     need at run time (see _COMPILED_IN_FILES), those that exist."""
-    return (f"{{ echo {binary}; ldd {binary} 2>/dev/null | {_LDD_PATHS}; }} | {_COMPILED_IN_FILES} |\n"
+    return (f"{{ echo {binary}; ldd {binary} 2>/dev/null | {LDD_PATHS}; }} | {_COMPILED_IN_FILES} |\n"
             "  while read -r f; do [ -f \"$f\" ] && echo \"$f\"; done")
 
 
@@ -33,7 +33,7 @@ def own_bytes(binary: str) -> str:
     its libnode, ICU and the rest are what a self-contained node carries inside)."""
     loaded = compiled_in_files('"$b"')
     return (f"b=$(readlink -f {binary}); printf '%s ' \"$(stat -L -c %s \"$b\")\"; "
-            f"{{ ldd \"$b\" 2>/dev/null | {_LDD_PATHS} | {_SYSTEM_RUNTIME}; {loaded}; }} |\n"
+            f"{{ ldd \"$b\" 2>/dev/null | {LDD_PATHS} | {_SYSTEM_RUNTIME}; {loaded}; }} |\n"
             "  sort -u | while read -r f; do stat -L -c %s \"$f\"; done | awk '{s += $1} END {print s + 0}'")
 
 
@@ -41,7 +41,7 @@ def copy_libraries(binary: str, root: str) -> str:
     """Copy what `binary` loads into `root` at the same paths (shell words, already quoted): its
     libraries and the files they read by a compiled-in path. A static binary loads nothing:
     ldd's complaint about it is not an error."""
-    return (f"for lib in $(ldd {binary} 2>/dev/null | {_LDD_PATHS}) $({compiled_in_files(binary)}); do\n"
+    return (f"for lib in $(ldd {binary} 2>/dev/null | {LDD_PATHS}) $({compiled_in_files(binary)}); do\n"
             f"  [ -e {root}\"$lib\" ] || cp --parents -L \"$lib\" {root}/\n"
             "done\n")
 
@@ -49,7 +49,7 @@ def copy_libraries(binary: str, root: str) -> str:
 def copy_folder_libraries(folder: str, root: str) -> str:
     """The same for every shared object in `folder` (Python's extension modules)."""
     return (f"for lib in $(find {folder} -name '*.so*' -type f -exec ldd {{}} + 2>/dev/null | grep -v ':$' |\n"
-            f"             {_LDD_PATHS} | sort -u); do\n"
+            f"             {LDD_PATHS} | sort -u); do\n"
             f"  [ -e {root}\"$lib\" ] || cp --parents -L \"$lib\" {root}/\n"
             "done\n")
 

@@ -57,7 +57,7 @@ echo "bin $binary - $(stat -L -c %s "$binary") -"
 # extensions), except what those folders hold themselves (they are mounted whole); and the files
 # they read by a compiled-in path (Debian's node).
 for lib in $({ ldd "$binary"; for d in "$@"; do find "$d" -name '*.so*' -type f -exec ldd {} + 2>/dev/null | grep -v ':$'; done; } |
-             awk '$2 == "=>" && $3 ~ /^\// {print $3} $1 ~ /^\// {print $1}' | sort -u) \
+             """ + rootfs.LDD_PATHS + r""" | sort -u) \
            $(""" + rootfs.compiled_in_files('"$binary"') + r"""); do
   inside_folder=""
   for d in "$@"; do case "$lib" in "$d"/*) inside_folder=1 ;; esac; done
