@@ -267,9 +267,10 @@ def sigint_default() -> None:
 
 _INTERRUPTED = """
 import sys
-from edgebench.experiments.time_to_ready import run_time_to_ready
-run_time_to_ready(runtimes=sys.argv[2], apps="go-http", repetitions=20, profile="quick", protocols="fair",
-                  cpus="1", memory="128m", run_id=sys.argv[1], progress=False)
+from edgebench.experiments import time_to_ready
+time_to_ready.run(time_to_ready.Params(runtimes=sys.argv[2], apps="go-http", repetitions=20, profile="quick",
+                                       protocols="fair", caches="warm", cpus="1", memory="128m", run_id=sys.argv[1],
+                                       progress=False))
 """
 
 

@@ -39,7 +39,7 @@ def test_the_papers_split_or_the_reason_it_is_missing():
 def test_an_unknown_machine_is_refused_before_anything_starts(local):
     from edgebench.runtimes.linux_vm import LinuxVmRuntime
     with pytest.raises(ConfigError, match="machines q35 unknown on x86_64; the VM runtimes offer microvm, pc"):
-        bt.machine_variants([LinuxVmRuntime(local, "x")], "pc,q35", "r1")
+        bt.machine_variants([LinuxVmRuntime(local, "x")], ["pc", "q35"], "r1")
 
 
 def test_a_machine_one_vm_runtime_lacks_is_left_out_of_it_only(local):
@@ -47,20 +47,30 @@ def test_a_machine_one_vm_runtime_lacks_is_left_out_of_it_only(local):
     from edgebench.runtimes.native import NativeRuntime
     from edgebench.runtimes.unikraft import UnikraftRuntime
     native, vm, uk = NativeRuntime(local, "x"), LinuxVmRuntime(local, "x"), UnikraftRuntime(local, "x", images_dir="/i")
-    got = bt.machine_variants([native, vm, uk], "pc,microvm", "r1")
+    got = bt.machine_variants([native, vm, uk], ["pc", "microvm"], "r1")
     assert [(rt.name, getattr(rt, "machine", "")) for rt in got] == [
         ("native", ""), ("linux-vm", "pc"), ("linux-vm", "microvm"), ("unikraft", "pc")]
     assert got[3] is uk and got[2].accel == vm.accel  # the variant keeps the runtime's options
 
 
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(memory="256"), "memory='256' is not a size with a unit"),
+    (dict(cpus="one"), "cpus='one' is not a number"),
+    (dict(repetitions=-1), "repetitions=-1 must be at least 1"),
+    (dict(apps="sysbench"), "app 'sysbench' does not fit this experiment"),
+])
+def test_bad_parameters_fail_when_the_record_is_made(kwargs, message):
+    with pytest.raises(ConfigError, match=message):
+        bt.Params(profile="quick", **kwargs)
+
+
 def test_plan_counts_a_start_per_machine():
-    one = bt.plan_boot_time({"profile": "quick", "repetitions": 2, "machines": "pc"}, ["native", "linux-vm"])
-    two = bt.plan_boot_time({"profile": "quick", "repetitions": 2, "machines": "pc,microvm"}, ["native", "linux-vm"])
+    one = bt.plan(bt.Params(profile="quick", repetitions=2, machines="pc"), ["native", "linux-vm"])
+    two = bt.plan(bt.Params(profile="quick", repetitions=2, machines="pc,microvm"), ["native", "linux-vm"])
     assert (one.points, two.points) == (4, 6) and two.seconds > one.seconds
     # node-http cannot run on linux-vm: its points fail at once and cost no starts in the plan.
-    go = bt.plan_boot_time({"profile": "quick", "repetitions": 2, "machines": "pc", "apps": "go-http"}, ["linux-vm"])
-    both = bt.plan_boot_time({"profile": "quick", "repetitions": 2, "machines": "pc", "apps": "go-http,node-http"},
-                             ["linux-vm"])
+    go = bt.plan(bt.Params(profile="quick", repetitions=2, machines="pc", apps="go-http"), ["linux-vm"])
+    both = bt.plan(bt.Params(profile="quick", repetitions=2, machines="pc", apps="go-http,node-http"), ["linux-vm"])
     assert both.points == 2 * go.points and both.seconds == pytest.approx(go.seconds)
 
 
@@ -134,8 +144,8 @@ def test_native_and_a_linux_vm_start_with_every_phase_on_the_host_clock(local, n
     from edgebench.runtimes.linux_vm import LinuxVmRuntime
     why = LinuxVmRuntime(local, "x").availability()
     need("linux-vm", None if why else why.reason)
-    run_dir = bt.run_boot_time(runtimes="native,linux-vm", machines="pc", profile="quick", repetitions=1,
-                               progress=False)
+    run_dir = bt.run(bt.Params(runtimes="native,linux-vm", machines="pc", profile="quick", repetitions=1,
+                               progress=False))
     df = load_results(run_dir)
     ok = df[df["status"] == "ok"]
     for runtime in ("native", "linux-vm"):

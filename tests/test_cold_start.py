@@ -10,6 +10,7 @@ import pytest
 from conftest import need
 from edgebench.errors import ConfigError
 from edgebench.experiments import time_to_ready as ttr
+from edgebench.experiments.estimate import RUNTIME_COST_S
 from edgebench.results import load_results
 
 
@@ -23,9 +24,8 @@ def test_only_the_fair_protocol_starts_cold():
 
 def test_the_plan_counts_cold_starts_and_their_cost():
     base = dict(profile="quick", apps="go-http", protocols="fair", repetitions=3)
-    warm = ttr.plan_time_to_ready(base, ["docker"])
-    both = ttr.plan_time_to_ready({**base, "caches": "warm,cold"}, ["docker"])
-    from edgebench.plan import RUNTIME_COST_S
+    warm = ttr.plan(ttr.Params(**base, caches="warm"), ["docker"])
+    both = ttr.plan(ttr.Params(**base, caches="warm,cold"), ["docker"])
     assert (warm.points, both.points) == (3, 6)
     # Three more starts, each with a drop and cold reads.
     assert both.seconds - warm.seconds == pytest.approx(3 * (RUNTIME_COST_S["docker"][1] + ttr.COLD_EXTRA_S))
@@ -79,8 +79,8 @@ def test_cold_starts_launch_on_an_emptied_page_cache(local, docker_ready, cgroup
     need("root (drop_caches)", ttr.drop_page_cache(local))
     # What a drop leaves: pages mapped by running programs (dockerd, this Python) and tmpfs.
     floor = ttr.page_cache_mb(local)
-    run_dir = ttr.run_time_to_ready(runtimes="native,docker", apps="go-http", protocols="fair",
-                                    caches="warm,cold", repetitions=2, profile="quick", progress=False)
+    run_dir = ttr.run(ttr.Params(runtimes="native,docker", apps="go-http", protocols="fair",
+                                 caches="warm,cold", repetitions=2, profile="quick", progress=False))
     df = load_results(run_dir)
     ready = df[df["metric"] == "time_to_ready"]
     assert (ready["status"] == "ok").all(), ready["error"].tolist()

@@ -21,16 +21,19 @@ from edgebench.results import load_results
     (dict(npb_benchmarks="ep,xx"), "choose from is, ep"),
     (dict(stream_mib="big"), "MiB per array"),
     (dict(stream_mib="-3"), "positive MiB"),
-    (dict(file_mb="1.5"), "whole MB"),
+    (dict(file_mb=-1), "whole MB"),
+    (dict(file_mb="1.5"), "file_mb='1.5' is not an int"),
     (dict(power_meter="ina219"), "unknown power meter .ina219."),
     (dict(apps="rails"), "rails"),
+    (dict(cpus="two"), "cpus='two' is not a number"),
+    (dict(memory="512"), "memory='512' is not a size with a unit"),
 ])
 def test_bad_input_fails_before_anything_starts(kwargs, message, monkeypatch):
     def unreachable(*a, **k):
         raise AssertionError("the target was reached before the input was checked")
     monkeypatch.setattr(co, "session", unreachable)
     with pytest.raises(ConfigError, match=message):
-        co.run_container_overhead(**{"profile": "quick", **kwargs})
+        co.run(co.Params(**{"profile": "quick", **kwargs}))
 
 
 def _rows(**by_runtime) -> pd.DataFrame:
@@ -124,10 +127,9 @@ def test_quick_run_native_and_docker(local, docker_ready, wrk_ready, no_leftover
     # The clock at nanosecond resolution (date's %N): /proc/uptime's 10 ms steps are a coarse meter
     # that makes a 50 ms run's power wrong by a third.
     meter = "command:joules:date +%s.%N | awk '{printf \"%.6f\\n\", ($1 - 1.7e9) * 3}'"
-    run_dir = co.run_container_overhead(runtimes="native,docker", apps="go-http", profile="quick", repetitions=1,
-                                        protocols="fair",
-                                        npb_benchmarks="ep", file_mb=2, power_meter=meter, crosscheck=False,
-                                        progress=False)
+    run_dir = co.run(co.Params(runtimes="native,docker", apps="go-http", profile="quick", repetitions=1,
+                               protocols="fair", npb_benchmarks="ep", file_mb=2, power_meter=meter, crosscheck=False,
+                               progress=False))
     df = load_results(run_dir)
     ok = df[df["status"] == "ok"]
     # Disk: fio's four operations in both runtimes, each row naming where its file lived.
@@ -198,9 +200,8 @@ def test_published_disk_rows_come_from_iozone_as_the_paper_ran_it(local, docker_
         iozone.binary(local)
     except MissingTool as e:
         need("iozone", str(e))
-    run_dir = co.run_container_overhead(runtimes="native,docker", benchmarks="disk", protocols="published",
-                                        profile="quick", repetitions=1, file_mb=2, power_meter="none",
-                                        progress=False)
+    run_dir = co.run(co.Params(runtimes="native,docker", benchmarks="disk", protocols="published",
+                               profile="quick", repetitions=1, file_mb=2, power_meter="none", progress=False))
     df = load_results(run_dir)
     rows = df[(df["metric"] == "throughput") & (df["tool"] == "iozone")]
     assert (rows["status"] == "ok").all(), rows["error"].tolist()

@@ -10,6 +10,8 @@ import pytest
 
 from conftest import need
 from edgebench.errors import ConfigError
+from edgebench.experiments import time_to_ready as ttr
+from edgebench.results import load_results
 from edgebench.runtimes import requested_runtimes
 
 
@@ -33,10 +35,8 @@ def crun_ready(local, docker_ready):
 
 @pytest.mark.integration
 def test_time_to_ready_with_crun_beside_runc(local, crun_ready, cgroups_ready, no_leftovers):
-    from edgebench.experiments import time_to_ready as ttr
-    from edgebench.results import load_results
-    run_dir = ttr.run_time_to_ready(runtimes="docker,docker-crun", apps="go-http", protocols="fair", caches="warm",
-                                    repetitions=2, profile="quick", cpus="1", memory="128m", progress=False)
+    run_dir = ttr.run(ttr.Params(runtimes="docker,docker-crun", apps="go-http", protocols="fair", caches="warm",
+                                 repetitions=2, profile="quick", cpus="1", memory="128m", progress=False))
     df = load_results(run_dir)
     ready = df[df["metric"] == "time_to_ready"]
     assert (ready["status"] == "ok").all() and ready.groupby("runtime").size().to_dict() == {

@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
+import ast
+
 import pandas as pd
+import papermill
 import pytest
 
 from edgebench.errors import ConfigError
 from edgebench.experiments import EXPERIMENTS, NOTEBOOKS_DIR, for_notebook, reference_path
-from edgebench.figures import declared_parameters, notebooks, parameters_for, parse_settings
+from edgebench.figures import notebooks, parameters_for, parse_settings
 
 RECORDS = list(EXPERIMENTS.values())
-# In every notebook, not passed to the measuring function: it picks replotting or measuring.
-NOTEBOOK_ONLY = {"run_id"}
 
 
 def test_every_notebook_has_a_record_and_every_record_a_notebook():
@@ -27,11 +28,38 @@ def test_references_hold_the_experiments_numbers(record):
 
 
 @pytest.mark.parametrize("record", RECORDS, ids=lambda e: e.name)
-def test_notebook_parameters_are_what_the_experiment_takes(record):
-    """A parameter the function does not take would be ignored, or passed as 'unused here'."""
-    declared = declared_parameters(record.notebook_path) - NOTEBOOK_ONLY
-    assert declared - record.parameters() == set()
-    assert {"target", "runtimes", "profile"} <= declared
+def test_the_notebooks_parameters_cell_is_its_record(record):
+    """Names, types and defaults: what papermill reads from the cell is what the record declares,
+    so a value given to the notebook (make figures, SET, papermill -p) is what the record checks."""
+    cell = papermill.inspect_notebook(str(record.notebook_path))
+    fields = record.parameters.cell_fields()
+    assert set(cell) == set(fields), f"the cell and {record.parameters.__name__} name different parameters"
+    types = record.parameters.cell_types()
+    for name, described in cell.items():
+        assert described["inferred_type_name"] == types[name].__name__, name
+        assert ast.literal_eval(described["default"]) == fields[name].default, name
+    assert {"target", "runtimes", "profile", "run_id"} <= set(fields)
+
+
+@pytest.mark.parametrize("record", RECORDS, ids=lambda e: e.name)
+def test_the_record_of_the_cells_defaults_is_made_and_planned(record):
+    """Each notebook's defaults make a record (checked, parsed) that its plan can count."""
+    params = record.params({})
+    assert params.EXPERIMENT == record.name
+    assert params == record.parameters.from_cell({**params.given(), "unrelated": 1})
+    work = record.plan(params.replace(profile="quick"), ["native"])
+    assert work.points > 0 and work.seconds > 0
+
+
+def test_a_record_refuses_a_wrong_type_or_a_cell_that_lost_a_parameter():
+    io = EXPERIMENTS["io_bound"].parameters
+    with pytest.raises(ConfigError, match="iterations='5' is not an int"):
+        io(iterations="5")
+    with pytest.raises(ConfigError, match="the parameters cell does not set rich_cpus"):
+        io.from_cell({k: v for k, v in io().given().items() if k != "rich_cpus"})
+    with pytest.raises(ConfigError, match="takes no parameter memroy_levels"):
+        io.from_values({"memroy_levels": "64m"})
+    assert io(p99_bound_ms=50).p99_bound_ms == 50.0  # an int where the cell says float
 
 
 def test_figures_passes_only_declared_parameters_and_checks_apps_first():

@@ -26,12 +26,15 @@ def test_a_folder_without_gallery_and_probe_is_refused_naming_the_layout(tmp_pat
     with pytest.raises(ConfigError, match=r"probe/<label>/ holds no images.*gallery/<name>/"):
         fr.check_images_dir(tmp_path)
     with pytest.raises(ConfigError, match="images_dir"):
-        fr.run_face_recognition(runtimes="native", images_dir=str(tmp_path / "missing"))
+        fr.Params(runtimes="native", images_dir=str(tmp_path / "missing"))
 
 
 def test_bad_counts_are_refused_before_anything_starts():
     with pytest.raises(ConfigError, match="images=0"):
-        fr.run_face_recognition(runtimes="native", images=0)
+        fr.Params(runtimes="native", images=0)
+    with pytest.raises(ConfigError, match="k=0 must be at least 1"):
+        fr.Params(runtimes="native", k=0)
+    assert fr.Params(profile="quick").reps == fr.REPETITIONS["quick"] and fr.Params().images_folder is None
 
 
 def test_output_parsing_keeps_images_and_summary():
@@ -44,10 +47,10 @@ def test_output_parsing_keeps_images_and_summary():
 
 
 def test_plan_counts_docker_twice_and_no_vm():
-    work = fr.plan_face_recognition({"profile": "quick", "repetitions": 2, "protocols": "fair"},
-                                    ["native", "docker", "linux-vm"])
+    params = fr.Params(profile="quick", repetitions=2, protocols="fair")
+    work = fr.plan(params, ["native", "docker", "linux-vm"])
     assert work.points == 2 + 2 * 2  # linux-vm runs no python: no points, no time
-    alone = fr.plan_face_recognition({"profile": "quick", "repetitions": 2, "protocols": "fair"}, ["native", "docker"])
+    alone = fr.plan(params, ["native", "docker"])
     assert work.seconds == pytest.approx(alone.seconds)
 
 
@@ -102,8 +105,8 @@ def face_rows(run_dir) -> pd.DataFrame:
 @pytest.mark.integration
 def test_accurate_and_identical_natively_in_docker_bridge_and_host_and_lxd(local, wheels_ready, docker_ready, lxd_ready,
                                                                           cgroups_ready, no_leftovers):
-    run_dir = fr.run_face_recognition(runtimes="native,docker,lxd", repetitions=1, protocols="fair", profile="quick",
-                                      progress=False)
+    run_dir = fr.run(fr.Params(runtimes="native,docker,lxd", repetitions=1, protocols="fair", profile="quick",
+                               progress=False))
     df = face_rows(run_dir)
     acc = df[df["metric"] == "accuracy"]
     cells = {(r.runtime, r.network_mode if isinstance(r.network_mode, str) else "") for r in acc.itertuples()}
@@ -122,16 +125,16 @@ def test_accurate_and_identical_natively_in_docker_bridge_and_host_and_lxd(local
 @pytest.mark.integration
 def test_a_users_folder_replaces_the_built_in_set(local, wheels_ready, cgroups_ready, tmp_path, no_leftovers):
     # A folder of the user's own: two people from the built-in set, laid out as the docs say.
-    run_dir = fr.run_face_recognition(runtimes="native", repetitions=1, protocols="fair", profile="quick",
-                                      images=4, progress=False)
+    run_dir = fr.run(fr.Params(runtimes="native", repetitions=1, protocols="fair", profile="quick", images=4,
+                               progress=False))
     builtin = load_results(run_dir)["dataset"].iloc[0]
     assert builtin.startswith("built-in")
     made = max(Path(local.workspace, "data", fr.APP).glob("builtin-*/"), key=lambda p: p.stat().st_mtime)
     for part in ("gallery", "probe"):
         for person in ("lfw-00", "lfw-01"):
             shutil.copytree(made / part / person, tmp_path / "mine" / part / person)
-    run_dir = fr.run_face_recognition(runtimes="native", repetitions=1, protocols="fair", profile="quick",
-                                      images=100, images_dir=str(tmp_path / "mine"), progress=False)
+    run_dir = fr.run(fr.Params(runtimes="native", repetitions=1, protocols="fair", profile="quick", images=100,
+                               images_dir=str(tmp_path / "mine"), progress=False))
     df = face_rows(run_dir)
     acc = df[df["metric"] == "accuracy"]
     assert acc["dataset"].iloc[0] == f"directory {tmp_path / 'mine'}"

@@ -23,11 +23,11 @@ def test_first_is_a_cache_kind_and_the_plan_counts_it_for_runtimes_with_images()
     with pytest.raises(ConfigError, match="warm, cold, first"):
         ttr.check_caches("lukewarm")
     base = dict(apps="go-http", protocols="fair", repetitions=2, profile="quick")
-    warm = ttr.plan_time_to_ready({**base, "caches": "warm"}, ["native", "docker"])
-    first = ttr.plan_time_to_ready({**base, "caches": "warm,first"}, ["native", "docker"])
+    warm = ttr.plan(ttr.Params(**base, caches="warm"), ["native", "docker"])
+    first = ttr.plan(ttr.Params(**base, caches="warm,first"), ["native", "docker"])
     assert warm.points == 4 and first.points == 6  # native: 2 warm; docker: 2 warm + 2 first
     # LXD fetches its base image; a VM's disk is built on the device: nothing to fetch.
-    assert ttr.plan_time_to_ready({**base, "caches": "warm,first"}, ["lxd", "linux-vm"]).points == 4 + 2
+    assert ttr.plan(ttr.Params(**base, caches="warm,first"), ["lxd", "linux-vm"]).points == 4 + 2
     assert first.seconds > warm.seconds + 2 * ttr.FIRST_EXTRA_S
 
 
@@ -84,8 +84,8 @@ def _nothing_left(local, run_dir):
 def test_docker_first_starts_pull_from_a_registry_on_this_machine(local, docker_ready, cgroups_ready,
                                                                    no_leftovers):
     _registry_ready(local)
-    run_dir = ttr.run_time_to_ready(runtimes="native,docker", apps="go-http", caches="warm,first", protocols="fair",
-                                    repetitions=2, profile="quick", cpus="1", memory="256m", progress=False)
+    run_dir = ttr.run(ttr.Params(runtimes="native,docker", apps="go-http", caches="warm,first", protocols="fair",
+                                 repetitions=2, profile="quick", cpus="1", memory="256m", progress=False))
     _check_first_starts(run_dir, local.name)
     _nothing_left(local, run_dir)
 
@@ -96,8 +96,8 @@ def test_lxd_first_starts_fetch_and_import_its_base_image(local, lxd_ready, cgro
     from edgebench.results import load_results
     _registry_ready(local)
     before = ensure_image(local)
-    run_dir = ttr.run_time_to_ready(runtimes="lxd", apps="go-http", caches="warm,first", protocols="fair",
-                                    repetitions=2, profile="quick", progress=False)
+    run_dir = ttr.run(ttr.Params(runtimes="lxd", apps="go-http", caches="warm,first", protocols="fair",
+                                 repetitions=2, profile="quick", progress=False))
     df = load_results(run_dir)
     first = df[(df["cache"] == "first") & (df["status"] == "ok")]
     assert set(first["runtime"]) == {"lxd"}, df[df["status"] == "failed"][["runtime", "metric", "error"]]
@@ -125,9 +125,9 @@ def test_first_starts_pull_from_a_registry_on_the_load_generator_host(local, doc
     from edgebench.targets import SSHTarget
     host = SSHTarget(f"root@{ssh_host.host}", key_file=ssh_host.key_file, known_hosts=ssh_host.known_hosts)
     try:
-        run_dir = ttr.run_time_to_ready(runtimes="native,docker", apps="go-http", caches="warm,first",
-                                        protocols="fair", repetitions=2, profile="quick", cpus="1", memory="256m",
-                                        progress=False, registry=host)
+        run_dir = ttr.run(ttr.Params(runtimes="native,docker", apps="go-http", caches="warm,first",
+                                     protocols="fair", repetitions=2, profile="quick", cpus="1", memory="256m",
+                                     progress=False, registry=host))
     finally:
         host.close()
     _check_first_starts(run_dir, host.name)
@@ -138,9 +138,9 @@ def test_first_starts_pull_from_a_registry_on_the_load_generator_host(local, doc
 
 _FIRST_STARTS = """
 import sys
-from edgebench.experiments.time_to_ready import run_time_to_ready
-run_time_to_ready(runtimes="docker", apps="go-http,node-http", caches="first", protocols="fair", repetitions=20,
-                  profile="quick", cpus="1", run_id=sys.argv[1], progress=False)
+from edgebench.experiments import time_to_ready
+time_to_ready.run(time_to_ready.Params(runtimes="docker", apps="go-http,node-http", caches="first", protocols="fair",
+                                       repetitions=20, profile="quick", cpus="1", run_id=sys.argv[1], progress=False))
 """
 
 

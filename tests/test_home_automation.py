@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 
 from conftest import need_tool
+from edgebench.errors import ConfigError
 from edgebench.experiments import home_automation as ha
 from edgebench.results import load_results
 
@@ -18,8 +19,18 @@ def test_sensor_access_is_named_from_the_backend():
     assert ha.sensor_access("") == "unknown"
 
 
+def test_repetitions_protocols_and_limits_are_checked_when_the_record_is_made():
+    assert ha.Params().reps == ha.REPETITIONS and ha.Params(protocols="fair").protocol_names == ["fair"]
+    with pytest.raises(ConfigError, match="unknown protocol 'fast'"):
+        ha.Params(protocols="fast")
+    with pytest.raises(ConfigError, match="repetitions=-1 must be at least 1"):
+        ha.Params(repetitions=-1)
+    with pytest.raises(ConfigError, match="memory='64' is not a size with a unit"):
+        ha.Params(memory="64")
+
+
 def test_plan_counts_docker_twice():
-    work = ha.plan_home_automation({"profile": "quick", "repetitions": 2, "protocols": "fair"}, ["native", "docker"])
+    work = ha.plan(ha.Params(profile="quick", repetitions=2, protocols="fair"), ["native", "docker"])
     assert work.points == 2 + 2 * 2 and work.seconds > 6 * ha.WRK_DURATION_S["quick"]
 
 
@@ -45,8 +56,8 @@ def test_the_service_answers_over_tls_natively_and_in_docker_with_its_latency_sp
                                                                                     cgroups_ready, wrk_ready,
                                                                                     no_leftovers):
     need_tool(local, "curl")
-    run_dir = ha.run_home_automation(runtimes="native,docker", repetitions=1, protocols="fair", profile="quick",
-                                     progress=False)
+    run_dir = ha.run(ha.Params(runtimes="native,docker", repetitions=1, protocols="fair", profile="quick",
+                               progress=False))
     df = load_results(run_dir)
     assert not (df["status"] == "failed").any(), df[df["status"] == "failed"][["runtime", "metric", "error"]]
     rps = df[df["metric"] == "throughput"]
@@ -69,7 +80,7 @@ def test_the_service_answers_over_tls_natively_and_in_docker_with_its_latency_sp
 
 @pytest.mark.integration
 def test_the_service_answers_over_tls_in_lxd(local, lxd_ready, cgroups_ready, wrk_ready, no_leftovers):
-    run_dir = ha.run_home_automation(runtimes="lxd", repetitions=1, protocols="fair", profile="quick", progress=False)
+    run_dir = ha.run(ha.Params(runtimes="lxd", repetitions=1, protocols="fair", profile="quick", progress=False))
     df = load_results(run_dir)
     rps = df[df["metric"] == "throughput"]
     assert len(rps) == 1 and (rps["status"] == "ok").all() and (rps["value"] > 0).all(), df["error"].dropna().tolist()

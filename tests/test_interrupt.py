@@ -22,9 +22,9 @@ pytestmark = pytest.mark.integration
 
 CHILD = """
 import sys
-from edgebench.experiments.time_to_ready import run_time_to_ready
-run_time_to_ready(runtimes=sys.argv[1], repetitions=50, profile="quick", protocols="fair",
-                  run_id=sys.argv[2], progress=False)
+from edgebench.experiments import time_to_ready
+time_to_ready.run(time_to_ready.Params(runtimes=sys.argv[1], repetitions=50, profile="quick", protocols="fair",
+                                       caches="warm", run_id=sys.argv[2], progress=False))
 print("completed")
 """
 ROWS_BEFORE_SIGNAL = 2

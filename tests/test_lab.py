@@ -212,7 +212,7 @@ def test_interrupting_a_measuring_kernel_keeps_its_rows_and_leaves_nothing_runni
     try:
         cells = nb.cells(run_id="", runtimes="native", apps="go-http", profile="quick", repetitions=50,
                          protocols="fair", cpus="1", memory="64m")
-        measuring = next(i for i, c in enumerate(cells) if ".collect(" in c)
+        measuring = next(i for i, c in enumerate(cells) if "collect(" in c)
         for code in cells[:measuring]:
             assert nb.execute(code)[0]["status"] == "ok"
 

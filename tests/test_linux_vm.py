@@ -164,6 +164,7 @@ def go_vm(vm, local):
     return vm.package(place_app(local, APPS["go-http"]))
 
 
+@pytest.mark.integration  # boots a VM
 def test_package_packs_busybox_the_modules_and_the_app(vm, go_vm, local):
     d = go_vm.details
     assert go_vm.build == "initramfs" and go_vm.ref.endswith("go-http.initramfs")
@@ -175,6 +176,7 @@ def test_package_packs_busybox_the_modules_and_the_app(vm, go_vm, local):
     assert d["modules"][-1] in ("virtio_net", "virtio_mmio") and "virtio_ring" in d["modules"]
 
 
+@pytest.mark.integration  # boots a VM
 @pytest.mark.parametrize("machine", ["pc", "microvm"])
 def test_start_serves_reads_limits_back_and_stop_kills_qemu(vm, go_vm, local, machine, no_leftovers):
     rt, artifact = LinuxVmRuntime(local, "linuxvmtest", machine=machine), go_vm
@@ -208,6 +210,7 @@ def test_start_serves_reads_limits_back_and_stop_kills_qemu(vm, go_vm, local, ma
     assert not vm_tagged_processes()
 
 
+@pytest.mark.integration  # boots a VM
 def test_batch_exit_status_is_the_programs(vm, go_vm, no_leftovers):
     result = vm.run_batch(go_vm, ["-port", "not-a-port"], Limits(cpus=1, memory_mb=128), timeout_s=120)
     assert result.exit_code == 2, (result.stdout[-800:], result.stderr[-800:])
@@ -225,6 +228,7 @@ def test_a_service_whose_app_exited_says_so(vm, go_vm, tmp_path):
     assert "address already in use" in reason and "the app exited with status 1" in reason
 
 
+@pytest.mark.integration  # boots a VM
 def test_batch_runs_iomt_and_agrees_with_native(vm, local, no_leftovers):
     from edgebench.runtimes.native import NativeRuntime
     built = place_app(local, APPS["iomt"])
@@ -247,6 +251,7 @@ def test_memory_below_the_kernels_need_is_refused_before_anything_starts(vm, go_
     assert not vm_tagged_processes()
 
 
+@pytest.mark.integration  # boots a VM
 def test_a_vm_that_never_gets_ready_is_stopped(vm, go_vm, no_leftovers):
     with pytest.raises(StartFailed):
         vm.start(go_vm, Limits(memory_mb=128), free_port(), timeout_s=0.5)
@@ -270,6 +275,7 @@ def test_a_batch_tool_is_refused_and_a_serving_one_is_not(vm):
     assert not vm.runs(APPS["fio"]) and not vm.runs(APPS["node-http"])
 
 
+@pytest.mark.integration  # boots a VM
 @pytest.mark.parametrize("service", ["redis", "nginx"])
 def test_debians_services_run_from_the_initramfs_with_their_libraries(vm, local, service, no_leftovers):
     """A dynamic binary in the guest: the libraries ldd names and the data files go in at their
@@ -298,6 +304,7 @@ def test_debians_services_run_from_the_initramfs_with_their_libraries(vm, local,
     assert not qemu_alive(qemu)
 
 
+@pytest.mark.integration  # boots a VM
 def test_interrupted_while_a_vm_boots_leaves_no_vm(vm, tmp_path, no_leftovers):
     interrupt_while_a_vm_boots("linux-vm", signal.SIGINT, tmp_path)
     assert list(tmp_path.rglob("meta.json"))  # the run's record is on disk

@@ -62,15 +62,14 @@ def test_bad_search_bounds_are_refused(kw, message):
 
 def test_bad_parameters_fail_before_anything_starts():
     with pytest.raises(ConfigError, match="start_mb"):
-        mm.run_min_memory(runtimes="native", start_mb=0, profile="quick")
+        mm.Params(runtimes="native", start_mb=0, profile="quick")
     with pytest.raises(ConfigError, match="resolution_mb"):
-        mm.settings_for("quick", resolution_mb=-1)
+        mm.Params(profile="quick", resolution_mb=-1)
 
 
 @pytest.mark.integration
 def test_native_and_docker_find_a_minimum_that_serves(local, docker_ready, cgroups_ready, no_leftovers):
-    run_dir = mm.run_min_memory(runtimes="native,docker", apps="go-http", profile="quick", start_mb=64,
-                                progress=False)
+    run_dir = mm.run(mm.Params(runtimes="native,docker", apps="go-http", profile="quick", start_mb=64, progress=False))
     df = load_results(run_dir)
     found = df[df["metric"] == "min_memory"].set_index("runtime")
     assert set(found.index) == {"native", "docker"} and (found["status"] == "ok").all()

@@ -10,11 +10,12 @@ import sys
 import pytest
 
 from edgebench import plan
+from edgebench.experiments import estimate
 from edgebench.paths import PROJECT_ROOT
 
 
 def _plan(name: str, seconds: float) -> plan.NotebookPlan:
-    return plan.NotebookPlan(name, name, "local", "quick", ["native"], plan.Work(points=10, seconds=seconds),
+    return plan.NotebookPlan(name, name, "local", "quick", ["native"], estimate.Work(points=10, seconds=seconds),
                              seconds, "model")
 
 
@@ -73,19 +74,18 @@ def test_every_experiment_plans_its_notebook_defaults_in_every_profile():
     from edgebench.experiments import EXPERIMENTS
     from edgebench.experiments.common import PROFILES
     for exp in EXPERIMENTS.values():
-        defaults = plan.notebook_defaults(exp.notebook_path)
-        for profile in PROFILES:
-            work = exp.plan_work({**defaults, "profile": profile}, ["native", "docker"])
+        for profile in PROFILES:  # the record's defaults are the notebook's (test_experiments)
+            work = exp.plan_work({"profile": profile}, ["native", "docker"])
             assert work.points > 0 and work.seconds > 0, (exp.name, profile)
-        quick = exp.plan_work({**defaults, "profile": "quick"}, ["native", "docker"])
-        standard = exp.plan_work({**defaults, "profile": "standard"}, ["native", "docker"])
+        quick = exp.plan_work({"profile": "quick"}, ["native", "docker"])
+        standard = exp.plan_work({"profile": "standard"}, ["native", "docker"])
         assert standard.seconds >= quick.seconds, exp.name  # footprint is the same in both
 
 
 def test_points_follow_repetitions_runtimes_and_apps():
     from edgebench.experiments import EXPERIMENTS
     ttr = EXPERIMENTS["time_to_ready"]
-    base = dict(profile="quick", apps="go-http", protocols="fair,published", repetitions=3)
+    base = dict(profile="quick", apps="go-http", protocols="fair,published", repetitions=3, caches="warm")
     one = ttr.plan_work(base, ["native"])
     assert one.points == 1 * 2 * 3 and one.repetitions == 3 and one.apps == ["go-http"]
     assert ttr.plan_work({**base, "repetitions": 6}, ["native"]).points == 12
@@ -95,10 +95,10 @@ def test_points_follow_repetitions_runtimes_and_apps():
     # sysbench runs only where Linux tools run: a unikernel is left out of the plan, as of the run.
     micro = EXPERIMENTS["microbenchmarks"].plan_work({"profile": "quick", "network": False}, ["native", "nanos"])
     assert micro.runtimes == ["native"]
-    http = EXPERIMENTS["io_bound"].plan_work({"profile": "quick", "apps": "go-http", "memory_levels": "256m",
-                                              "experiment": "io_bound"}, ["native"])
+    http = EXPERIMENTS["io_bound"].plan_work({"profile": "quick", "apps": "go-http", "memory_levels": "256m"},
+                                             ["native"])
     longer = EXPERIMENTS["io_bound"].plan_work({"profile": "quick", "apps": "go-http", "memory_levels": "256m",
-                                                "experiment": "io_bound", "duration_s": 30}, ["native"])
+                                                "duration_s": 30}, ["native"])
     assert http.points == longer.points == 2 * 2 and longer.seconds - http.seconds >= 4 * 29 - 1e-6
 
 
@@ -108,20 +108,22 @@ def test_an_app_a_runtime_cannot_run_costs_it_nothing_in_every_plan():
     from edgebench.experiments import EXPERIMENTS
     for name in ("static_footprint", "time_to_ready", "io_bound", "cpu_bound", "min_memory", "boot_time"):
         exp = EXPERIMENTS[name]
-        params = {**plan.notebook_defaults(exp.notebook_path), "profile": "quick", "repetitions": 2}
+        params = {"profile": "quick", "repetitions": 2}
+        if "repetitions" not in exp.parameters.cell_fields():  # footprint measures each size once
+            params.pop("repetitions")
         go = exp.plan_work({**params, "apps": "go-http"}, ["linux-vm"])
         both = exp.plan_work({**params, "apps": "go-http,node-http"}, ["linux-vm"])
         assert both.seconds == pytest.approx(go.seconds), name
         # where both run, both cost
         assert exp.plan_work({**params, "apps": "go-http,node-http"}, ["docker"]).seconds > \
             exp.plan_work({**params, "apps": "go-http"}, ["docker"]).seconds, name
-    assert plan.runnable("linux-vm", ["go-http", "node-http"]) == ["go-http"]
-    assert plan.runnable("some-new-runtime", ["node-http"]) == ["node-http"]
+    assert estimate.runnable("linux-vm", ["go-http", "node-http"]) == ["go-http"]
+    assert estimate.runnable("some-new-runtime", ["node-http"]) == ["node-http"]
 
 
 def test_history_of_the_same_device_replaces_the_model_scaled_by_points(tmp_path):
     nb = plan.NotebookPlan("02_time_to_ready.ipynb", "time_to_ready", "pi1", "quick", ["native"],
-                           plan.Work(points=10, seconds=30), 30, "model")
+                           estimate.Work(points=10, seconds=30), 30, "model")
     plan.record(nb, 120.0, "completed", tmp_path)
     plan.record(nb, 500.0, "failed", tmp_path)  # a failed run says nothing about a whole one
     (tmp_path / plan.HISTORY_FILE).open("a").write('{"cut short by a crash\n')
@@ -163,7 +165,7 @@ def test_plan_accuracy_reads_history_kept_from_other_machines(tmp_path):
     # machines and kept in files: the benchmark sums whatever files it is given.
     for sub, experiment, seconds in (("a", "time_to_ready", 120.0), ("b", "iomt", 300.0)):
         made = plan.NotebookPlan("x.ipynb", experiment, "local", "standard", ["native"],
-                                 plan.Work(points=10, seconds=100), 100, "model")
+                                 estimate.Work(points=10, seconds=100), 100, "model")
         plan.record(made, seconds, "completed", tmp_path / sub)
     files = [str(tmp_path / sub / plan.HISTORY_FILE) for sub in ("a", "b")]
     r = subprocess.run([sys.executable, str(PROJECT_ROOT / "benchmarks" / "plan_accuracy.py"), "--profile", "standard",

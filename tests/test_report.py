@@ -166,3 +166,7 @@ def test_the_headline_is_the_findings_its_figures_cell_printed(tmp_path):
     cells[1]["outputs"] = [png]
     nb.write_text(json.dumps({"cells": cells}))
     assert report.headline(nb)[1] == "No EDP figure: no power meter"
+    # A page shown by one call (notebooks 03-04): run notes, the figure, then its findings.
+    cells[1]["outputs"] = [md("- Every runtime was measured."), png, md("- **go-http**: native ahead")]
+    nb.write_text(json.dumps({"cells": cells}))
+    assert report.headline(nb)[1] == "go-http: native ahead"

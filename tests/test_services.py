@@ -76,16 +76,24 @@ def test_a_server_that_never_answers_fails_with_the_reason_instead_of_hanging(lo
 
 def test_unknown_services_are_refused_before_anything_starts():
     with pytest.raises(ConfigError, match="services apache unknown; choose from redis, nginx"):
-        sv.run_services(runtimes="native", services="apache", profile="quick")
+        sv.Params(runtimes="native", services="apache", profile="quick")
+
+
+def test_limits_are_checked_when_the_record_is_made():
+    with pytest.raises(ConfigError, match="memory='256' is not a size with a unit; write e.g. '256m'"):
+        sv.Params(memory="256")
+    with pytest.raises(ConfigError, match="cpus='one' is not a number"):
+        sv.Params(cpus="one")
+    assert sv.Params(repetitions=0).reps == sv.REPETITIONS and sv.Params().service_names == ["redis", "nginx"]
 
 
 def test_plan_leaves_out_runtimes_that_run_no_linux_binaries_and_counts_docker_twice():
-    work = sv.plan_services({"profile": "quick", "repetitions": 1, "services": "redis"}, ["native", "docker", "nanos"])
+    work = sv.plan(sv.Params(profile="quick", repetitions=1, services="redis"), ["native", "docker", "nanos"])
     assert work.runtimes == ["native", "docker"] and work.points == 2 * (1 + 2)
     # linux-vm serves Debian's binaries from its initramfs.
-    vm = sv.plan_services({"profile": "quick", "repetitions": 1, "services": "redis"}, ["native", "linux-vm"])
+    vm = sv.plan(sv.Params(profile="quick", repetitions=1, services="redis"), ["native", "linux-vm"])
     assert vm.runtimes == ["native", "linux-vm"]
-    both = sv.plan_services({"profile": "quick", "repetitions": 1}, ["native", "docker", "nanos"])
+    both = sv.plan(sv.Params(profile="quick", repetitions=1), ["native", "docker", "nanos"])
     assert both.points == 2 * work.points and both.apps == ["redis", "nginx"]
     # nginx's points last wrk's duration: at least 2 protocols x 3 points x 5 s more.
     assert both.seconds - work.seconds >= 2 * 3 * sv.WRK_DURATION_S["quick"]
@@ -152,8 +160,8 @@ def test_redis_and_nginx_natively_and_in_docker_host_and_bridge(local, docker_re
                                                                  no_leftovers):
     for tool in ("redis-server", "redis-benchmark", "nginx"):
         need(tool, None if local.which(tool) else f"no {tool} (apt-get install redis-server redis-tools nginx)")
-    run_dir = sv.run_services(runtimes="native,docker", profile="quick", repetitions=1, protocols="fair",
-                              progress=False)
+    run_dir = sv.run(sv.Params(runtimes="native,docker", profile="quick", repetitions=1, protocols="fair",
+                               progress=False))
     df = load_results(run_dir)
     assert (df["status"] == "ok").all(), df[df["status"] != "ok"][["runtime", "error"]]
     rps = df[df["metric"] == "throughput"]

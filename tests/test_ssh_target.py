@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from edgebench.errors import RemoteCommandError, TargetUnreachable
-from edgebench.experiments.time_to_ready import run_time_to_ready
+from edgebench.experiments import time_to_ready
 from edgebench.results import load_meta, load_results
 from edgebench.targets import LocalTarget, SSHTarget, connect
 
@@ -217,17 +217,18 @@ def edgebench_procs_in_ns(host) -> list[str]:
     return found
 
 
-TTR_PARAMS = dict(runtimes="native", apps="go-http", repetitions=2, protocols="fair", profile="quick",
-                  cpus="1", memory="256m", progress=False)
+TTR_PARAMS = dict(runtimes="native", apps="go-http", repetitions=2, protocols="fair", caches="warm",
+                  profile="quick", cpus="1", memory="256m", progress=False)
 
 
 def test_time_to_ready_over_ssh_matches_a_local_run(ssh_host, cgroups_ready, no_leftovers):
     tag = uuid.uuid4().hex[:8]
     dirs = []
     try:
-        remote_dir = run_time_to_ready(target=ssh_target(ssh_host), run_id=f"it-ssh-{tag}", **TTR_PARAMS)
+        remote_dir = time_to_ready.run(time_to_ready.Params(target=ssh_target(ssh_host), run_id=f"it-ssh-{tag}",
+                                                            **TTR_PARAMS))
         dirs.append(remote_dir)
-        local_dir = run_time_to_ready(target="local", run_id=f"it-local-{tag}", **TTR_PARAMS)
+        local_dir = time_to_ready.run(time_to_ready.Params(target="local", run_id=f"it-local-{tag}", **TTR_PARAMS))
         dirs.append(local_dir)
 
         remote, local = load_results(remote_dir), load_results(local_dir)
@@ -259,8 +260,10 @@ def test_time_to_ready_without_limits_creates_no_cgroup(ssh_host, no_leftovers):
     process (no cgroup needed, so a target without root or cgroups can still be measured)."""
     run_dir = None
     try:
-        run_dir = run_time_to_ready(target=ssh_target(ssh_host), run_id=f"it-ssh-nolimits-{uuid.uuid4().hex[:8]}",
-                                    **dict(TTR_PARAMS, cpus=None, memory=None, repetitions=1))
+        # "" is no limit (as None was): the record's cpus and memory are text.
+        run_dir = time_to_ready.run(time_to_ready.Params(
+            target=ssh_target(ssh_host), run_id=f"it-ssh-nolimits-{uuid.uuid4().hex[:8]}",
+            **dict(TTR_PARAMS, cpus="", memory="", repetitions=1)))
         df = load_results(run_dir)
         ttr = df[df.metric == "time_to_ready"]
         assert list(ttr.status) == ["ok"], ttr.error.tolist()

@@ -1,4 +1,6 @@
-"""Bad parameters fail before anything starts: no run directory, no container, no process."""
+"""Bad parameters fail before anything starts: no run directory, no container, no process. Most
+are refused when the record is made; the rest when `run` connects and chooses its runtimes (an
+unknown runtime or a runtime's option, an unreachable target, a limit below a runtime's minimum)."""
 
 import pytest
 
@@ -8,7 +10,7 @@ from edgebench.paths import DATA_DIR
 
 # Valid except for what each case overrides; native only, so no other runtime is probed.
 TTR_OK = dict(runtimes="native", apps="go-http", profile="quick", repetitions=1, protocols="fair",
-              cpus="1", memory="64m", progress=False)
+              caches="warm", cpus="1", memory="64m", progress=False)
 FOOTPRINT_OK = dict(runtimes="native", apps="go-http", profile="quick")
 
 COMMON = [
@@ -45,14 +47,15 @@ def run_dirs(experiment):
     return sorted(p.name for p in base.iterdir()) if base.is_dir() else []
 
 
-def check_refused(module, experiment, func, ok, bad, error, words, monkeypatch):
+def check_refused(module, ok, bad, error, words, monkeypatch):
+    """Making the record or running it raises `error` naming `words`, and no run directory is made."""
     monkeypatch.setattr(module, "open_run", tripwire)  # a missed check fails here instead of running
-    before = run_dirs(experiment)
+    before = run_dirs(module.EXPERIMENT)
     with pytest.raises(error) as e:
-        func(**{**ok, **bad})
+        module.run(module.Params(**{**ok, **bad}))
     for word in words:
         assert word in str(e.value)
-    assert run_dirs(experiment) == before
+    assert run_dirs(module.EXPERIMENT) == before
 
 
 def case_id(case):
@@ -61,21 +64,18 @@ def case_id(case):
 
 @pytest.mark.parametrize("bad, error, words", COMMON + TTR_ONLY, ids=map(case_id, COMMON + TTR_ONLY))
 def test_time_to_ready_refuses(bad, error, words, monkeypatch, no_leftovers):
-    check_refused(time_to_ready, time_to_ready.EXPERIMENT, time_to_ready.run_time_to_ready, TTR_OK,
-                  bad, error, words, monkeypatch)
+    check_refused(time_to_ready, TTR_OK, bad, error, words, monkeypatch)
 
 
 @pytest.mark.parametrize("bad, error, words", COMMON + FOOTPRINT_ONLY,
                          ids=map(case_id, COMMON + FOOTPRINT_ONLY))
 def test_footprint_refuses(bad, error, words, monkeypatch, no_leftovers):
-    check_refused(footprint, footprint.EXPERIMENT, footprint.run_footprint, FOOTPRINT_OK,
-                  bad, error, words, monkeypatch)
+    check_refused(footprint, FOOTPRINT_OK, bad, error, words, monkeypatch)
 
 
 def test_the_valid_base_parameters_pass_validation(monkeypatch):
     """So each case above fails for its own bad value, not for a flaw in the base parameters."""
-    for module, func, ok in [(time_to_ready, time_to_ready.run_time_to_ready, TTR_OK),
-                             (footprint, footprint.run_footprint, FOOTPRINT_OK)]:
+    for module, ok in [(time_to_ready, TTR_OK), (footprint, FOOTPRINT_OK)]:
         monkeypatch.setattr(module, "open_run", tripwire)
         with pytest.raises(StartedTooEarly):
-            func(**ok)
+            module.run(module.Params(**ok))

@@ -45,28 +45,24 @@ def _short(path: Path) -> str:
         return str(path)
 
 
-def inspect_parameters(nb: Path) -> dict:
-    """The notebook's `parameters` cell: name -> papermill's description (default, inferred type)."""
-    import papermill as pm
-    return pm.inspect_notebook(str(nb))
-
-
 def declared_parameters(nb: Path) -> set[str]:
-    """The names in the notebook's `parameters` cell."""
-    return set(inspect_parameters(nb))
+    """The names in the notebook's `parameters` cell (its experiment's record holds the same)."""
+    return set(for_notebook(nb).parameters.cell_fields())
 
 
 def parameters_for(nb: Path, params: dict, settings: dict[str, str] | None = None) -> dict:
     """Only what the notebook declares (papermill would inject the rest as stray variables), after
-    checking, before anything runs, that its experiment can take them; `settings` (`--set`) are
-    converted to the type of the notebook's own default."""
+    checking, before anything runs, that its experiment's record takes them: `settings` (`--set`)
+    are converted to the type the record declares, and the record is made (every value checked,
+    units parsed) so a wrong value stops `make figures` before the first notebook."""
     record = for_notebook(nb)
     record.check_apps(params.get("apps"))
-    declared = inspect_parameters(nb)
-    passed = {k: v for k, v in params.items() if k in declared}
+    types = record.parameters.cell_types()
+    passed = {k: v for k, v in params.items() if k in types}
     for name, text in (settings or {}).items():
-        if name in declared:
-            passed[name] = typed_setting(nb, name, text, declared[name]["inferred_type_name"])
+        if name in types:
+            passed[name] = typed_setting(nb, name, text, types[name].__name__)
+    record.params(passed)
     return passed
 
 

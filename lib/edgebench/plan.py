@@ -11,30 +11,17 @@ data/history/timings.jsonl for the next estimate.
 
 from __future__ import annotations
 
-import ast
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from edgebench.apps import APPS
 from edgebench.experiments import experiment_of, for_notebook
+from edgebench.experiments.estimate import Work
 from edgebench.paths import DATA_DIR
 from edgebench.results import utc_now
 from edgebench.runtimes import RUNTIMES, requested_runtimes
-from edgebench.units import as_list
 
 HISTORY_FILE = "history/timings.jsonl"
-
-
-@dataclass
-class Work:
-    """An experiment's model of one notebook's work: what its plan function returns."""
-    points: int                  # measurements (launches, load runs, benchmark runs)
-    seconds: float               # the model's estimate, on this project's reference machine
-    apps: list[str] = field(default_factory=list)
-    levels: str = ""             # what it sweeps besides runtimes and apps, in words
-    repetitions: int = 0
-    runtimes: list[str] | None = None  # those of the given it will use (None: all of them)
 
 
 @dataclass
@@ -58,62 +45,9 @@ class NotebookPlan:
         return f"{self.notebook:<30} {w.points:>5} points  ~{duration(self.estimate_s):>8}  {what}  [{self.basis}]"
 
 
-# What a runtime adds on the project's reference machine (2 cores, Debian 12, VMs under TCG), in
-# seconds: packaging one app (built images are cached; LXD's base image and the tools are made
-# when provisioning, outside the notebooks), and one start-limit-check-stop cycle of an instance.
-# Calibrated from `make figures PROFILE=quick` there (raw files' times per runtime); a device's own
-# history replaces them.
-RUNTIME_COST_S = {"native": (0.1, 0.4), "docker": (0.8, 0.9), "docker-crun": (0.8, 0.9), "lxd": (0.5, 5.0),
-                  "nanos": (3.0, 2.5), "linux-vm": (2.5, 5.0), "unikraft": (0.3, 0.8)}
-UNKNOWN_RUNTIME_COST_S = (10.0, 5.0)
-SESSION_S = 3.0   # the kernel, connecting, facts, the run's files, the figure
-TOOL_RUNTIMES = ("native", "docker", "lxd")  # those that run Linux tool binaries (sysbench, fio, ...)
-
-
-def runnable(runtime: str, apps: list[str]) -> list[str]:
-    """Those of `apps` the runtime can run: the others (node-http on linux-vm) fail before any start."""
-    if runtime not in RUNTIMES:
-        return list(apps)
-    return [a for a in apps if a not in APPS or RUNTIMES[runtime].runs(APPS[a])]
-
-
-def model_seconds(runtimes: list[str], packages: int, starts: int, busy_s: float,
-                  apps: list[str] | None = None) -> float:
-    """A notebook's time in the model: per runtime, `packages` artifacts, `starts` instance
-    cycles and `busy_s` seconds of measuring (load, benchmark run, sleeps). Given the `apps`
-    these are spread over, a runtime does only the share of its runnable apps."""
-    total = SESSION_S
-    for name in runtimes:
-        pack, start = RUNTIME_COST_S.get(name, UNKNOWN_RUNTIME_COST_S)
-        share = len(runnable(name, apps)) / len(apps) if apps else 1.0
-        total += share * (pack * packages + start * starts + busy_s)
-    return total
-
-
-def names(value, everything) -> list[str]:
-    """The experiment's own reading of 'a,b' / ['a'] / 'all' (what its measuring function does)."""
-    return as_list(value, everything)
-
-
-def reps_or(value, default: int) -> int:
-    return int(value) if value not in (None, "", 0) else int(default)
-
-
 def duration(seconds: float) -> str:
     s = int(round(seconds))
     return f"{s // 3600}h{s % 3600 // 60:02d}m" if s >= 3600 else f"{s // 60}m{s % 60:02d}s" if s >= 60 else f"{s}s"
-
-
-def notebook_defaults(nb: Path) -> dict:
-    """The notebook's parameters cell as values (papermill gives them as source text)."""
-    import papermill as pm
-    out = {}
-    for name, p in pm.inspect_notebook(str(nb)).items():
-        try:
-            out[name] = ast.literal_eval(p["default"])
-        except (ValueError, SyntaxError):
-            out[name] = p["default"]
-    return out
 
 
 # -- history ------------------------------------------------------------------------------
@@ -168,12 +102,12 @@ def from_history(experiment: str, target: str, profile: str, runtimes: list[str]
 def make_plan(nb: Path, params: dict, available: list[str], data_dir: Path | None = None) -> NotebookPlan:
     """The plan of one notebook run with `params` (what make figures passes), on a target whose
     available runtimes are `available`."""
-    effective = {**notebook_defaults(nb), **params}
-    names, named = requested_runtimes(str(effective.get("runtimes") or "auto"))
+    experiment = for_notebook(nb)
+    record = experiment.params(params)  # the notebook's defaults with these over them, checked
+    names, named = requested_runtimes(record.runtimes or "auto")
     runtimes = [n for n in names if n in named or n in available]
-    work = for_notebook(nb).plan_work(effective, runtimes)
-    target = str(effective.get("target") or "local")
-    profile = str(effective.get("profile") or "standard")
+    work = experiment.plan(record, runtimes)
+    target, profile = str(record.target or "local"), record.profile
     runtimes = work.runtimes if work.runtimes is not None else runtimes
     found = from_history(experiment_of(nb), target, profile, runtimes, work.points, history(data_dir))
     estimate, basis = found if found else (work.seconds, "model")
@@ -188,7 +122,7 @@ def table(plans: list[NotebookPlan]) -> str:
 
 
 __all__ = ["Work", "NotebookPlan", "make_plan", "table", "record", "history", "from_history", "duration",
-           "notebook_defaults", "HISTORY_FILE", "read_history", "model_seconds", "runnable", "names", "reps_or", "RUNTIME_COST_S"]
+           "HISTORY_FILE", "read_history"]
 
 
 def available_runtimes(target) -> list[str]:

@@ -208,9 +208,9 @@ def render_notebook(nb: Path) -> str:
 
 def headline(nb: Path) -> tuple[str | None, str]:
     """The notebook's main figure (its first image, base64 PNG) and one line of its findings:
-    the first line of the Markdown its figure's cell shows (a figure drawn inline appears at the
-    end of its cell, after the findings the cell printed), else of the first Markdown output
-    after the figure (the run notes come before it)."""
+    the first line of the Markdown that follows the figure in its cell, else of what its cell
+    printed before it (a figure drawn inline appears at the end of its cell, after the findings
+    the cell printed), else of the first Markdown output after that cell."""
     try:
         doc = json.loads(nb.read_text())
     except (OSError, json.JSONDecodeError):
@@ -221,21 +221,25 @@ def headline(nb: Path) -> tuple[str | None, str]:
         first = next((x for x in text.splitlines() if x.strip()), "")
         return re.sub(r"\*\*|`", "", first).lstrip("- ").strip()
 
+    def markdown(outs) -> list:
+        return [o for o in outs if "text/markdown" in (o.get("data") or {})]
+
     image = None
     for cell in doc.get("cells", []):
         outputs = cell.get("outputs", [])
         if image is None:
-            pngs = [o for o in outputs if "image/png" in (o.get("data") or {})]
-            if not pngs:
+            at = next((i for i, o in enumerate(outputs) if "image/png" in (o.get("data") or {})), None)
+            if at is None:
                 continue
-            image = "".join(pngs[0]["data"]["image/png"]).replace("\n", "")
-            same_cell = [o for o in outputs if "text/markdown" in (o.get("data") or {})]
+            image = "".join(outputs[at]["data"]["image/png"]).replace("\n", "")
+            # The findings: what follows the figure in its cell (a page shown by one call, such as
+            # notebooks 03-04), else what its cell printed before the inline figure, else the next cell's.
+            same_cell = markdown(outputs[at + 1:]) or markdown(outputs[:at])
             if same_cell:
                 return image, first_line(same_cell[0])
             continue
-        for out in outputs:
-            if "text/markdown" in (out.get("data") or {}):
-                return image, first_line(out)
+        for out in markdown(outputs):
+            return image, first_line(out)
     return image, ""
 
 

@@ -16,8 +16,8 @@ time from the previous event the start showed to that one (column `phase_from`),
 start's phases add up to its time to ready whatever its runtime could show. For a VM, paper
 002's split: `vmm_part` (launch to the firmware's hand-over: QEMU and its firmware),
 `guest_part` (hand-over to the app's start, the paper's "first guest instruction to main()")
-and `total_boot` (launch to the app's start); missing with the reason where the console does not show the hand-over (microvm's qboot prints
-nothing; Nanos' console goes through ops, unstamped).
+and `total_boot` (launch to the app's start); missing with the reason where the console does not
+show the hand-over (microvm's qboot prints nothing; Nanos' console goes through ops, unstamped).
 
 linux-vm runs once per machine type in `machines` (pc, microvm). Under TCG (here) a VM's
 kernel runs emulated: seconds where KVM takes milliseconds; every VM row says which.
@@ -26,14 +26,16 @@ kernel runs emulated: seconds where KVM takes milliseconds; every VM row says wh
 from __future__ import annotations
 
 import itertools
+from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
-from edgebench import plan
 from edgebench.apps import HTTP_APPS, place_probe
 from edgebench.errors import ConfigError
+from edgebench.experiments import estimate
 from edgebench.experiments.common import (check_apps, check_profile, check_repetitions, open_run, resolve_limits,
                                           run_tag_for, runtime_options, session)
-from edgebench.experiments.common import collect as _collect
+from edgebench.experiments.parameters import Limited, library, parsed
 from edgebench.experiments.protocols import fair_limits, package_all, with_instance
 from edgebench.experiments.sweep import Point, artifact_for, sweep
 from edgebench.results import Run, new_run_id
@@ -48,6 +50,34 @@ EVENTS = ("launch", "firmware_start", "firmware_handover", "kernel_first_output"
           "listen", "ready")
 READY_TIMEOUT_S = 90  # a TCG boot takes ~8 s here; a stalled one fails at this
 PORT_BASE = 18400
+
+
+@dataclass(frozen=True)
+class Params(Limited):
+    EXPERIMENT: ClassVar[str] = EXPERIMENT
+
+    apps: str = "go-http"
+    machines: str = "pc,microvm"  # QEMU machine types for the VM runtimes ("default": each one's own)
+    repetitions: int = 0          # starts per app and runtime; 0 takes the profile's
+    cpus: str = "1"
+    memory: str = "256m"
+    docker_build: str = "offline"
+    require_kvm: bool = False
+    progress: bool = library(True)
+    nanos_accel: str | None = library()
+    # parsed when made
+    app_names: list[str] = parsed()
+    reps: int = parsed()
+    machine_names: list[str] = parsed()  # ["default"] when none is named
+
+    def check(self):
+        reps = check_repetitions(self.repetitions or check_profile(self.profile)["repetitions"])
+        app_names = check_apps(self.apps, HTTP_APPS)
+        # refused here rather than once the target is reached (resolve_limits)
+        self.limits()  # parsed once; refused here, before connecting
+        # A machine no VM runtime offers is refused once the target's architecture is known (machine_variants).
+        machine_names = [m.strip() for m in self.machines.split(",") if m.strip()] or ["default"]
+        self.set(app_names=app_names, reps=reps, machine_names=machine_names)
 
 
 def phases(events: dict[str, float]) -> list[tuple[str, str, float]]:
@@ -116,11 +146,10 @@ def start_events(run: Run, rt: Runtime, artifact, limits: Limits, port: int, row
         rt.stop(instance)
 
 
-def machine_variants(selection_runtimes: list[Runtime], machines: str, run_id: str) -> list[Runtime]:
+def machine_variants(selection_runtimes: list[Runtime], wanted: list[str], run_id: str) -> list[Runtime]:
     """The runtimes to measure: each as selected, and a VM runtime once more per further machine
     type it offers (linux-vm: pc and microvm; unikraft: pc only). A machine no VM runtime knows
     is refused before anything starts."""
-    wanted = [m.strip() for m in (machines or "default").split(",") if m.strip()]
     vms = [rt for rt in selection_runtimes if hasattr(rt, "machine")]
     if vms:
         arch = vms[0].target.facts().get("arch") or "x86_64"
@@ -142,32 +171,30 @@ def machine_variants(selection_runtimes: list[Runtime], machines: str, run_id: s
     return list(dict.fromkeys(out))
 
 
-def run_boot_time(target="local", runtimes="auto", apps="go-http", repetitions: int | None = None,
-                  machines: str = "pc,microvm", cpus="1", memory="256m", docker_build: str = "offline",
-                  profile: str = "standard", run_id: str | None = None, progress: bool = True,
-                  require_kvm=False, nanos_accel: str | None = None) -> Path:
-    """Start every (app, runtime[, machine]) `repetitions` times, runtimes interleaved."""
-    prof = check_profile(profile)
-    reps = check_repetitions(repetitions if repetitions not in (None, "", 0) else prof["repetitions"])
-    app_names = check_apps(apps, HTTP_APPS)
-    run_id = run_id or new_run_id()
-    params = dict(target=str(target), runtimes=runtimes, apps=app_names, repetitions=reps, machines=machines,
-                  cpus=cpus, memory=memory, docker_build=docker_build, profile=profile)
-    with session(target, runtimes, run_id, app_names, runtime_options(require_kvm, nanos_accel)) as (tgt, selection):
-        cpus_v, mem_v, clip_note = resolve_limits(tgt, cpus, memory)
+def run(params: Params) -> Path:
+    """Start every (app, runtime[, machine]) `repetitions` times, runtimes interleaved; writes
+    data/boot_time/<run_id>/ and returns that directory."""
+    app_names, reps = params.app_names, params.reps
+    run_id = params.run_id or new_run_id()
+    recorded = dict(target=str(params.target), runtimes=params.runtimes, apps=app_names, repetitions=reps,
+                    machines=params.machines, cpus=params.cpus, memory=params.memory,
+                    docker_build=params.docker_build, profile=params.profile)
+    options = runtime_options(params.require_kvm, params.nanos_accel)
+    with session(params.target, params.runtimes, run_id, app_names, options) as (tgt, selection):
+        cpus_v, mem_v, clip_note = resolve_limits(tgt, params.cpus_limit, params.memory_limit_mb)
         limits = fair_limits(cpus_v, mem_v, tgt.facts()["cores"])
-        measured = machine_variants(selection.runtimes, machines, run_id)  # refuses an unknown machine
+        measured = machine_variants(selection.runtimes, params.machine_names, run_id)  # refuses an unknown machine
         try:
             for rt in measured:
                 for app in app_names:
                     rt.check_limits(app, limits)
-            with open_run(EXPERIMENT, params, tgt, extra_columns=EXTRA_COLUMNS, run_id=run_id) as run:
+            with open_run(EXPERIMENT, recorded, tgt, extra_columns=EXTRA_COLUMNS, run_id=run_id) as run:
                 run.note("skipped_runtimes", selection.skipped)
                 run.note("limits", limits.as_dict())
                 if clip_note:
                     run.note("clipped", clip_note)
                 place_probe(tgt)
-                artifacts = package_all(run, tgt, selection.runtimes, app_names, docker_build)
+                artifacts = package_all(run, tgt, selection.runtimes, app_names, params.docker_build)
                 ports = itertools.count()
 
                 def row_for(p: Point) -> dict:
@@ -181,7 +208,7 @@ def run_boot_time(target="local", runtimes="auto", apps="go-http", repetitions: 
                     start_events(run, p.runtime, artifact, limits, PORT_BASE + next(ports) % 200, row)
 
                 sweep(run, measured, reps=reps, inner=app_names, row_for=row_for, measure=measure,
-                      failed=("time_to_ready", "ms"), desc="boot time", progress=progress)
+                      failed=("time_to_ready", "ms"), desc="boot time", progress=params.progress)
                 return run.dir
         finally:
             for rt in measured:
@@ -189,25 +216,13 @@ def run_boot_time(target="local", runtimes="auto", apps="go-http", repetitions: 
                     rt.cleanup()
 
 
-def collect(run_id: str = "", **params) -> Path:
-    """Replot run_id ('latest' or an id) if given, else measure now."""
-    return _collect(EXPERIMENT, run_boot_time, run_id, **params)
-
-
-def plan_boot_time(params: dict, runtimes: list[str]):
+def plan(params: Params, runtimes: list[str]) -> estimate.Work:
     """One start per (runtime[, machine], app, repetition); each app packaged once per runtime."""
-    apps = plan.names(params.get("apps", "go-http"), HTTP_APPS)
-    reps = plan.reps_or(params.get("repetitions"), check_profile(params.get("profile", "standard"))["repetitions"])
-    machines = [m for m in str(params.get("machines", "pc,microvm")).split(",") if m.strip()] or ["default"]
+    apps, reps, machines = params.app_names, params.reps, params.machine_names
     variants = [rt for name in runtimes for rt in ([name] * len(machines) if name == "linux-vm" else [name])]
-    points, seconds = 0, plan.SESSION_S
+    points, seconds = 0, estimate.SESSION_S
     for name in variants:
         points += len(apps) * reps
-        seconds += plan.model_seconds([name], len(apps), len(apps) * reps, 0, apps) - plan.SESSION_S
-    return plan.Work(points=points, seconds=seconds, apps=apps, levels=f"linux-vm machines {','.join(machines)}",
-                     repetitions=reps)
-
-
-def check_machines(machines: str) -> None:
-    if not machines or not all(m.strip() for m in machines.split(",")):
-        raise ConfigError(f"machines={machines!r}: give machine types such as 'pc,microvm' (or 'default')")
+        seconds += estimate.model_seconds([name], len(apps), len(apps) * reps, 0, apps) - estimate.SESSION_S
+    return estimate.Work(points=points, seconds=seconds, apps=apps,
+                         levels=f"linux-vm machines {','.join(machines)}", repetitions=reps)

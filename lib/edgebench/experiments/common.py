@@ -18,7 +18,7 @@ from edgebench.results import Run, find_run
 from edgebench.runtimes import RUNTIMES, Runtime, requested_runtimes
 from edgebench.signals import deferred_signals
 from edgebench.targets import Target, connect
-from edgebench.units import as_list, parse_cpus, parse_memory_mb
+from edgebench.units import as_list
 
 # quick: seconds per notebook, for tests and a first look. standard: the papers' settings.
 PROFILES: dict[str, dict] = {
@@ -127,9 +127,9 @@ def runtime_options(require_kvm=False, nanos_accel=None) -> dict:
     return {"nanos": {"require_kvm": str(require_kvm).lower() in ("1", "true", "yes"), "accel": accel}}
 
 
-def resolve_limits(target: Target, cpus, memory) -> tuple[float | None, float | None, str]:
-    """The requested limits, clipped to what the target has; the note says what was clipped."""
-    cpus_v, mem_v = parse_cpus(cpus), parse_memory_mb(memory)
+def resolve_limits(target: Target, cpus_v: float | None, mem_v: float | None) -> tuple[float | None, float | None, str]:
+    """The requested limits (parsed by the record: CPUs, MiB; None for none), clipped to what the
+    target has; the note says what was clipped."""
     facts = target.facts()
     notes = []
     cores, mem_total = facts.get("cores"), facts.get("memory_mb")

@@ -24,15 +24,16 @@ import io
 import json
 import tarfile
 import tempfile
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import ClassVar
 
-from edgebench import plan
+from edgebench.experiments import estimate
 from edgebench.apps import APPS, BuiltApp
 from edgebench.errors import ConfigError, EdgebenchError
-from edgebench.experiments.common import (check_profile, check_protocols, check_repetitions, open_run, resolve_limits,
-                                          runtime_options, session)
-from edgebench.experiments.common import collect as _collect
+from edgebench.experiments.common import (check_protocols, check_repetitions, open_run, resolve_limits, runtime_options,
+                                          session)
+from edgebench.experiments.parameters import Limited, library, parsed
 from edgebench.experiments.protocols import batch_failure, fair_limits, package_all, published_limits, with_applied
 from edgebench.experiments.services import modes_of
 from edgebench.experiments.sweep import Point, artifact_for, sweep
@@ -72,12 +73,12 @@ def check_images_dir(images_dir: str | Path) -> Path:
     return folder
 
 
-def place_dataset(tgt: Target, built: BuiltApp, images_dir: str | Path | None, identities: int = IDENTITIES,
+def place_dataset(tgt: Target, built: BuiltApp, folder: Path | None, identities: int = IDENTITIES,
                   gallery: int = GALLERY, probes: int = PROBES, seed: int = SEED) -> tuple[str, str]:
-    """The images on the target, where every runtime reads them; (folder there, what they are)."""
+    """The images on the target, where every runtime reads them; (folder there, what they are).
+    `folder`: a user's labelled set as `check_images_dir` returned it, or None for the built-in set."""
     base = f"{tgt.workspace}/data/{APP}"
-    if images_dir:
-        folder = check_images_dir(images_dir)
+    if folder:
         buf = io.BytesIO()
         with tarfile.open(fileobj=buf, mode="w") as tar:
             tar.add(folder / "gallery", "gallery")
@@ -167,32 +168,59 @@ def record(run: Run, result, limits: Limits, row: dict, tag: str) -> None:
     add("max_rss", s["maxrss_kb"], "KiB")
 
 
-def run_face_recognition(target="local", runtimes="auto", images: int = 100, images_dir: str = "", k: int = 3,
-                         repetitions: int | None = None, protocols="fair,published", cpus=None, memory=None,
-                         timeout_s: float = 1800, profile: str = "standard", run_id: str | None = None,
-                         progress: bool = True, require_kvm=False, nanos_accel: str | None = None) -> Path:
+@dataclass(frozen=True)
+class Params(Limited):
+    """The parameters of notebook 14: how many runs, the protocols, the images, k and the limits."""
+    EXPERIMENT: ClassVar[str] = EXPERIMENT
+
+    repetitions: int = 0            # 0 takes the profile's (REPETITIONS)
+    protocols: str = "fair,published"
+    images: int = 100               # probe images per run (the paper's 100)
+    images_dir: str = ""            # "" for the built-in set
+    k: int = 3                      # neighbours that vote
+    cpus: str = ""                  # "" for no CPU limit
+    memory: str = ""                # "" for no memory limit
+    timeout_s: float = library(1800.0)  # per batch run
+    progress: bool = library(True)
+    require_kvm: bool = library(False)
+    nanos_accel: str | None = library()
+    # parsed when made
+    reps: int = parsed()
+    protocol_names: list[str] = parsed()
+    images_folder: Path | None = parsed()  # the user's labelled set, checked; None for the built-in one
+
+    def check(self):
+        if self.images < 1 or self.k < 1:
+            raise ConfigError(f"images={self.images!r} and k={self.k!r} must be at least 1")
+        images_folder = check_images_dir(self.images_dir) if self.images_dir else None
+        reps = check_repetitions(self.repetitions or REPETITIONS[self.profile])
+        protocol_names = check_protocols(self.protocols)
+        # Refused here, before anything starts; the run clips them to the target once connected.
+        self.limits()  # parsed once; refused here, before connecting
+        self.set(reps=reps, protocol_names=protocol_names, images_folder=images_folder)
+
+
+def run(params: Params) -> Path:
     """Every (runtime, network mode, protocol) `repetitions` times, runtimes interleaved."""
-    check_profile(profile)
-    if int(images) < 1 or int(k) < 1:
-        raise ConfigError(f"images={images!r} and k={k!r} must be at least 1")
-    if images_dir:
-        check_images_dir(images_dir)
-    reps = check_repetitions(repetitions if repetitions not in (None, "", 0) else REPETITIONS[profile])
-    protocol_names = check_protocols(protocols)
-    run_id = run_id or new_run_id()
-    params = dict(target=str(target), runtimes=runtimes, images=int(images), images_dir=str(images_dir or ""),
-                  k=int(k), repetitions=reps, protocols=protocol_names, cpus=cpus, memory=memory, profile=profile)
-    with session(target, runtimes, run_id, [APP], runtime_options(require_kvm, nanos_accel)) as (tgt, selection):
-        cpus_v, mem_v, clip = resolve_limits(tgt, cpus, memory)
+    images, k, reps, protocol_names = params.images, params.k, params.reps, params.protocol_names
+    # "" is no limit: recorded as None, as the notebook passed it before the record
+    cpus, memory = params.cpus or None, params.memory or None
+    run_id = params.run_id or new_run_id()
+    recorded = dict(target=str(params.target), runtimes=params.runtimes, images=images, images_dir=params.images_dir,
+                    k=k, repetitions=reps, protocols=protocol_names, cpus=cpus, memory=memory,
+                    profile=params.profile)
+    options = runtime_options(params.require_kvm, params.nanos_accel)
+    with session(params.target, params.runtimes, run_id, [APP], options) as (tgt, selection):
+        cpus_v, mem_v, clip = resolve_limits(tgt, params.cpus_limit, params.memory_limit_mb)
         cores = tgt.facts()["cores"]
         for rt in selection.runtimes:
             rt.check_limits(APP, Limits(cpus=cpus_v, memory_mb=mem_v))
-        with open_run(EXPERIMENT, params, tgt, extra_columns=EXTRA_COLUMNS, run_id=run_id) as run:
+        with open_run(EXPERIMENT, recorded, tgt, extra_columns=EXTRA_COLUMNS, run_id=run_id) as run:
             run.note("skipped_runtimes", selection.skipped)
             dataset = {}
 
             def with_images(built: BuiltApp) -> None:
-                folder, what = place_dataset(tgt, built, images_dir or None)
+                folder, what = place_dataset(tgt, built, params.images_folder)
                 built.details["data"] = [*built.details.get("data", []), folder]
                 dataset.update(folder=folder, what=what)
 
@@ -215,19 +243,15 @@ def run_face_recognition(target="local", runtimes="auto", images: int = 100, ima
                 artifact = artifact_for(artifacts, APP, p.runtime)
                 limits = limits_for(p.protocol)
                 limits = replace(limits, network=p.inner) if p.inner else limits
-                args = ["run", dataset["folder"], "--images", str(int(images)), "--k", str(int(k))]
-                result = p.runtime.run_batch(artifact, args, limits, timeout_s=timeout_s, protocol=p.protocol,
+                args = ["run", dataset["folder"], "--images", str(images), "--k", str(k)]
+                result = p.runtime.run_batch(artifact, args, limits, timeout_s=params.timeout_s, protocol=p.protocol,
                                              events=())
                 record(run, result, limits, row, f"{p.runtime.name}-{p.inner or 'own'}-{p.protocol}-rep{p.rep}")
 
             sweep(run, selection.runtimes, reps=reps, inner=all_modes, protocols=protocol_names, row_for=row_for,
-                  measure=measure, failed=("inference_time", "s"), desc="face recognition", progress=progress)
+                  measure=measure, failed=("inference_time", "s"), desc="face recognition",
+                  progress=params.progress)
             return run.dir
-
-
-def collect(run_id: str = "", **params) -> Path:
-    """Replot run_id ('latest' or an id) if given, else measure now."""
-    return _collect(EXPERIMENT, run_face_recognition, run_id, **params)
 
 
 # The program's time per image on the reference machine (read, detect, recognise), and the
@@ -236,17 +260,14 @@ PLAN_PER_IMAGE_S = 0.007
 PLAN_FIXED_S = 0.5
 
 
-def plan_face_recognition(params: dict, runtimes: list[str]):
+def plan(params: Params, runtimes: list[str]) -> estimate.Work:
     """One batch run per (runtime, network mode, protocol, repetition), each a fresh instance."""
-    profile = params.get("profile", "standard")
-    check_profile(profile)
-    reps = plan.reps_or(params.get("repetitions"), REPETITIONS[profile])
-    protocols = plan.names(params.get("protocols", "fair,published"), ["fair", "published"])
+    reps, protocols = params.reps, params.protocol_names
     modes = {n: max(1, len(RUNTIMES[n].network_modes)) if n in RUNTIMES else 1 for n in runtimes}
     runs = reps * len(protocols)
-    busy = runs * (PLAN_FIXED_S + PLAN_PER_IMAGE_S * int(params.get("images", 100)))
-    seconds = sum(plan.model_seconds([n], 1, runs * modes[n], busy * modes[n], [APP]) - plan.SESSION_S
+    busy = runs * (PLAN_FIXED_S + PLAN_PER_IMAGE_S * params.images)
+    seconds = sum(estimate.model_seconds([n], 1, runs * modes[n], busy * modes[n], [APP]) - estimate.SESSION_S
                   for n in runtimes)
-    return plan.Work(points=sum(runs * modes[n] for n in runtimes if plan.runnable(n, [APP])),
-                     seconds=plan.SESSION_S + seconds, apps=[APP], levels=f"protocols {','.join(protocols)}",
-                     repetitions=reps, runtimes=[n for n in runtimes if plan.runnable(n, [APP])])
+    running = [n for n in runtimes if estimate.runnable(n, [APP])]
+    return estimate.Work(points=sum(runs * modes[n] for n in running), seconds=estimate.SESSION_S + seconds,
+                         apps=[APP], levels=f"protocols {','.join(protocols)}", repetitions=reps, runtimes=running)

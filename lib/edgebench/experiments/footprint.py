@@ -12,13 +12,15 @@ Metrics per (app, runtime, build):
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
-from edgebench import plan
+from edgebench.experiments import estimate
 from edgebench.apps import APPS, HTTP_APPS, place_app
 from edgebench.errors import ConfigError, EdgebenchError
-from edgebench.experiments.common import as_list, check_apps, check_profile, open_run, runtime_options, session
-from edgebench.experiments.common import collect as _collect
+from edgebench.experiments.common import as_list, check_apps, open_run, runtime_options, session
+from edgebench.experiments.parameters import Parameters, library, parsed
 from edgebench.results import new_run_id
 from edgebench.runtimes import RUNTIMES
 
@@ -26,21 +28,34 @@ EXPERIMENT = "static_footprint"
 EXTRA_COLUMNS = ["build", "artifact"]
 
 
-def run_footprint(target="local", runtimes="auto", apps="all", docker_builds="offline",
-                  profile: str = "standard", run_id: str | None = None, require_kvm=False,
-                  nanos_accel: str | None = None) -> Path:
+@dataclass(frozen=True)
+class Params(Parameters):
+    EXPERIMENT: ClassVar[str] = EXPERIMENT
+
+    apps: str = "all"
+    docker_builds: str = "offline"
+    require_kvm: bool = False
+    nanos_accel: str | None = library()
+    app_names: list[str] = parsed()
+    builds: list[str] = parsed()
+
+    def check(self):
+        modes = list(dict.fromkeys(m for cls in RUNTIMES.values() for m in cls.build_modes if m != "native"))
+        builds = as_list(self.docker_builds, ["offline"])
+        for b in builds:
+            if b not in modes:
+                raise ConfigError(f"build {b!r} unknown; choose from {', '.join(modes)}")
+        self.set(app_names=check_apps(self.apps, HTTP_APPS), builds=builds)
+
+
+def run(p: Params) -> Path:
     """Measure, write data/static_footprint/<run_id>/, return that directory."""
-    check_profile(profile)
-    app_names = check_apps(apps, HTTP_APPS)
-    builds = as_list(docker_builds, ["offline"])
-    modes = list(dict.fromkeys(m for cls in RUNTIMES.values() for m in cls.build_modes if m != "native"))
-    for b in builds:
-        if b not in modes:
-            raise ConfigError(f"build {b!r} unknown; choose from {', '.join(modes)}")
-    run_id = run_id or new_run_id()
+    target, runtimes, app_names, builds = p.target, p.runtimes, p.app_names, p.builds
+    run_id = p.run_id or new_run_id()
     params = dict(target=str(target), runtimes=runtimes, apps=app_names, docker_builds=builds,
-                  profile=profile)
-    with session(target, runtimes, run_id, app_names, runtime_options(require_kvm, nanos_accel)) as (tgt, selection):
+                  profile=p.profile)
+    options = runtime_options(p.require_kvm, p.nanos_accel)
+    with session(target, runtimes, run_id, app_names, options) as (tgt, selection):
         with open_run(EXPERIMENT, params, tgt, extra_columns=EXTRA_COLUMNS, run_id=run_id) as run:
             run.note("skipped_runtimes", selection.skipped)
             for app_name in app_names:
@@ -74,15 +89,9 @@ def run_footprint(target="local", runtimes="auto", apps="all", docker_builds="of
             return run.dir
 
 
-def collect(run_id: str = "", **params) -> Path:
-    """Replot run_id ('latest' or an id) if given, else measure now."""
-    return _collect(EXPERIMENT, run_footprint, run_id, **params)
-
-
-def plan_footprint(params: dict, runtimes: list[str]):
+def plan(p: Params, runtimes: list[str]) -> estimate.Work:
     """One package (and size reading) per (app, runtime, build)."""
-    apps = plan.names(params.get("apps"), HTTP_APPS)
-    builds = plan.names(params.get("docker_builds", "offline"), ["offline"])
-    return plan.Work(points=len(apps) * len(runtimes) * len(builds),
-                     seconds=plan.model_seconds(runtimes, len(apps) * len(builds), 0, 0, apps), apps=apps,
-                     levels=f"builds {','.join(builds)}", repetitions=1)
+    apps, builds = p.app_names, p.builds
+    return estimate.Work(points=len(apps) * len(runtimes) * len(builds),
+                         seconds=estimate.model_seconds(runtimes, len(apps) * len(builds), 0, 0, apps), apps=apps,
+                         levels=f"builds {','.join(builds)}", repetitions=1)

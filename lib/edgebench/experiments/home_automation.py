@@ -18,16 +18,17 @@ core(s) and wrk (when it shares the machine) to the others.
 from __future__ import annotations
 
 import json
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import ClassVar
 
-from edgebench import plan
+from edgebench.experiments import estimate
 from edgebench.apps import place_probe
 from edgebench.errors import EdgebenchError
-from edgebench.experiments.common import (check_profile, check_protocols, check_repetitions, open_run, resolve_limits,
-                                          runtime_options, session)
-from edgebench.experiments.common import collect as _collect
+from edgebench.experiments.common import (check_protocols, check_repetitions, open_run, resolve_limits, runtime_options,
+                                          session)
 from edgebench.experiments.http_load import load_generator_for, loadgen_cpuset
+from edgebench.experiments.parameters import Limited, library, parsed
 from edgebench.experiments.protocols import fair_limits, package_all, published_limits, with_instance
 from edgebench.experiments.services import modes_of
 from edgebench.experiments.sweep import Point, artifact_for, sweep
@@ -116,25 +117,47 @@ def measure(run: Run, rt: Runtime, artifact, limits: Limits, port: int, row: dic
         rt.stop(instance)
 
 
-def run_home_automation(target="local", runtimes="auto", repetitions: int | None = None,
-                        protocols="published,fair", cpus="1", memory="", load_generator="local",
-                        profile: str = "standard", run_id: str | None = None, progress: bool = True,
-                        require_kvm=False, nanos_accel: str | None = None) -> Path:
+@dataclass(frozen=True)
+class Params(Limited):
+    """The parameters of notebook 13: how many starts, the protocols, the service's limits, wrk's host."""
+    EXPERIMENT: ClassVar[str] = EXPERIMENT
+
+    repetitions: int = 0            # 0 takes REPETITIONS
+    protocols: str = "published,fair"
+    cpus: str = "1"                 # the service's CPUs (wrk gets the others under fair)
+    memory: str = ""                # "" for no memory limit
+    load_generator: str = "local"
+    progress: bool = library(True)
+    require_kvm: bool = library(False)
+    nanos_accel: str | None = library()
+    # parsed when made
+    reps: int = parsed()
+    protocol_names: list[str] = parsed()
+
+    def check(self):
+        reps = check_repetitions(self.repetitions or REPETITIONS)
+        protocol_names = check_protocols(self.protocols)
+        # Refused here, before anything starts; the run clips them to the target once connected.
+        self.limits()  # parsed once; refused here, before connecting
+        self.set(reps=reps, protocol_names=protocol_names)
+
+
+def run(params: Params) -> Path:
     """Every (runtime, network mode, protocol) `repetitions` times, runtimes interleaved."""
-    check_profile(profile)
-    reps = check_repetitions(repetitions if repetitions not in (None, "", 0) else REPETITIONS)
-    protocol_names = check_protocols(protocols)
-    run_id = run_id or new_run_id()
-    params = dict(target=str(target), runtimes=runtimes, repetitions=reps, protocols=protocol_names, cpus=cpus,
-                  memory=memory, load_generator=str(load_generator), profile=profile)
-    with session(target, runtimes, run_id, [APP], runtime_options(require_kvm, nanos_accel)) as (tgt, selection):
-        cpus_v, mem_v, clip_note = resolve_limits(tgt, cpus, memory or None)
+    reps, protocol_names, profile = params.reps, params.protocol_names, params.profile
+    run_id = params.run_id or new_run_id()
+    recorded = dict(target=str(params.target), runtimes=params.runtimes, repetitions=reps, protocols=protocol_names,
+                    cpus=params.cpus, memory=params.memory, load_generator=str(params.load_generator),
+                    profile=profile)
+    options = runtime_options(params.require_kvm, params.nanos_accel)
+    with session(params.target, params.runtimes, run_id, [APP], options) as (tgt, selection):
+        cpus_v, mem_v, clip_note = resolve_limits(tgt, params.cpus_limit, params.memory_limit_mb)
         cores = tgt.facts()["cores"]
         limits = {"fair": fair_limits(cpus_v, mem_v, cores), "published": published_limits(cpus_v, mem_v)}
         for rt in selection.runtimes:
             rt.check_limits(APP, limits["fair"])
-        with load_generator_for(tgt, load_generator) as (loadgen, shared), \
-                open_run(EXPERIMENT, params, tgt, extra_columns=EXTRA_COLUMNS, run_id=run_id) as run:
+        with load_generator_for(tgt, params.load_generator) as (loadgen, shared), \
+                open_run(EXPERIMENT, recorded, tgt, extra_columns=EXTRA_COLUMNS, run_id=run_id) as run:
             run.note("skipped_runtimes", selection.skipped)
             run.note("limits", {k: v.as_dict() for k, v in limits.items()})
             run.note("load_generator", {"host": loadgen.host.name, "shares_target": shared})
@@ -165,24 +188,18 @@ def run_home_automation(target="local", runtimes="auto", repetitions: int | None
                         WRK_DURATION_S[profile], lg_cores)
 
             sweep(run, selection.runtimes, reps=reps, inner=all_modes, protocols=protocol_names, row_for=row_for,
-                  measure=measure_point, failed=("throughput", "req/s"), desc="home automation", progress=progress)
+                  measure=measure_point, failed=("throughput", "req/s"), desc="home automation",
+                  progress=params.progress)
             return run.dir
 
 
-def collect(run_id: str = "", **params) -> Path:
-    """Replot run_id ('latest' or an id) if given, else measure now."""
-    return _collect(EXPERIMENT, run_home_automation, run_id, **params)
-
-
-def plan_home_automation(params: dict, runtimes: list[str]):
+def plan(params: Params, runtimes: list[str]) -> estimate.Work:
     """One start and one wrk run per (runtime, network mode, protocol, repetition)."""
-    profile = params.get("profile", "standard")
-    check_profile(profile)
-    reps = plan.reps_or(params.get("repetitions"), REPETITIONS)
-    protocols = plan.names(params.get("protocols", "published,fair"), ["fair", "published"])
+    reps, protocols = params.reps, params.protocol_names
     modes = {n: max(1, len(RUNTIMES[n].network_modes)) if n in RUNTIMES else 1 for n in runtimes}
     starts = reps * len(protocols)
-    busy = starts * (WRK_DURATION_S.get(profile, 30) + 0.5)
-    seconds = sum(plan.model_seconds([n], 1, starts * modes[n], busy * modes[n]) - plan.SESSION_S for n in runtimes)
-    return plan.Work(points=sum(starts * modes[n] for n in runtimes), seconds=plan.SESSION_S + seconds, apps=[APP],
-                     levels=f"protocols {','.join(protocols)}", repetitions=reps)
+    busy = starts * (WRK_DURATION_S[params.profile] + 0.5)
+    seconds = sum(estimate.model_seconds([n], 1, starts * modes[n], busy * modes[n]) - estimate.SESSION_S
+                  for n in runtimes)
+    return estimate.Work(points=sum(starts * modes[n] for n in runtimes), seconds=estimate.SESSION_S + seconds,
+                         apps=[APP], levels=f"protocols {','.join(protocols)}", repetitions=reps)

@@ -16,16 +16,16 @@ from __future__ import annotations
 
 import itertools
 from contextlib import contextmanager
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Iterator
+from typing import ClassVar, Iterator
 
-from edgebench import plan
+from edgebench.experiments import estimate
 from edgebench.apps import HTTP_APPS
 from edgebench.errors import ConfigError, EdgebenchError
-from edgebench.experiments.common import (as_list, check_apps, check_profile, check_protocols, check_repetitions,
-                                          open_run, resolve_limits, runtime_options, session)
-from edgebench.experiments.common import collect as _collect
+from edgebench.experiments.common import (as_list, check_apps, check_protocols, check_repetitions, open_run,
+                                          resolve_limits, runtime_options, session)
+from edgebench.experiments.parameters import Parameters, library, parsed
 from edgebench.experiments.protocols import fair_limits, package_all, published_limits, with_instance
 from edgebench.experiments.sweep import Point, artifact_for, sweep
 from edgebench.load import (LOAD_PROFILES, OPEN_LOOP_CHOICES, OPEN_LOOP_PROFILES, LoadGenerator, LoadSettings,
@@ -35,7 +35,7 @@ from edgebench.results import Run, new_run_id
 from edgebench.runtimes import Limits, StartFailed
 from edgebench.runtimes.tags import is_alive
 from edgebench.targets import LOCAL_NAMES, connect
-from edgebench.units import parse_memory_mb
+from edgebench.units import parse_cpus, parse_memory_mb
 
 ENDPOINTS = {"io_bound": "/io", "cpu_bound": "/compute"}
 EXTRA_COLUMNS = ["scenario", "endpoint", "iter", "build", "network", "threads", "connections",
@@ -54,15 +54,10 @@ OPEN_LOOP_METRICS = [("ol_latency_p50", "p50"), ("ol_latency_p90", "p90"), ("ol_
                      ("ol_latency_p99_9", "p99_9"), ("ol_latency_max", "max")]
 
 
-def scenarios(target, rich_cpus, rich_memory, constrained_cpus, memory_levels) -> list[tuple[str, float, float, str]]:
-    """[(scenario, cpus, memory_mb, clipping note)], rich first, then memory descending."""
-    out = []
-    cpus, mem, note = resolve_limits(target, rich_cpus, rich_memory)
-    out.append(("rich", cpus, mem, note))
-    for level in as_list(memory_levels, []):
-        c, m, n = resolve_limits(target, constrained_cpus, level)
-        out.append(("constrained", c, m, n))
-    return out
+def scenarios(target, asked: list[tuple[str, float | None, float | None]]) -> list[tuple[str, float, float, str]]:
+    """[(scenario, cpus, memory_mb, clipping note)] of the record's (scenario, cpus, MiB), in its
+    order (rich first, then the memory levels as given), clipped to the target."""
+    return [(scenario, *resolve_limits(target, cpus, mem)) for scenario, cpus, mem in asked]
 
 
 def loadgen_cpuset(target_is_loadgen: bool, app_cpuset: str | None, cores: int) -> tuple[str | None, str]:
@@ -90,65 +85,115 @@ def load_generator_for(target, spec) -> Iterator[tuple[LoadGenerator, bool]]:
             host.close()
 
 
-def run_http_load(experiment: str = "io_bound", target="local", runtimes="auto", apps="all",
-                  repetitions: int | None = None, protocols="fair,published", rich_cpus="8",
-                  rich_memory="2048m", constrained_cpus="1", memory_levels="",
-                  iterations: int = 100, threads: int | None = None, connections: int | None = None,
-                  duration_s: int | None = None, timeout_s: int | None = None, warmup_s: int | None = None,
-                  docker_build: str = "offline", load_generator="local", profile: str = "standard",
-                  run_id: str | None = None, progress: bool = True, require_kvm=False,
-                  nanos_accel: str | None = None, open_loop: str = "auto", open_loop_rates: str = "",
-                  open_loop_duration_s: int | None = None, p99_bound_ms: float = 100.0) -> Path:
-    if experiment not in ENDPOINTS:
-        raise ConfigError(f"experiment {experiment!r} unknown; use one of {', '.join(ENDPOINTS)}")
-    check_profile(profile)
-    # Each repetition is a whole wrk run (35 s in standard); one per cell keeps the default
-    # sweep near 25 min per notebook. Ask for more (REPS=3) for a spread across runs.
-    reps = check_repetitions(repetitions if repetitions not in (None, "", 0) else 1)
-    app_names = check_apps(apps, HTTP_APPS)
-    protocol_names = check_protocols(protocols)
-    memory_levels = memory_levels or MEMORY_LEVELS[profile]
-    for level in as_list(memory_levels, []):
-        parse_memory_mb(level)
-    if int(iterations) < 1:
-        raise ConfigError(f"iterations={iterations!r} must be at least 1 (the paper used 100)")
-    # None (or 0, except for the warm-up) keeps the profile's value.
-    given = dict(threads=threads, connections=connections, duration_s=duration_s, timeout_s=timeout_s,
-                 warmup_s=warmup_s)
-    overrides = {k: int(v) for k, v in given.items()
-                 if v not in (None, "") and (v != 0 or k == "warmup_s")}
-    settings = replace(LOAD_PROFILES[profile], **overrides).check()
-    if not isinstance(p99_bound_ms, (int, float)) or not p99_bound_ms > 0:
-        raise ConfigError("p99_bound_ms must be a positive number of milliseconds (the default: 100)")
-    open_settings = open_loop_settings(profile, open_loop, open_loop_rates, open_loop_duration_s,
-                                       settings) if "fair" in protocol_names else None
-    endpoint = ENDPOINTS[experiment]
-    path = f"{endpoint}?iter={int(iterations)}" if endpoint == "/compute" else endpoint
-    run_id = run_id or new_run_id()
-    params = dict(experiment=experiment, target=str(target), runtimes=runtimes, apps=app_names,
-                  repetitions=reps, protocols=protocol_names, rich_cpus=rich_cpus, rich_memory=rich_memory,
-                  constrained_cpus=constrained_cpus, memory_levels=memory_levels, iterations=int(iterations),
-                  load=settings.as_dict(), docker_build=docker_build, load_generator=str(load_generator),
-                  profile=profile, open_loop=open_loop, p99_bound_ms=p99_bound_ms,
-                  open_loop_settings=open_settings.as_dict() if open_settings else None)
-    with session(target, runtimes, run_id, app_names, runtime_options(require_kvm, nanos_accel)) as (tgt, selection), \
-            load_generator_for(tgt, load_generator) as (loadgen, shared):
+@dataclass(frozen=True)
+class HttpLoad(Parameters):
+    """The parameters of notebooks 03 (I/O-bound) and 04 (CPU-bound): one record, two endpoints."""
+    ENDPOINT: ClassVar[str] = ""
+    TITLE: ClassVar[str] = ""
+
+    apps: str = "all"
+    repetitions: int = 0            # 0: one wrk run per cell (35 s each in standard); more gives a spread
+    protocols: str = "fair,published"
+    memory_levels: str = ""         # "" takes the profile's
+    constrained_cpus: str = "1"
+    rich_cpus: str = "8"
+    rich_memory: str = "2048m"
+    iterations: int = 100
+    duration_s: int = 0             # 0 takes the profile's
+    connections: int = 0            # 0 takes the profile's
+    docker_build: str = "offline"
+    require_kvm: bool = False
+    open_loop: str = "auto"
+    open_loop_rates: str = ""
+    open_loop_duration_s: int = 0
+    p99_bound_ms: float = 100.0
+    threads: int = library(0)       # 0 takes the profile's
+    timeout_s: int = library(0)
+    warmup_s: int | None = library()  # None takes the profile's (0 is no warm-up)
+    load_generator: str = library("local")
+    progress: bool = library(True)
+    nanos_accel: str | None = library()
+    # parsed when made
+    app_names: list[str] = parsed()
+    protocol_names: list[str] = parsed()
+    reps: int = parsed()
+    levels: list[str] = parsed()    # the constrained memory levels, each with its unit
+    asked: list[tuple[str, float | None, float | None]] = parsed()  # (scenario, CPUs, MiB) before clipping
+    load: LoadSettings = parsed()
+    open_settings: OpenLoopSettings | None = parsed()
+    path: str = parsed()            # the URL path wrk requests
+
+    def check(self):
+        memory_levels = self.memory_levels or MEMORY_LEVELS[self.profile]
+        levels = as_list(memory_levels, [])
+        constrained = parse_cpus(self.constrained_cpus)
+        asked = [("rich", parse_cpus(self.rich_cpus), parse_memory_mb(self.rich_memory))]
+        asked += [("constrained", constrained, parse_memory_mb(level)) for level in levels]
+        if self.iterations < 1:
+            raise ConfigError(f"iterations={self.iterations!r} must be at least 1 (the paper used 100)")
+        if self.repetitions < 0:
+            raise ConfigError(f"repetitions={self.repetitions!r} must be at least 1 (0 takes one)")
+        # 0 keeps the profile's value (None for the warm-up, where 0 means none).
+        given = dict(threads=self.threads, connections=self.connections, duration_s=self.duration_s,
+                     timeout_s=self.timeout_s, warmup_s=self.warmup_s)
+        overrides = {k: int(v) for k, v in given.items() if v not in (None, 0) or (k == "warmup_s" and v == 0)}
+        load = replace(LOAD_PROFILES[self.profile], **overrides).check()
+        if not self.p99_bound_ms > 0:
+            raise ConfigError("p99_bound_ms must be a positive number of milliseconds (the default: 100)")
+        protocol_names = check_protocols(self.protocols)
+        open_settings = open_loop_settings(self.profile, self.open_loop, self.open_loop_rates,
+                                           self.open_loop_duration_s, load) if "fair" in protocol_names else None
+        path = f"{self.ENDPOINT}?iter={self.iterations}" if self.ENDPOINT == "/compute" else self.ENDPOINT
+        self.set(app_names=check_apps(self.apps, HTTP_APPS), protocol_names=protocol_names,
+                 reps=check_repetitions(self.repetitions or 1), levels=levels, load=load,
+                 open_settings=open_settings, path=path, asked=asked)
+
+
+@dataclass(frozen=True)
+class IoBound(HttpLoad):
+    EXPERIMENT: ClassVar[str] = "io_bound"
+    ENDPOINT: ClassVar[str] = "/io"
+    TITLE: ClassVar[str] = "I/O-bound HTTP load"
+
+
+@dataclass(frozen=True)
+class CpuBound(HttpLoad):
+    EXPERIMENT: ClassVar[str] = "cpu_bound"
+    ENDPOINT: ClassVar[str] = "/compute"
+    TITLE: ClassVar[str] = "CPU-bound HTTP load"
+
+
+def run(params: HttpLoad) -> Path:
+    """Measure, write data/<io_bound|cpu_bound>/<run_id>/, return that directory."""
+    experiment, target, runtimes, app_names = params.EXPERIMENT, params.target, params.runtimes, params.app_names
+    settings, open_settings, endpoint, path = params.load, params.open_settings, params.ENDPOINT, params.path
+    run_id = params.run_id or new_run_id()
+    recorded = dict(experiment=experiment, target=str(target), runtimes=runtimes, apps=app_names,
+                    repetitions=params.reps, protocols=params.protocol_names, rich_cpus=params.rich_cpus,
+                    rich_memory=params.rich_memory, constrained_cpus=params.constrained_cpus,
+                    memory_levels=",".join(params.levels), iterations=params.iterations, load=settings.as_dict(),
+                    docker_build=params.docker_build, load_generator=str(params.load_generator),
+                    profile=params.profile, open_loop=params.open_loop, p99_bound_ms=params.p99_bound_ms,
+                    open_loop_settings=open_settings.as_dict() if open_settings else None)
+    options = runtime_options(params.require_kvm, params.nanos_accel)
+    with session(target, runtimes, run_id, app_names, options) as (tgt, selection), \
+            load_generator_for(tgt, params.load_generator) as (loadgen, shared):
         lg_host = loadgen.host
-        open_gen = open_loop_generator(lg_host, open_loop) if open_settings else None
+        open_gen = open_loop_generator(lg_host, params.open_loop) if open_settings else None
         cores = tgt.facts()["cores"]
-        plan = scenarios(tgt, rich_cpus, rich_memory, constrained_cpus, memory_levels)
-        for _, cpus, mem, _ in plan:
+        cells = scenarios(tgt, params.asked)
+        for _, cpus, mem, _ in cells:
             for rt in selection.runtimes:
                 if rt.below_minimum(Limits(memory_mb=mem)):
                     continue  # a level this runtime cannot boot at: its rows there fail with the reason
                 for app in app_names:
                     rt.check_limits(app, Limits(cpus=cpus, memory_mb=mem))
-        with open_run(experiment, params, tgt, extra_columns=EXTRA_COLUMNS, run_id=run_id) as run:
+        with open_run(experiment, recorded, tgt, extra_columns=EXTRA_COLUMNS, run_id=run_id) as run:
             run.note("skipped_runtimes", selection.skipped)
             run.note("load_generator", {"host": lg_host.name, "shares_target": shared,
                                         "facts": lg_host.facts(),
                                         "open_loop": open_gen.name if open_gen else None})
-            artifacts = package_all(run, tgt, selection.runtimes, app_names, docker_build)
+            artifacts = package_all(run, tgt, selection.runtimes, app_names, params.docker_build)
             ports = itertools.count(1)
 
             def limits_at(p: Point) -> Limits:
@@ -162,7 +207,7 @@ def run_http_load(experiment: str = "io_bound", target="local", runtimes="auto",
                                       else (None, ""))
                 return dict(app=p.inner, runtime=p.runtime.name, protocol=p.protocol, rep=p.rep, cpus=cpus,
                             memory_mb=mem, scenario=scenario, endpoint=endpoint,
-                            iter=int(iterations) if endpoint == "/compute" else None,
+                            iter=params.iterations if endpoint == "/compute" else None,
                             build=artifact.build if artifact else "", threads=settings.threads,
                             connections=settings.connections, duration_s=settings.duration_s,
                             loadgen_cpuset=lg_cpuset, limits_note="; ".join(x for x in (clip, lg_note) if x))
@@ -173,13 +218,14 @@ def run_http_load(experiment: str = "io_bound", target="local", runtimes="auto",
                              loadgen, settings, row["loadgen_cpuset"], row, host=tgt.address,
                              open_gen=open_gen if p.protocol == "fair" else None, open_settings=open_settings)
 
-            sweep(run, selection.runtimes, reps=reps, outer=plan, inner=app_names, protocols=protocol_names,
-                  row_for=row_for, measure=measure, failed=("requests_per_second", "req/s"), desc=experiment,
-                  progress=progress)
+            sweep(run, selection.runtimes, reps=params.reps, outer=cells, inner=app_names,
+                  protocols=params.protocol_names, row_for=row_for, measure=measure,
+                  failed=("requests_per_second", "req/s"), desc=experiment, progress=params.progress)
             return run.dir
 
 
-def open_loop_settings(profile: str, tool: str, rates: str, duration_s, closed: LoadSettings) -> OpenLoopSettings | None:
+def open_loop_settings(profile: str, tool: str, rates: str, duration_s,
+                       closed: LoadSettings) -> OpenLoopSettings | None:
     """The profile's open-loop settings with the user's rates and duration; None for 'none'.
     Checked before anything starts (the tool itself is looked for on the load host)."""
     if tool not in OPEN_LOOP_CHOICES:
@@ -256,28 +302,16 @@ def measure_load(run: Run, rt, artifact, limits: Limits, port: int, path: str, l
         rt.stop(instance)
 
 
-def collect(run_id: str = "", experiment: str = "io_bound", **params) -> Path:
-    """Replot run_id ('latest' or an id) if given, else measure now."""
-    return _collect(experiment, lambda **p: run_http_load(experiment, **p), run_id, **params)
-
-
-def plan_http_load(params: dict, runtimes: list[str]):
+def plan(params: HttpLoad, runtimes: list[str]) -> estimate.Work:
     """One start and one load run (warm-up, then the measured seconds, then the open-loop rates
     under the fair protocol) per (scenario, runtime, app, protocol, repetition)."""
-    profile = params.get("profile", "standard")
-    apps = plan.names(params.get("apps"), HTTP_APPS)
-    protocols = plan.names(params.get("protocols", "fair,published"), ["fair", "published"])
-    reps = plan.reps_or(params.get("repetitions"), 1)
-    levels = as_list(params.get("memory_levels") or MEMORY_LEVELS[profile], [])
-    load = LOAD_PROFILES[profile]
-    closed_s = plan.reps_or(params.get("warmup_s"), load.warmup_s) + plan.reps_or(params.get("duration_s"), load.duration_s)
-    open_s = 0.0
-    if "fair" in protocols and params.get("open_loop", "auto") != "none":
-        base = OPEN_LOOP_PROFILES[profile]
-        rates = parse_rates(params["open_loop_rates"]) if params.get("open_loop_rates") else base.rates
-        open_s = len(rates) * plan.reps_or(params.get("open_loop_duration_s"), base.duration_s)
-    cells = (1 + len(levels)) * len(apps) * reps
+    apps, protocols, levels, load = params.app_names, params.protocol_names, params.levels, params.load
+    closed_s = load.warmup_s + load.duration_s
+    opened = params.open_settings
+    open_s = len(opened.rates) * opened.duration_s if opened else 0.0
+    cells = (1 + len(levels)) * len(apps) * params.reps
     busy = cells * (len(protocols) * closed_s + open_s)
-    return plan.Work(points=cells * len(protocols) * len(runtimes),
-                     seconds=plan.model_seconds(runtimes, len(apps), cells * len(protocols), busy, apps), apps=apps,
-                     levels=f"rich + memory {','.join(levels)}, protocols {','.join(protocols)}", repetitions=reps)
+    return estimate.Work(points=cells * len(protocols) * len(runtimes),
+                         seconds=estimate.model_seconds(runtimes, len(apps), cells * len(protocols), busy, apps),
+                         apps=apps, levels=f"rich + memory {','.join(levels)}, protocols {','.join(protocols)}",
+                         repetitions=params.reps)

@@ -21,15 +21,17 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
-from edgebench import plan
+from edgebench.experiments import estimate
 from edgebench.counters import COLUMNS as PERF_COLUMNS
 from edgebench.counters import EVENTS
 from edgebench.errors import ConfigError, EdgebenchError
-from edgebench.experiments.common import (as_list, check_profile, check_protocols, check_repetitions, open_run,
-                                          resolve_limits, runtime_options, session)
-from edgebench.experiments.common import collect as _collect
+from edgebench.experiments.common import (as_list, check_protocols, check_repetitions, open_run, resolve_limits,
+                                          runtime_options, session)
+from edgebench.experiments.parameters import Limited, library, parsed
 from edgebench.experiments.protocols import batch_failure, fair_limits, package_all, published_limits, with_applied
 from edgebench.experiments.sweep import Point, artifact_for, sweep
 from edgebench.results import Run, new_run_id
@@ -91,11 +93,15 @@ def check_sizes(workloads: list[str], sizes, profile: str, table=SIZES) -> dict[
 
 def workload_args(workload: str, label: str, seed: int, entropy: str, k: int, dims: int,
                   iterations: int) -> list[str]:
+    return batch_args(workload, parse_size(label), seed, entropy, k, dims, iterations)
+
+
+def batch_args(workload: str, count: int, seed: int, entropy: str, k: int, dims: int, iterations: int) -> list[str]:
+    """The program's arguments for `count` bytes (LZW, AES) or points (k-means)."""
     args = ["-workload", workload, "-seed", str(seed), "-entropy", entropy]
     if workload == "kmeans":
-        return args + ["-points", str(parse_size(label)), "-k", str(k), "-dims", str(dims),
-                       "-iterations", str(iterations)]
-    return args + ["-size", str(parse_size(label))]
+        return args + ["-points", str(count), "-k", str(k), "-dims", str(dims), "-iterations", str(iterations)]
+    return args + ["-size", str(count)]
 
 
 def parse_record(stdout: str) -> dict:
@@ -110,65 +116,110 @@ def parse_record(stdout: str) -> dict:
     raise EdgebenchError(f"the iomt program printed no JSON record: {stdout[-300:]!r}")
 
 
-def run_iomt(experiment: str = "iomt", target="local", runtimes="auto", workloads="all", sizes=None,
-             entropy: str = "random", seed: int = 1, k: int = 8, dims: int = 2, iterations: int = 20,
-             protocols="fair,published", cpus=None, memory=None, repetitions: int | None = None,
-             docker_build: str = "offline", timeout_s: float = 3600, profile: str = "standard",
-             run_id: str | None = None, progress: bool = True, require_kvm=False,
-             nanos_accel: str | None = None) -> Path:
-    """Measure, write data/<experiment>/<run_id>/, return that directory."""
-    check_profile(profile)
-    names = as_list(workloads, WORKLOADS)
-    for w in names:
-        if w not in WORKLOADS:
-            raise ConfigError(f"unknown workload {w!r}; choose from {', '.join(WORKLOADS)}")
-    if entropy not in ENTROPIES:
-        raise ConfigError(f"entropy {entropy!r} unknown; use 'random' (the paper's /dev/urandom input) "
-                          "or 'sensor' (a compressible sensor series)")
-    table = PAGE_FAULT_SIZES if experiment == "page_faults" else SIZES
-    size_plan = check_sizes(names, sizes, profile, table)
-    reps = check_repetitions(repetitions if repetitions not in (None, "", 0) else REPETITIONS[profile])
-    protocol_names = check_protocols(protocols)
-    for name, v in (("k", k), ("dims", dims), ("iterations", iterations), ("seed", seed)):
-        if int(v) < (0 if name == "seed" else 1):
-            raise ConfigError(f"{name}={v!r} is too small")
-    run_id = run_id or new_run_id()
-    params = dict(experiment=experiment, target=str(target), runtimes=runtimes, workloads=names,
-                  sizes=size_plan, entropy=entropy, seed=int(seed), k=int(k), dims=int(dims),
-                  iterations=int(iterations), protocols=protocol_names, cpus=cpus, memory=memory,
-                  repetitions=reps, docker_build=docker_build, profile=profile)
-    with session(target, runtimes, run_id, [APP], runtime_options(require_kvm, nanos_accel)) as (tgt, selection):
-        cpus_v, mem_v, clip = resolve_limits(tgt, cpus, memory)
+@dataclass(frozen=True)
+class IomtBatch(Limited):
+    """The parameters of notebooks 05 (IoMT latency, Table 4) and 06 (page faults, Table 5): one
+    record, two tables of input sizes."""
+    SIZE_TABLE: ClassVar[dict] = SIZES  # the profile's sizes when `sizes` is ""
+
+    workloads: str = "all"
+    repetitions: int = 0            # 0 takes the profile's
+    protocols: str = "fair,published"
+    sizes: str = ""                 # "" takes the profile's; else one list for every workload
+    entropy: str = "random"
+    seed: int = 1
+    cpus: str = ""                  # "" for no limit
+    memory: str = ""                # "" for no limit; with a unit
+    docker_build: str = "offline"
+    require_kvm: bool = False
+    k: int = library(8)
+    dims: int = library(2)
+    iterations: int = library(20)
+    timeout_s: float = library(3600)
+    progress: bool = library(True)
+    nanos_accel: str | None = library()
+    # parsed when made
+    workload_names: list[str] = parsed()
+    size_plan: dict[str, list[str]] = parsed()      # {workload: [size label, ...]}
+    inputs: list[tuple[str, str, int]] = parsed()   # (workload, size label, bytes or points), in order
+    reps: int = parsed()
+    protocol_names: list[str] = parsed()
+
+    def check(self):
+        names = as_list(self.workloads, WORKLOADS)
+        for w in names:
+            if w not in WORKLOADS:
+                raise ConfigError(f"unknown workload {w!r}; choose from {', '.join(WORKLOADS)}")
+        if self.entropy not in ENTROPIES:
+            raise ConfigError(f"entropy {self.entropy!r} unknown; use 'random' (the paper's /dev/urandom input) "
+                              "or 'sensor' (a compressible sensor series)")
+        size_plan = check_sizes(names, self.sizes, self.profile, self.SIZE_TABLE)
+        reps = check_repetitions(self.repetitions or REPETITIONS[self.profile])
+        protocol_names = check_protocols(self.protocols)
+        for name, v in (("k", self.k), ("dims", self.dims), ("iterations", self.iterations), ("seed", self.seed)):
+            if v < (0 if name == "seed" else 1):
+                raise ConfigError(f"{name}={v!r} is too small")
+        self.limits()  # parsed once; refused here, before connecting
+        inputs = [(w, label, parse_size(label)) for w in names for label in size_plan[w]]
+        self.set(workload_names=names, size_plan=size_plan, inputs=inputs, reps=reps, protocol_names=protocol_names)
+
+
+@dataclass(frozen=True)
+class Iomt(IomtBatch):
+    EXPERIMENT: ClassVar[str] = "iomt"
+
+
+@dataclass(frozen=True)
+class PageFaults(IomtBatch):
+    EXPERIMENT: ClassVar[str] = "page_faults"
+    SIZE_TABLE: ClassVar[dict] = PAGE_FAULT_SIZES
+
+    workloads: str = "lzw,aes"  # Table 5 covers LZW and AES
+
+
+def run(params: IomtBatch) -> Path:
+    """Measure, write data/<iomt|page_faults>/<run_id>/, return that directory."""
+    experiment, target, runtimes, entropy, seed = (params.EXPERIMENT, params.target, params.runtimes,
+                                                   params.entropy, params.seed)
+    cpus, memory = params.cpus or None, params.memory or None
+    run_id = params.run_id or new_run_id()
+    recorded = dict(experiment=experiment, target=str(target), runtimes=runtimes, workloads=params.workload_names,
+                    sizes=params.size_plan, entropy=entropy, seed=seed, k=params.k, dims=params.dims,
+                    iterations=params.iterations, protocols=params.protocol_names, cpus=cpus, memory=memory,
+                    repetitions=params.reps, docker_build=params.docker_build, profile=params.profile)
+    options = runtime_options(params.require_kvm, params.nanos_accel)
+    with session(target, runtimes, run_id, [APP], options) as (tgt, selection):
+        cpus_v, mem_v, clip = resolve_limits(tgt, params.cpus_limit, params.memory_limit_mb)
         cores = tgt.facts()["cores"]
         for rt in selection.runtimes:
             rt.check_limits(APP, Limits(cpus=cpus_v, memory_mb=mem_v))
-        with open_run(experiment, params, tgt, extra_columns=EXTRA_COLUMNS, run_id=run_id) as run:
+        with open_run(experiment, recorded, tgt, extra_columns=EXTRA_COLUMNS, run_id=run_id) as run:
             run.note("skipped_runtimes", selection.skipped)
-            artifacts = package_all(run, tgt, selection.runtimes, [APP], docker_build)
+            artifacts = package_all(run, tgt, selection.runtimes, [APP], params.docker_build)
 
             def limits_for(protocol: str) -> Limits:
                 return fair_limits(cpus_v, mem_v, cores) if protocol == "fair" else published_limits(cpus_v, mem_v)
 
             def row_for(p: Point) -> dict:
-                w, label = p.outer
+                w, label, size = p.outer
                 artifact = artifacts.get((APP, p.runtime.name))
-                size = parse_size(label)
                 return dict(app=APP, runtime=p.runtime.name, protocol=p.protocol, rep=p.rep, cpus=cpus_v,
-                            memory_mb=mem_v, workload=w, input_size=label, entropy=entropy, seed=int(seed),
+                            memory_mb=mem_v, workload=w, input_size=label, entropy=entropy, seed=seed,
                             input_bytes=None if w == "kmeans" else size, points=size if w == "kmeans" else None,
                             build=artifact.build if artifact else "", limits_note=clip)
 
             def measure(p: Point, row: dict) -> None:
-                w, label = p.outer
+                w, label, size = p.outer
                 artifact = artifact_for(artifacts, APP, p.runtime)
-                args = workload_args(w, label, int(seed), entropy, int(k), int(dims), int(iterations))
+                args = batch_args(w, size, seed, entropy, params.k, params.dims, params.iterations)
                 limits = limits_for(p.protocol)
-                result = p.runtime.run_batch(artifact, args, limits, timeout_s=timeout_s, protocol=p.protocol)
+                result = p.runtime.run_batch(artifact, args, limits, timeout_s=params.timeout_s,
+                                             protocol=p.protocol)
                 record_batch(run, result, limits, row, f"{w}-{label}-{p.runtime.name}-{p.protocol}-rep{p.rep}")
 
-            sweep(run, selection.runtimes, reps=reps, outer=[(w, label) for w in names for label in size_plan[w]],
-                  protocols=protocol_names, row_for=row_for, measure=measure,
-                  failed=("end_to_end_latency", "s"), desc=experiment, progress=progress)
+            sweep(run, selection.runtimes, reps=params.reps, outer=params.inputs, protocols=params.protocol_names,
+                  row_for=row_for, measure=measure, failed=("end_to_end_latency", "s"), desc=experiment,
+                  progress=params.progress)
             return run.dir
 
 
@@ -217,8 +268,9 @@ def record_batch(run: Run, result, limits: Limits, row: dict, tag: str) -> None:
     # getrusage carries over execve: in a container it includes runc's init before it exec'd
     # the program. Since main() started is the program alone.
     start = {} if no_counts else rec.get("rusage_start") or {}
-    add("faults_program", _sum(ru.get("minflt"), ru.get("majflt"), *(-(start.get(k) or 0) for k in ("minflt", "majflt")))
-        if start else None, "count", no_counts or "getrusage at exit minus at the start of main()")
+    since_main = _sum(ru.get("minflt"), ru.get("majflt"), *(-(start.get(k) or 0) for k in ("minflt", "majflt")))
+    add("faults_program", since_main if start else None, "count",
+        no_counts or "getrusage at exit minus at the start of main()")
     cg = result.cgroup_faults
     scope = result.outcome.faults_scope
     add("faults_cgroup", cg.pgfault if cg else None, "count",
@@ -236,35 +288,23 @@ def _sum(*values):
     return None if any(v is None for v in values) else sum(values)
 
 
-def collect(run_id: str = "", experiment: str = "iomt", **params) -> Path:
-    """Replot run_id ('latest' or an id) if given, else measure now."""
-    return _collect(experiment, lambda **p: run_iomt(experiment, **p), run_id, **params)
-
-
 # Rough work rates of the IoMT program on the reference machine, for the run plan only.
 PLAN_BYTES_PER_S = {"lzw": 15e6, "aes": 60e6}
 PLAN_KMEANS_OPS_PER_S = 5e7
 
 
-def plan_iomt(params: dict, runtimes: list[str]):
+def plan(params: IomtBatch, runtimes: list[str]) -> estimate.Work:
     """One batch run per (workload size, runtime, protocol, repetition), each a fresh instance."""
-    profile = params.get("profile", "standard")
-    experiment = params.get("experiment", "iomt")
-    workloads = plan.names(params.get("workloads", "all"), WORKLOADS)
-    sizes = check_sizes(workloads, params.get("sizes"), profile,
-                        PAGE_FAULT_SIZES if experiment == "page_faults" else SIZES)
-    protocols = plan.names(params.get("protocols", "fair,published"), ["fair", "published"])
-    reps = plan.reps_or(params.get("repetitions"), REPETITIONS[profile])
+    protocols, reps = params.protocol_names, params.reps
     work_s = 0.0
-    for w, labels in sizes.items():
-        for label in labels:
-            n = parse_size(label)
-            if w == "kmeans":
-                work_s += n * int(params.get("iterations", 20)) * int(params.get("k", 8)) / PLAN_KMEANS_OPS_PER_S
-            else:
-                work_s += n / PLAN_BYTES_PER_S[w]
-    cells = sum(len(v) for v in sizes.values())
+    for w, _, n in params.inputs:
+        if w == "kmeans":
+            work_s += n * params.iterations * params.k / PLAN_KMEANS_OPS_PER_S
+        else:
+            work_s += n / PLAN_BYTES_PER_S[w]
+    cells = len(params.inputs)
     runs = cells * len(protocols) * reps
-    return plan.Work(points=runs * len(runtimes),
-                     seconds=plan.model_seconds(runtimes, 1, runs, work_s * len(protocols) * reps), apps=[APP],
-                     levels=f"{cells} workload sizes, protocols {','.join(protocols)}", repetitions=reps)
+    return estimate.Work(points=runs * len(runtimes),
+                         seconds=estimate.model_seconds(runtimes, 1, runs, work_s * len(protocols) * reps),
+                         apps=[APP], levels=f"{cells} workload sizes, protocols {','.join(protocols)}",
+                         repetitions=reps)

@@ -17,15 +17,14 @@ import os
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import ClassVar, Iterator
 
-from edgebench import plan
+from edgebench.experiments import estimate
 from edgebench import sysbench as sb
 from edgebench.errors import ConfigError, EdgebenchError
-from edgebench.experiments.common import (as_list, check_profile, check_protocols, check_repetitions, open_run,
-                                          resolve_limits, session)
-from edgebench.experiments.common import collect as _collect
+from edgebench.experiments.common import as_list, check_protocols, check_repetitions, open_run, resolve_limits, session
 from edgebench.experiments.network import measure_docker_networking, network_points
+from edgebench.experiments.parameters import Limited, library, parsed
 from edgebench.experiments.protocols import fair_limits, package_all, published_limits, with_applied
 from edgebench.experiments.sweep import Point, artifact_for, sweep
 from edgebench.results import Run, new_run_id
@@ -122,9 +121,10 @@ class _Bench:
 
 
 @contextmanager
-def _bench(experiment: str, params: dict, target, runtimes, cpus, memory, run_id: str) -> Iterator[_Bench]:
+def _bench(experiment: str, params: dict, target, runtimes, cpus: float | None, memory_mb: float | None,
+           run_id: str) -> Iterator[_Bench]:
     with session(target, runtimes, run_id, [TOOL]) as (tgt, selection):
-        cpus_v, mem_v, clip = resolve_limits(tgt, cpus, memory)
+        cpus_v, mem_v, clip = resolve_limits(tgt, cpus, memory_mb)
         limit = max_threads(tgt)
         with open_run(experiment, params, tgt, extra_columns=EXTRA_COLUMNS, run_id=run_id) as run:
             run.note("skipped_runtimes", selection.skipped)
@@ -133,30 +133,89 @@ def _bench(experiment: str, params: dict, target, runtimes, cpus, memory, run_id
             yield _Bench(run, tgt, selection, artifacts, tgt.facts()["cores"], cpus_v, mem_v, clip, limit)
 
 
-def run_microbenchmarks(target="local", runtimes="auto", protocols="fair,published", cpus=None, memory=None,
-                        repetitions: int | None = None, network: bool = True, profile: str = "standard",
-                        load_generator="local", run_id: str | None = None, progress: bool = True) -> Path:
+@dataclass(frozen=True)
+class Microbenchmarks(Limited):
+    """The parameters of notebook 08: Table 2 under both protocols, then Docker host vs bridge."""
+    EXPERIMENT: ClassVar[str] = "microbenchmarks"
+
+    repetitions: int = 0            # 0 takes the profile's
+    protocols: str = "fair,published"
+    cpus: str = ""                  # "" for no limit
+    memory: str = ""                # "" for no limit; with a unit
+    network: bool = True
+    load_generator: str = "local"
+    progress: bool = library(True)
+    # parsed when made
+    reps: int = parsed()
+    protocol_names: list[str] = parsed()
+    seconds: int = parsed()         # of each fair run and each iperf3 run: the profile's
+
+    def check(self):
+        reps = check_repetitions(self.repetitions or REPETITIONS[self.profile])
+        protocol_names = check_protocols(self.protocols)
+        self.limits()  # parsed once; refused here, before connecting
+        self.set(reps=reps, protocol_names=protocol_names, seconds=SECONDS[self.profile])
+
+
+@dataclass(frozen=True)
+class LxdAppendix(Limited):
+    """The parameters of notebook 07: the appendix's file, memory and CPU panels."""
+    EXPERIMENT: ClassVar[str] = "lxd_appendix"
+
+    repetitions: int = 0            # 0 takes the profile's
+    file_counts: str = ""           # "" takes the profile's
+    thread_counts: str = ""         # "" takes the profile's
+    cpus: str = ""                  # "" for no limit
+    memory: str = ""                # "" for no limit; with a unit
+    progress: bool = library(True)
+    # parsed when made
+    reps: int = parsed()
+    files: list[int] = parsed()     # file counts
+    threads: list[int] = parsed()   # thread counts
+
+    def check(self):
+        cfg = APPENDIX[self.profile]
+        reps = check_repetitions(self.repetitions or REPETITIONS[self.profile])
+        try:
+            files = [int(x) for x in as_list(self.file_counts, [])] if self.file_counts else cfg["files"]
+            threads = [int(x) for x in as_list(self.thread_counts, [])] if self.thread_counts else cfg["threads"]
+        except ValueError:
+            files = threads = []  # not whole numbers: refused below with the same words
+        if not files or min(files) < 1 or not threads or min(threads) < 1:
+            raise ConfigError("file_counts and thread_counts must be positive whole numbers")
+        self.limits()  # parsed once; refused here, before connecting
+        self.set(reps=reps, files=files, threads=threads)
+
+
+def run(params: Microbenchmarks | LxdAppendix) -> Path:
+    """Measure either sysbench experiment: the one its record names."""
+    if isinstance(params, Microbenchmarks):
+        return run_microbenchmarks(params)
+    if isinstance(params, LxdAppendix):
+        return run_lxd_appendix(params)
+    raise TypeError(f"microbench runs Microbenchmarks or LxdAppendix, not {type(params).__name__}")
+
+
+def run_microbenchmarks(params: Microbenchmarks) -> Path:
     """Table 2 (sysbench CPU and memory) under both protocols, then Docker host vs bridge."""
-    check_profile(profile)
-    reps = check_repetitions(repetitions if repetitions not in (None, "", 0) else REPETITIONS[profile])
-    protocol_names = check_protocols(protocols)
-    seconds = SECONDS[profile]
-    run_id = run_id or new_run_id()
-    params = dict(target=str(target), runtimes=runtimes, protocols=protocol_names, cpus=cpus, memory=memory,
-                  repetitions=reps, network=network, profile=profile, seconds=seconds)
-    with _bench("microbenchmarks", params, target, runtimes, cpus, memory, run_id) as b:
-        plan = []
-        for proto in protocol_names:
+    seconds, reps, cpus, memory = params.seconds, params.reps, params.cpus or None, params.memory or None
+    run_id = params.run_id or new_run_id()
+    recorded = dict(target=str(params.target), runtimes=params.runtimes, protocols=params.protocol_names, cpus=cpus,
+                    memory=memory, repetitions=reps, network=params.network, profile=params.profile, seconds=seconds)
+    with _bench(params.EXPERIMENT, recorded, params.target, params.runtimes, params.cpus_limit,
+                params.memory_limit_mb, run_id) as b:
+        cells = []
+        for proto in params.protocol_names:
             if proto == "published":
                 for label, total, threads in TABLE2_POINTS:
-                    plan.append((proto, "memory", label, threads, total, sb.memory(threads, total)))
-                    plan.append((proto, "cpu", label, threads, None, sb.cpu(threads, events=10000)))
+                    cells.append((proto, "memory", label, threads, total, sb.memory(threads, total)))
+                    cells.append((proto, "cpu", label, threads, None, sb.cpu(threads, events=10000)))
             else:
                 for threads in sorted({1, b.cores}):
-                    plan.append((proto, "memory", f"{threads}T, {seconds} s", threads, "100G",
-                                 sb.memory(threads, "100G", seconds=seconds, block="1M")))
-                    plan.append((proto, "cpu", f"{threads}T, {seconds} s", threads, None,
-                                 sb.cpu(threads, seconds=seconds)))
+                    cells.append((proto, "memory", f"{threads}T, {seconds} s", threads, "100G",
+                                  sb.memory(threads, "100G", seconds=seconds, block="1M")))
+                    cells.append((proto, "cpu", f"{threads}T, {seconds} s", threads, None,
+                                  sb.cpu(threads, seconds=seconds)))
         def row_for(p: Point) -> dict:
             proto, bench, label, threads, total, _ = p.outer
             return dict(app=TOOL, runtime=p.runtime.name, protocol=proto, rep=p.rep, cpus=b.cpus,
@@ -173,32 +232,27 @@ def run_microbenchmarks(target="local", runtimes="auto", protocols="fair,publish
             if result:
                 _add_parsed(b.run, sb.parse(result[0]["stdout"]), row, result[0]["elapsed_ns"] / 1e9)
 
-        b.sweep(plan, reps, row_for, measure, "microbenchmarks", progress)
-        if network:
-            measure_docker_networking(b.run, b.target, b.selection, reps, seconds, load_generator, progress)
+        b.sweep(cells, reps, row_for, measure, params.EXPERIMENT, params.progress)
+        if params.network:
+            measure_docker_networking(b.run, b.target, b.selection, reps, seconds, params.load_generator,
+                                      params.progress)
         return b.run.dir
 
 
-def run_lxd_appendix(target="local", runtimes="auto", cpus=None, memory=None, repetitions: int | None = None,
-                     file_counts=None, thread_counts=None, profile: str = "standard", run_id: str | None = None,
-                     progress: bool = True) -> Path:
+def run_lxd_appendix(params: LxdAppendix) -> Path:
     """Fig. 2 of the appendix, host vs LXD (and Docker): (a) creating N 1 MB files, (b) file I/O
     as N grows, (c) memory and (d) CPU over thread counts, alternating runtimes."""
-    check_profile(profile)
-    cfg = APPENDIX[profile]
-    reps = check_repetitions(repetitions if repetitions not in (None, "", 0) else REPETITIONS[profile])
-    files = [int(x) for x in as_list(file_counts, [])] if file_counts else cfg["files"]
-    threads_list = [int(x) for x in as_list(thread_counts, [])] if thread_counts else cfg["threads"]
-    if not files or min(files) < 1 or not threads_list or min(threads_list) < 1:
-        raise ConfigError("file_counts and thread_counts must be positive whole numbers")
-    seconds = cfg["seconds"]
-    run_id = run_id or new_run_id()
-    params = dict(target=str(target), runtimes=runtimes, cpus=cpus, memory=memory, repetitions=reps,
-                  file_counts=files, thread_counts=threads_list, profile=profile, seconds=seconds)
-    with _bench("lxd_appendix", params, target, runtimes, cpus, memory, run_id) as b:
-        plan = [("fileio", n, None, sb.fileio(n, 1, seconds)) for n in files]
-        plan += [("memory", None, t, sb.memory(t, "100G", seconds=seconds, block="1M")) for t in threads_list]
-        plan += [("cpu", None, t, sb.cpu(t, events=cfg["cpu_events"])) for t in threads_list]
+    cfg = APPENDIX[params.profile]
+    seconds, cpus, memory = cfg["seconds"], params.cpus or None, params.memory or None
+    run_id = params.run_id or new_run_id()
+    recorded = dict(target=str(params.target), runtimes=params.runtimes, cpus=cpus, memory=memory,
+                    repetitions=params.reps, file_counts=params.files, thread_counts=params.threads,
+                    profile=params.profile, seconds=seconds)
+    with _bench(params.EXPERIMENT, recorded, params.target, params.runtimes, params.cpus_limit,
+                params.memory_limit_mb, run_id) as b:
+        cells = [("fileio", n, None, sb.fileio(n, 1, seconds)) for n in params.files]
+        cells += [("memory", None, t, sb.memory(t, "100G", seconds=seconds, block="1M")) for t in params.threads]
+        cells += [("cpu", None, t, sb.cpu(t, events=cfg["cpu_events"])) for t in params.threads]
         def row_for(p: Point) -> dict:
             bench, n, t, _ = p.outer
             return dict(app=TOOL, runtime=p.runtime.name, protocol="fair", rep=p.rep, cpus=b.cpus,
@@ -223,16 +277,8 @@ def run_lxd_appendix(target="local", runtimes="auto", cpus=None, memory=None, re
             else:
                 _add_parsed(b.run, sb.parse(result[0]["stdout"]), row, result[0]["elapsed_ns"] / 1e9)
 
-        b.sweep(plan, reps, row_for, measure, "lxd_appendix", progress)
+        b.sweep(cells, params.reps, row_for, measure, params.EXPERIMENT, params.progress)
         return b.run.dir
-
-
-def collect_microbenchmarks(run_id: str = "", **params) -> Path:
-    return _collect("microbenchmarks", run_microbenchmarks, run_id, **params)
-
-
-def collect_lxd_appendix(run_id: str = "", **params) -> Path:
-    return _collect("lxd_appendix", run_lxd_appendix, run_id, **params)
 
 
 # For the run plan only, sysbench on the reference machine (the standard run of 2026-11-25, raw
@@ -249,40 +295,43 @@ def plan_memory_s(seconds: float) -> float:
     return min(seconds, PLAN_MEMORY_100G_S)
 
 
-def plan_microbenchmarks(params: dict, runtimes: list[str]):
+def plan(params: Microbenchmarks | LxdAppendix, runtimes: list[str]) -> estimate.Work:
+    """The model of either sysbench experiment: the one its record names."""
+    if isinstance(params, Microbenchmarks):
+        return plan_microbenchmarks(params, runtimes)
+    if isinstance(params, LxdAppendix):
+        return plan_lxd_appendix(params, runtimes)
+    raise TypeError(f"microbench plans Microbenchmarks or LxdAppendix, not {type(params).__name__}")
+
+
+def plan_microbenchmarks(params: Microbenchmarks, runtimes: list[str]) -> estimate.Work:
     """Table 2's points under each protocol in every tool runtime, then iperf3 for the runtimes
     with several network modes (Docker host and bridge) beside the host-only ones."""
-    profile = params.get("profile", "standard")
-    protocols = plan.names(params.get("protocols", "fair,published"), ["fair", "published"])
-    reps = plan.reps_or(params.get("repetitions"), REPETITIONS[profile])
-    seconds = SECONDS[profile]
-    used = [r for r in runtimes if r in plan.TOOL_RUNTIMES]
+    protocols, reps, seconds = params.protocol_names, params.reps, params.seconds
+    used = [r for r in runtimes if r in estimate.TOOL_RUNTIMES]
     cores = os.cpu_count() or 1  # the target's cores decide the fair points; the local count is a guess
     fair = 2 * len({1, cores}) if "fair" in protocols else 0
     published = 2 * len(TABLE2_POINTS) if "published" in protocols else 0
     busy = reps * (fair / 2 * (seconds + plan_memory_s(seconds)) + published * PLAN_FIXED_WORK_S)
-    total = plan.model_seconds(used, 1, reps * (fair + published), busy)
+    total = estimate.model_seconds(used, 1, reps * (fair + published), busy)
     points = reps * (fair + published) * len(used)
-    if params.get("network", True):
+    if params.network:
         net = len(network_points([RUNTIMES[r] for r in used if r in RUNTIMES])) * reps
         points += net
-        total += net * (seconds + plan.RUNTIME_COST_S["docker"][1] + 1)
-    return plan.Work(points=points, seconds=total, apps=[TOOL], repetitions=reps, runtimes=used,
-                     levels=f"protocols {','.join(protocols)}" + (", network" if params.get("network", True) else ""))
+        total += net * (seconds + estimate.RUNTIME_COST_S["docker"][1] + 1)
+    return estimate.Work(points=points, seconds=total, apps=[TOOL], repetitions=reps, runtimes=used,
+                         levels=f"protocols {','.join(protocols)}" + (", network" if params.network else ""))
 
 
-def plan_lxd_appendix(params: dict, runtimes: list[str]):
+def plan_lxd_appendix(params: LxdAppendix, runtimes: list[str]) -> estimate.Work:
     """Files, then memory and CPU over thread counts, every point in every tool runtime."""
-    profile = params.get("profile", "standard")
-    cfg = APPENDIX[profile]
-    reps = plan.reps_or(params.get("repetitions"), REPETITIONS[profile])
-    files = [int(x) for x in as_list(params["file_counts"], [])] if params.get("file_counts") else cfg["files"]
-    threads = [int(x) for x in as_list(params["thread_counts"], [])] if params.get("thread_counts") else cfg["threads"]
-    used = [r for r in runtimes if r in plan.TOOL_RUNTIMES]
+    cfg = APPENDIX[params.profile]
+    reps, files, threads = params.reps, params.files, params.threads
+    used = [r for r in runtimes if r in estimate.TOOL_RUNTIMES]
     cells = len(files) + 2 * len(threads)
     # fileio: writing the files, then the timed run; memory: the seconds or 100 GiB; CPU: fixed events.
     busy = reps * (sum(n / PLAN_FILES_MB_PER_S + cfg["seconds"] for n in files)
                    + len(threads) * (plan_memory_s(cfg["seconds"]) + cfg["cpu_events"] / PLAN_CPU_EVENTS_PER_S))
-    return plan.Work(points=reps * cells * len(used), seconds=plan.model_seconds(used, 1, reps * cells, busy),
-                     apps=[TOOL], repetitions=reps, runtimes=used,
-                     levels=f"files {','.join(map(str, files))}; threads {','.join(map(str, threads))}")
+    return estimate.Work(points=reps * cells * len(used), seconds=estimate.model_seconds(used, 1, reps * cells, busy),
+                         apps=[TOOL], repetitions=reps, runtimes=used,
+                         levels=f"files {','.join(map(str, files))}; threads {','.join(map(str, threads))}")

@@ -18,18 +18,19 @@ sometimes fits) shows as minima that differ between repetitions, every trial kep
 from __future__ import annotations
 
 import itertools
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Callable, ClassVar
 from urllib.parse import urlsplit
 
-from edgebench import plan
 from edgebench.apps import HTTP_APPS, place_probe
 from edgebench.cgroups import cpuset_for
 from edgebench.errors import ConfigError
-from edgebench.experiments.common import (check_apps, check_profile, check_repetitions, open_run, resolve_limits,
-                                          runtime_options, session)
-from edgebench.experiments.common import collect as _collect
+from edgebench.experiments import estimate
+from edgebench.experiments.common import (check_apps, check_repetitions, open_run, resolve_limits, runtime_options,
+                                          session)
+from edgebench.experiments.parameters import Limited, library, parsed
 from edgebench.experiments.protocols import package_all, with_instance
 from edgebench.experiments.sweep import Point, artifact_for, sweep
 from edgebench.results import new_run_id
@@ -52,6 +53,39 @@ PROFILE_SETTINGS = {
     "quick": Settings(repetitions=1, resolution_mb=4, trial_timeout_s=30),
     "standard": Settings(repetitions=3, resolution_mb=1, trial_timeout_s=60),
 }
+
+
+@dataclass(frozen=True)
+class Params(Limited):
+    EXPERIMENT: ClassVar[str] = EXPERIMENT
+
+    apps: str = "all"
+    repetitions: int = 0          # searches per app and runtime; 0 takes the profile's
+    cpus: str = "1"
+    start_mb: float = 256
+    ceiling_mb: float = 2048
+    resolution_mb: float = 0      # 0 takes the profile's
+    hold_s: float = 1.0
+    docker_build: str = "offline"
+    require_kvm: bool = False
+    progress: bool = library(True)
+    nanos_accel: str | None = library()
+    # parsed when made
+    app_names: list[str] = parsed()
+    settings: Settings = parsed()  # the profile's, with repetitions and resolution_mb over it
+
+    def check(self):
+        s = PROFILE_SETTINGS[self.profile]
+        reps = check_repetitions(self.repetitions or s.repetitions)
+        resolution = self.resolution_mb or s.resolution_mb
+        if resolution <= 0:
+            raise ConfigError(f"resolution_mb={self.resolution_mb!r}: give a positive number of MiB")
+        app_names = check_apps(self.apps, HTTP_APPS)
+        if not 0 < self.start_mb <= self.ceiling_mb:
+            raise ConfigError(f"start_mb={self.start_mb:g} and ceiling_mb={self.ceiling_mb:g}: "
+                              "need 0 < start <= ceiling (MiB)")
+        self.limits()  # parsed once; refused here, before connecting
+        self.set(app_names=app_names, settings=Settings(reps, resolution, s.trial_timeout_s))
 
 
 @dataclass
@@ -100,16 +134,6 @@ def bisect_minimum(passes: Callable[[float], tuple[bool, str]], *, floor_mb: flo
     return result
 
 
-def settings_for(profile: str, repetitions=None, resolution_mb=None) -> Settings:
-    check_profile(profile)
-    s = PROFILE_SETTINGS[profile]
-    reps = check_repetitions(repetitions if repetitions not in (None, "", 0) else s.repetitions)
-    res = float(resolution_mb) if resolution_mb not in (None, "", 0) else s.resolution_mb
-    if res <= 0:
-        raise ConfigError(f"resolution_mb={resolution_mb!r}: give a positive number of MiB")
-    return Settings(reps, res, s.trial_timeout_s)
-
-
 def serves(rt: Runtime, instance, readiness, hold_s: float) -> str | None:
     """None when the instance is alive `hold_s` after ready and passes its readiness check again
     (the same probe: HTTP 200 on the app's path, or a service's own exchange); else why not."""
@@ -128,32 +152,29 @@ def serves(rt: Runtime, instance, readiness, hold_s: float) -> str | None:
     return None
 
 
-def run_min_memory(target="local", runtimes="auto", apps="all", repetitions: int | None = None, cpus="1",
-                   start_mb: float = 256, ceiling_mb: float = 2048, resolution_mb=None, hold_s: float = 1.0,
-                   docker_build: str = "offline", profile: str = "standard", run_id: str | None = None,
-                   progress: bool = True, require_kvm=False, nanos_accel: str | None = None) -> Path:
-    """Bisect every (app, runtime) `repetitions` times, runtimes interleaved."""
-    settings = settings_for(profile, repetitions, resolution_mb)
-    app_names = check_apps(apps, HTTP_APPS)
-    start_mb, ceiling_mb, hold_s = float(start_mb), float(ceiling_mb), float(hold_s)
-    if not 0 < start_mb <= ceiling_mb:
-        raise ConfigError(f"start_mb={start_mb:g} and ceiling_mb={ceiling_mb:g}: need 0 < start <= ceiling (MiB)")
-    run_id = run_id or new_run_id()
-    params = dict(target=str(target), runtimes=runtimes, apps=app_names, repetitions=settings.repetitions, cpus=cpus,
-                  start_mb=start_mb, ceiling_mb=ceiling_mb, resolution_mb=settings.resolution_mb, hold_s=hold_s,
-                  docker_build=docker_build, profile=profile)
-    with session(target, runtimes, run_id, app_names, runtime_options(require_kvm, nanos_accel)) as (tgt, selection):
-        cpus_v, _, clip_note = resolve_limits(tgt, cpus, None)
+def run(params: Params) -> Path:
+    """Bisect every (app, runtime) `repetitions` times, runtimes interleaved; writes
+    data/min_memory/<run_id>/ and returns that directory."""
+    settings, app_names, hold_s = params.settings, params.app_names, params.hold_s
+    start_mb, ceiling_mb = params.start_mb, params.ceiling_mb
+    run_id = params.run_id or new_run_id()
+    recorded = dict(target=str(params.target), runtimes=params.runtimes, apps=app_names,
+                    repetitions=settings.repetitions, cpus=params.cpus, start_mb=start_mb, ceiling_mb=ceiling_mb,
+                    resolution_mb=settings.resolution_mb, hold_s=hold_s, docker_build=params.docker_build,
+                    profile=params.profile)
+    options = runtime_options(params.require_kvm, params.nanos_accel)
+    with session(params.target, params.runtimes, run_id, app_names, options) as (tgt, selection):
+        cpus_v, _, clip_note = resolve_limits(tgt, params.cpus_limit, None)
         pinned = cpuset_for(cpus_v, tgt.facts()["cores"])
         gomaxprocs = max(1, int(-(-cpus_v // 1))) if cpus_v else None
 
         def limits_at(mb: float) -> Limits:
             return Limits(cpus=cpus_v, memory_mb=mb, cpuset=pinned, swap=False, gomaxprocs=gomaxprocs)
 
-        with open_run(EXPERIMENT, params, tgt, extra_columns=EXTRA_COLUMNS, run_id=run_id) as run:
+        with open_run(EXPERIMENT, recorded, tgt, extra_columns=EXTRA_COLUMNS, run_id=run_id) as run:
             run.note("skipped_runtimes", selection.skipped)
             place_probe(tgt)
-            artifacts = package_all(run, tgt, selection.runtimes, app_names, docker_build)
+            artifacts = package_all(run, tgt, selection.runtimes, app_names, params.docker_build)
             ports = itertools.count()
 
             def row_for(p: Point) -> dict:
@@ -195,34 +216,27 @@ def run_min_memory(target="local", runtimes="auto", apps="all", repetitions: int
                 result = dict(row, memory_mb=None, bound=found.bound, trial=len(found.trials),
                               note=found.note, **seen)
                 if found.minimum_mb is None:
-                    run.failed(metric="min_memory", unit="MiB", error=f"{found.note}; last: {found.trials[-1][2]}"[:400],
-                               **result)
+                    why = f"{found.note}; last: {found.trials[-1][2]}"
+                    run.failed(metric="min_memory", unit="MiB", error=why[:400], **result)
                 else:
                     run.add(metric="min_memory", value=found.minimum_mb, unit="MiB", **result)
 
             sweep(run, selection.runtimes, reps=settings.repetitions, inner=app_names, row_for=row_for,
-                  measure=measure, failed=("min_memory", "MiB"), desc="minimum memory", progress=progress)
+                  measure=measure, failed=("min_memory", "MiB"), desc="minimum memory",
+                  progress=params.progress)
             return run.dir
 
 
-def collect(run_id: str = "", **params) -> Path:
-    """Replot run_id ('latest' or an id) if given, else measure now."""
-    return _collect(EXPERIMENT, run_min_memory, run_id, **params)
-
-
-def plan_min_memory(params: dict, runtimes: list[str]):
+def plan(params: Params, runtimes: list[str]) -> estimate.Work:
     """One bisection per (runtime, app, repetition): about log2(start / resolution) trials, each a
     start, the hold and a second readiness check (a trial that fails to start ends sooner)."""
-    import math
-
-    s = settings_for(params.get("profile", "standard"), params.get("repetitions"), params.get("resolution_mb"))
-    apps = plan.names(params.get("apps"), HTTP_APPS)
+    s, apps = params.settings, params.app_names
     # A runtime's floor often ends the bisection early: about half the halvings are run.
-    trials = 1 + math.ceil(math.log2(max(2.0, float(params.get("start_mb", 256)) / s.resolution_mb)) / 2)
+    trials = 1 + math.ceil(math.log2(max(2.0, params.start_mb / s.resolution_mb)) / 2)
     bisections = len(apps) * s.repetitions
-    hold = float(params.get("hold_s", 1.0)) + 0.3
-    return plan.Work(points=bisections * len(runtimes),
-                     seconds=plan.model_seconds(runtimes, len(apps), bisections * trials,
-                                                 bisections * trials * hold, apps),
-                     apps=apps, levels=f"bisection to {s.resolution_mb:g} MiB (~{trials} trials)",
-                     repetitions=s.repetitions)
+    hold = params.hold_s + 0.3
+    return estimate.Work(points=bisections * len(runtimes),
+                         seconds=estimate.model_seconds(runtimes, len(apps), bisections * trials,
+                                                        bisections * trials * hold, apps),
+                         apps=apps, levels=f"bisection to {s.resolution_mb:g} MiB (~{trials} trials)",
+                         repetitions=s.repetitions)

@@ -22,16 +22,17 @@ absent with the reason in meta.json.
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import ClassVar
 
-from edgebench import plan
+from edgebench.experiments import estimate
 from edgebench.apps import APPS, place_probe
 from edgebench.errors import ConfigError, EdgebenchError
-from edgebench.experiments.common import (as_list, check_profile, check_protocols, check_repetitions, open_run,
-                                          resolve_limits, runtime_options, session)
-from edgebench.experiments.common import collect as _collect
+from edgebench.experiments.common import (as_list, check_protocols, check_repetitions, open_run, resolve_limits,
+                                          runtime_options, session)
 from edgebench.experiments.http_load import load_generator_for, loadgen_cpuset
+from edgebench.experiments.parameters import Limited, library, parsed
 from edgebench.experiments.protocols import fair_limits, package_all, published_limits, with_instance
 from edgebench.experiments.sweep import Point, artifact_for, sweep
 from edgebench.load import LoadSettings, RedisBenchmark, Wrk
@@ -40,8 +41,8 @@ from edgebench.runtimes import RUNTIMES, Limits, Runtime, StartFailed
 
 EXPERIMENT = "services"
 SERVICES = ("redis", "nginx")
-EXTRA_COLUMNS = ["test", "network_mode", "build", "network", "accelerator", "cpus_applied", "memory_mb_applied", "cpuset_applied",
-                 "limits_note", "note"]
+EXTRA_COLUMNS = ["test", "network_mode", "build", "network", "accelerator", "cpus_applied", "memory_mb_applied",
+                 "cpuset_applied", "limits_note", "note"]
 PORT_BASE = 16400
 READY_TIMEOUT_S = 30
 CONNECTIONS, PIPELINE = 30, 16          # the page's settings
@@ -134,29 +135,52 @@ def expand_cores(cpuset: str | None) -> list[int]:
     return out
 
 
-def run_services(target="local", runtimes="auto", services="all", repetitions: int | None = None,
-                 protocols="published,fair", cpus="1", memory="",
-                 load_generator="local", profile: str = "standard", run_id: str | None = None,
-                 progress: bool = True, require_kvm=False, nanos_accel: str | None = None) -> Path:
+@dataclass(frozen=True)
+class Params(Limited):
+    """The parameters of notebook 12: which services, how many starts, the protocols and the limits."""
+    EXPERIMENT: ClassVar[str] = EXPERIMENT
+
+    services: str = "all"
+    repetitions: int = 0            # 0 takes REPETITIONS
+    protocols: str = "published,fair"
+    cpus: str = "1"                 # one core, as the page
+    memory: str = ""                # "" for no memory limit, as the page
+    load_generator: str = "local"
+    progress: bool = library(True)
+    require_kvm: bool = library(False)
+    nanos_accel: str | None = library()
+    # parsed when made
+    reps: int = parsed()
+    service_names: list[str] = parsed()
+    protocol_names: list[str] = parsed()
+
+    def check(self):
+        reps = check_repetitions(self.repetitions or REPETITIONS)
+        names = as_list(self.services, list(SERVICES))
+        unknown = [s for s in names if s not in SERVICES]
+        if unknown:
+            raise ConfigError(f"services {', '.join(unknown)} unknown; choose from {', '.join(SERVICES)}")
+        protocol_names = check_protocols(self.protocols)
+        # Refused here, before anything starts; the run clips them to the target once connected.
+        self.limits()  # parsed once; refused here, before connecting
+        self.set(reps=reps, service_names=names, protocol_names=protocol_names)
+
+
+def run(params: Params) -> Path:
     """Every (service, runtime, network mode, protocol) `repetitions` times, runtimes interleaved."""
-    check_profile(profile)
-    reps = check_repetitions(repetitions if repetitions not in (None, "", 0) else REPETITIONS)
-    names = as_list(services, list(SERVICES))
-    unknown = [s for s in names if s not in SERVICES]
-    if unknown:
-        raise ConfigError(f"services {', '.join(unknown)} unknown; choose from {', '.join(SERVICES)}")
-    protocol_names = check_protocols(protocols)
-    run_id = run_id or new_run_id()
-    params = dict(target=str(target), runtimes=runtimes, services=names, repetitions=reps, protocols=protocol_names,
-                  cpus=cpus, memory=memory, load_generator=str(load_generator),
-                  profile=profile)
-    with session(target, runtimes, run_id, [], runtime_options(require_kvm, nanos_accel)) as (tgt, selection):
-        cpus_v, mem_v, clip_note = resolve_limits(tgt, cpus, memory or None)
+    names, reps, protocol_names, profile = params.service_names, params.reps, params.protocol_names, params.profile
+    run_id = params.run_id or new_run_id()
+    recorded = dict(target=str(params.target), runtimes=params.runtimes, services=names, repetitions=reps,
+                    protocols=protocol_names, cpus=params.cpus, memory=params.memory,
+                    load_generator=str(params.load_generator), profile=profile)
+    options = runtime_options(params.require_kvm, params.nanos_accel)
+    with session(params.target, params.runtimes, run_id, [], options) as (tgt, selection):
+        cpus_v, mem_v, clip_note = resolve_limits(tgt, params.cpus_limit, params.memory_limit_mb)
         cores = tgt.facts()["cores"]
         limits = {"fair": fair_limits(cpus_v, mem_v, cores), "published": published_limits(cpus_v, mem_v)}
         serving = [rt for rt in selection.runtimes if all(rt.runs(APPS[s]) for s in names)]
-        with load_generator_for(tgt, load_generator) as (loadgen, shared), \
-                open_run(EXPERIMENT, params, tgt, extra_columns=EXTRA_COLUMNS, run_id=run_id) as run:
+        with load_generator_for(tgt, params.load_generator) as (loadgen, shared), \
+                open_run(EXPERIMENT, recorded, tgt, extra_columns=EXTRA_COLUMNS, run_id=run_id) as run:
             run.note("skipped_runtimes", selection.skipped)
             run.note("absent_runtimes", {rt.name: f"{rt.name} runs no Linux tool binaries: Debian's "
                                                   f"{' and '.join(names)} cannot run there"
@@ -201,30 +225,21 @@ def run_services(target="local", runtimes="auto", services="all", repetitions: i
                                   lg_cores, p.protocol)
 
             sweep(run, serving, reps=reps, inner=inner, protocols=protocol_names, row_for=row_for, measure=measure,
-                  failed=("throughput", "req/s"), desc="services", progress=progress)
+                  failed=("throughput", "req/s"), desc="services", progress=params.progress)
             return run.dir
 
 
-def collect(run_id: str = "", **params) -> Path:
-    """Replot run_id ('latest' or an id) if given, else measure now."""
-    return _collect(EXPERIMENT, run_services, run_id, **params)
-
-
-def plan_services(params: dict, runtimes: list[str]):
+def plan(params: Params, runtimes: list[str]) -> estimate.Work:
     """One start and one redis-benchmark run per (runtime, network mode, protocol, repetition)."""
-    profile = params.get("profile", "standard")
-    check_profile(profile)
-    reps = plan.reps_or(params.get("repetitions"), REPETITIONS)
-    protocols = plan.names(params.get("protocols", "published,fair"), ["fair", "published"])
-    services = plan.names(params.get("services", "all"), list(SERVICES))
+    profile, reps, protocols, services = params.profile, params.reps, params.protocol_names, params.service_names
     serving = [n for n in runtimes if n in RUNTIMES and all(RUNTIMES[n].runs(APPS[s]) for s in services)]
     modes = {n: len(RUNTIMES[n].network_modes) if len(RUNTIMES[n].network_modes) > 1 else 1 for n in serving}
     starts = reps * len(protocols)
     # Redis: ~1.5 s per 20k requests of both tests at the page's pipelining (0.5-0.75 M req/s here);
     # nginx: wrk's duration.
-    per_start = {"redis": 1.5 * REQUESTS.get(profile, 100_000) / 20_000, "nginx": WRK_DURATION_S.get(profile, 60) + 0.5}
+    per_start = {"redis": 1.5 * REQUESTS[profile] / 20_000, "nginx": WRK_DURATION_S[profile] + 0.5}
     busy = starts * sum(per_start[s] for s in services)
-    seconds = sum(plan.model_seconds([n], len(services), starts * modes[n] * len(services), busy * modes[n])
-                  for n in serving) or plan.SESSION_S
-    return plan.Work(points=sum(starts * modes[n] for n in serving) * len(services), seconds=seconds,
-                     apps=services, levels=f"protocols {','.join(protocols)}", repetitions=reps, runtimes=serving)
+    seconds = sum(estimate.model_seconds([n], len(services), starts * modes[n] * len(services), busy * modes[n])
+                  for n in serving) or estimate.SESSION_S
+    return estimate.Work(points=sum(starts * modes[n] for n in serving) * len(services), seconds=seconds,
+                         apps=services, levels=f"protocols {','.join(protocols)}", repetitions=reps, runtimes=serving)

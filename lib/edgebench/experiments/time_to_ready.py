@@ -38,20 +38,22 @@ from __future__ import annotations
 import contextlib
 import itertools
 import shlex
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import ClassVar
 
-from edgebench import plan
+from edgebench.experiments import estimate
 from edgebench.apps import HTTP_APPS, place_probe
 from edgebench.errors import ConfigError, MissingTool
-from edgebench.experiments.common import (as_list, check_apps, check_profile, check_protocols, check_repetitions,
+from edgebench.experiments.common import (PROFILES, as_list, check_apps, check_protocols, check_repetitions,
                                           open_run, resolve_limits, runtime_options, session)
-from edgebench.experiments.common import collect as _collect
+from edgebench.experiments.parameters import Limited, library, parsed
 from edgebench.experiments.protocols import fair_limits, package_all, published_limits, with_instance
 from edgebench.experiments.sweep import Point, artifact_for, sweep
 from edgebench.runtimes.image_registry import registry_host, serving, transfer_and_unpack
 from edgebench.results import Run, new_run_id
 from edgebench.runtimes import RUNTIMES, Limits, Runtime, StartFailed
-from edgebench.targets import sh
+from edgebench.targets import Target, sh
 
 EXPERIMENT = "time_to_ready"
 EXTRA_COLUMNS = ["cache", "build", "network", "accelerator", "cpus_applied", "memory_mb_applied", "cpuset_applied",
@@ -125,6 +127,36 @@ def check_caches(value) -> list[str]:
     return names
 
 
+@dataclass(frozen=True)
+class Params(Limited):
+    """The parameters of notebook 02."""
+    EXPERIMENT: ClassVar[str] = EXPERIMENT
+
+    apps: str = "all"
+    repetitions: int = 0                # 0 takes the profile's
+    protocols: str = "fair,published"
+    caches: str = "warm,cold,first"
+    cpus: str = "8"                     # "" for no CPU limit
+    memory: str = "2048m"               # "" for no memory limit
+    registry: str = field(default="local", metadata={"also": Target})  # or a connected Target (Python callers)
+    docker_build: str = "offline"
+    require_kvm: bool = False
+    progress: bool = library(True)
+    nanos_accel: str | None = library()
+    # parsed when made
+    app_names: list[str] = parsed()
+    protocol_names: list[str] = parsed()
+    cache_names: list[str] = parsed()
+    reps: int = parsed()
+
+    def check(self):
+        self.set(reps=check_repetitions(self.repetitions or PROFILES[self.profile]["repetitions"]),
+                 app_names=check_apps(self.apps, HTTP_APPS), protocol_names=check_protocols(self.protocols),
+                 cache_names=check_caches(self.caches))
+        # Refused here, before connecting; run() clips them to what the target has (resolve_limits).
+        self.limits()  # parsed once; refused here, before connecting
+
+
 def measure_fair(run: Run, rt: Runtime, artifact, limits: Limits, port: int, row: dict) -> float | None:
     """One fair start; its time to ready in ms, or None when it failed (a failed row says why)."""
     try:
@@ -193,19 +225,19 @@ def measure_pull_parts(run: Run, rt: Runtime, published, registry, row: dict, pu
     run.add(metric="image_compressed", value=parts["compressed_bytes"] / 2**20, unit="MiB", **row)
 
 
-def published_command(plan) -> str:
+def published_command(launch) -> str:
     """The artifact's timing loop around a launch plan. Prints `ready START END PID POLLS`
     (milliseconds from `date +%s%3N`), `timeout START PID` or `launch-failed START`."""
-    return (f"EB_OUT={shlex.quote(plan.stdout_path)} EB_ERR={shlex.quote(plan.stderr_path)} "
+    return (f"EB_OUT={shlex.quote(launch.stdout_path)} EB_ERR={shlex.quote(launch.stderr_path)} "
             f"EB_MAX_POLLS={int(READY_TIMEOUT_S / PUBLISHED_POLL_S)} "
-            + sh(["sh", "-c", _PUBLISHED_SCRIPT, "published-ttr", plan.ready_url,
-                  "1" if plan.detaches else "0", *plan.argv]))
+            + sh(["sh", "-c", _PUBLISHED_SCRIPT, "published-ttr", launch.ready_url,
+                  "1" if launch.detaches else "0", *launch.argv]))
 
 
 def measure_published(run: Run, rt: Runtime, artifact, limits: Limits, port: int, row: dict) -> None:
-    plan = rt.published_launch_plan(artifact, limits, rt.free_port(port))
-    plan.readiness = artifact.built.app.readiness or plan.readiness
-    script = published_command(plan)
+    launch = rt.published_launch_plan(artifact, limits, rt.free_port(port))
+    launch.readiness = artifact.built.app.readiness or launch.readiness
+    script = published_command(launch)
     pid = None
     try:
         r = rt.target.run(script, timeout=READY_TIMEOUT_S + 30, check=False)
@@ -215,17 +247,17 @@ def measure_published(run: Run, rt: Runtime, artifact, limits: Limits, port: int
         if fields and fields[0] == "ready":
             start, end = int(fields[1]), int(fields[2])
             pid = int(fields[3]) if len(fields) > 4 and fields[3] else None
-            instance = rt.attach(plan, pid)
+            instance = rt.attach(launch, pid)
             pid = instance.pid  # what the runtime resolved the launch to (the app, or its VMM)
             run.add(metric="time_to_ready", value=float(end - start), unit="ms",
                     **with_instance(row, limits, instance))
         else:
-            reason = rt.failure_reason(plan) or r.stdout.strip() or r.stderr.strip()[-300:]
+            reason = rt.failure_reason(launch) or r.stdout.strip() or r.stderr.strip()[-300:]
             run.failed(metric="time_to_ready", unit="ms", error=f"not ready: {reason}", **row)
             if len(fields) > 2 and fields[2].isdigit():
                 pid = int(fields[2])
     finally:
-        rt.stop_plan(plan, pid)
+        rt.stop_plan(launch, pid)
 
 
 def start_kinds(protocols: list[str], caches: list[str]) -> list[tuple[str, str]]:
@@ -233,23 +265,19 @@ def start_kinds(protocols: list[str], caches: list[str]) -> list[tuple[str, str]
     return [(p, c) for p in protocols for c in (caches if p == "fair" else ["warm"])]
 
 
-def run_time_to_ready(target="local", runtimes="auto", apps="all", repetitions: int | None = None,
-                      protocols="fair,published", cpus="8", memory="2048m", docker_build: str = "offline",
-                      profile: str = "standard", run_id: str | None = None, progress: bool = True,
-                      require_kvm=False, nanos_accel: str | None = None, caches="warm",
-                      registry="local") -> Path:
-    """Measure every (app, runtime, protocol[, cache]) `repetitions` times, runtimes interleaved."""
-    prof = check_profile(profile)
-    reps = check_repetitions(repetitions if repetitions not in (None, "", 0) else prof["repetitions"])
-    app_names = check_apps(apps, HTTP_APPS)
-    protocol_names = check_protocols(protocols)
-    cache_names = check_caches(caches)
-    run_id = run_id or new_run_id()
-    params = dict(target=str(target), runtimes=runtimes, apps=app_names, repetitions=reps,
-                  protocols=protocol_names, cpus=cpus, memory=memory, docker_build=docker_build,
-                  profile=profile, caches=cache_names, registry=str(registry))
-    with session(target, runtimes, run_id, app_names, runtime_options(require_kvm, nanos_accel)) as (tgt, selection):
-        cpus_v, mem_v, clip_note = resolve_limits(tgt, cpus, memory)
+def run(params: Params) -> Path:
+    """Measure every (app, runtime, protocol[, cache]) `repetitions` times, runtimes interleaved;
+    write data/time_to_ready/<run_id>/ and return that directory."""
+    target, runtimes, app_names = params.target, params.runtimes, params.app_names
+    protocol_names, cache_names, reps = params.protocol_names, params.cache_names, params.reps
+    run_id = params.run_id or new_run_id()
+    recorded = dict(target=str(target), runtimes=runtimes, apps=app_names, repetitions=reps,
+                    protocols=protocol_names, cpus=params.cpus, memory=params.memory,
+                    docker_build=params.docker_build, profile=params.profile, caches=cache_names,
+                    registry=str(params.registry))
+    options = runtime_options(params.require_kvm, params.nanos_accel)
+    with session(target, runtimes, run_id, app_names, options) as (tgt, selection):
+        cpus_v, mem_v, clip_note = resolve_limits(tgt, params.cpus_limit, params.memory_limit_mb)
         if "published" in protocol_names and not tgt.which("curl"):
             raise MissingTool("curl", f"the published protocol polls with curl, which {tgt.name} lacks; install "
                               "curl there or set protocols='fair'")
@@ -258,13 +286,13 @@ def run_time_to_ready(target="local", runtimes="auto", apps="all", repetitions: 
         for rt in selection.runtimes:
             for app in app_names:
                 rt.check_limits(app, limits["fair"])
-        with open_run(EXPERIMENT, params, tgt, extra_columns=EXTRA_COLUMNS, run_id=run_id) as run:
+        with open_run(EXPERIMENT, recorded, tgt, extra_columns=EXTRA_COLUMNS, run_id=run_id) as run:
             run.note("skipped_runtimes", selection.skipped)
             run.note("limits", {k: v.as_dict() for k, v in limits.items()})
             if clip_note:
                 run.note("clipped", clip_note)
             place_probe(tgt)
-            artifacts = package_all(run, tgt, selection.runtimes, app_names, docker_build)
+            artifacts = package_all(run, tgt, selection.runtimes, app_names, params.docker_build)
             ports = itertools.count(1)
             fetching = [rt for rt in selection.runtimes if not rt.no_image_fetch] if "first" in cache_names else []
             if "first" in cache_names:
@@ -273,7 +301,7 @@ def run_time_to_ready(target="local", runtimes="auto", apps="all", repetitions: 
             stack = contextlib.ExitStack()
             published, image_registry = {}, None
             if fetching:
-                host = stack.enter_context(registry_host(tgt, registry))
+                host = stack.enter_context(registry_host(tgt, params.registry))
                 # Named after the run's tag as the runtimes name what they start (tags.py).
                 image_registry = stack.enter_context(serving(host, tgt, fetching[0].run_tag))
                 run.note("registry", image_registry.describe())
@@ -318,33 +346,25 @@ def run_time_to_ready(target="local", runtimes="auto", apps="all", repetitions: 
             with stack:
                 sweep(run, selection.runtimes, reps=reps, inner=app_names,
                       protocols=start_kinds(protocol_names, cache_names), row_for=row_for, measure=measure,
-                      failed=("time_to_ready", "ms"), desc="time to ready", progress=progress)
+                      failed=("time_to_ready", "ms"), desc="time to ready", progress=params.progress)
             return run.dir
 
 
-def collect(run_id: str = "", **params) -> Path:
-    """Replot run_id ('latest' or an id) if given, else measure now."""
-    return _collect(EXPERIMENT, run_time_to_ready, run_id, **params)
-
-
-def plan_time_to_ready(params: dict, runtimes: list[str]):
+def plan(params: Params, runtimes: list[str]) -> estimate.Work:
     """One start per (runtime, app, protocol, repetition); each app packaged once per runtime."""
-    apps = plan.names(params.get("apps"), HTTP_APPS)
-    protocols = plan.names(params.get("protocols", "fair,published"), ["fair", "published"])
-    caches = plan.names(params.get("caches", "warm"), list(CACHES))
-    reps = plan.reps_or(params.get("repetitions"), check_profile(params.get("profile", "standard"))["repetitions"])
+    apps, protocols, caches, reps = params.app_names, params.protocol_names, params.cache_names, params.reps
     kinds = start_kinds(protocols, caches)
     per_cache = {c: len(apps) * sum(k == c for _, k in kinds) * reps for c in CACHES}
     starts = len(apps) * len(kinds) * reps
     # A cold start first syncs and drops the cache (~0.5 s here), then reads everything back; a
     # first start (runtimes with images only) removes, pulls, and fetches and unpacks once more.
     fetching = {n for n in runtimes if n in RUNTIMES and not RUNTIMES[n].no_image_fetch}
-    seconds = plan.SESSION_S + (2.0 if fetching and per_cache["first"] else 0.0)  # the registry's start
+    seconds = estimate.SESSION_S + (2.0 if fetching and per_cache["first"] else 0.0)  # the registry's start
     points = 0
     for name in runtimes:
         own = starts - (0 if name in fetching else per_cache["first"])
         extra = per_cache["cold"] * COLD_EXTRA_S + (per_cache["first"] * FIRST_EXTRA_S if name in fetching else 0)
-        seconds += plan.model_seconds([name], len(apps), own, extra, apps) - plan.SESSION_S
+        seconds += estimate.model_seconds([name], len(apps), own, extra, apps) - estimate.SESSION_S
         points += own
-    return plan.Work(points=points, seconds=seconds, apps=apps,
-                     levels=f"protocols {','.join(protocols)}; caches {','.join(caches)}", repetitions=reps)
+    return estimate.Work(points=points, seconds=seconds, apps=apps,
+                         levels=f"protocols {','.join(protocols)}; caches {','.join(caches)}", repetitions=reps)

@@ -6,14 +6,23 @@ and the percentiles (p50, p90, p99) are panels of their own."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
+from IPython.display import Markdown, display
+from matplotlib import pyplot as plt
 from matplotlib.lines import Line2D
+
+from edgebench.reference import load_reference
+from edgebench.results import load_results
 
 from edgebench.plotting.style import (FAILED_STYLE, PROTOCOL_TITLE, figure_legend, in_runtime_order, keep_in_view,
                                       mark_health, mark_paper_values, protocol_grid, protocol_line, protocols_in,
-                                      readable_log_ticks, runtime_artist, runtime_colour)
-from edgebench.plotting.tables import NoData, beside_published, mark_emulated, ok_rows, sort_by_runtime, spread
+                                      readable_log_ticks, runtime_artist, runtime_colour, save_figure)
+from edgebench.plotting.tables import (NoData, beside_published, mark_emulated, ok_rows, run_notes, sort_by_runtime,
+                                       spread)
 from edgebench.plotting.tables import mark_health as health_column
 
 KEYS = ["scenario", "cpus", "memory_mb", "app", "runtime", "protocol"]
@@ -225,7 +234,6 @@ def open_loop_figure(table: pd.DataFrame, title: str, p99_bound_ms: float = P99_
     """One panel per app and level: p50 (dashed) and p99 (solid) latency against the offered
     rate, one colour per runtime; an open circle on the first rate a runtime no longer keeps
     up with (served < 95% of it, or p99 above the bound)."""
-    import matplotlib.pyplot as plt
 
     if table.empty:
         raise NoData("no open-loop rows (open_loop='none', or only the published protocol ran)")
@@ -280,3 +288,45 @@ def open_loop_findings(table: pd.DataFrame) -> str:
             parts.append(f"{rt} kept up {kept_up}{miss}")
         lines.append(f"- **{app}**, {level}: " + "; ".join(parts) + ".")
     return "\n".join(lines) or "- No open-loop rows."
+
+
+@dataclass
+class HttpLoadPage:
+    """What notebooks 03 and 04 show, kept for a reader to explore further."""
+    df: pd.DataFrame           # every row of the run
+    table: pd.DataFrame        # per level, app, runtime and protocol, beside the paper's
+    open_table: pd.DataFrame   # the open-loop rates (fair protocol only)
+
+
+def show_figure(fig, experiment: str, name: str, run_dir: Path) -> None:
+    """Saved, then shown where it comes in the page (not gathered at the end of the cell)."""
+    save_figure(fig, experiment, name, run_dir)
+    display(fig)
+    plt.close(fig)
+
+
+def show_http_load(run_dir: Path, params) -> HttpLoadPage:
+    """Notebooks 03 (I/O-bound) and 04 (CPU-bound), written once: the run's notes, the table,
+    the figure and its findings, then the open-loop curves. `params`: the notebook's record
+    (edgebench.experiments.http_load.IoBound or CpuBound)."""
+    experiment, title = params.EXPERIMENT, params.TITLE
+    df = load_results(run_dir)
+    print(run_dir)
+    display(Markdown(run_notes(run_dir, df)))
+    table = http_table(df, load_reference(experiment))
+    display(table.drop(columns=["level"]).round(2))
+    show_figure(http_figure(table, title), experiment, experiment, run_dir)
+    display(Markdown(crossover_findings(table)))
+    open_table = open_loop_table(df, params.p99_bound_ms)
+    if open_table.empty:
+        display(Markdown("No open-loop rows in this run (open_loop='none', or only the published protocol)."))
+    else:
+        display(Markdown("## Latency at fixed offered rates (open loop)\n\nwrk above is closed loop: a stalled "
+                         "server also stalls the load, so its latency misses the stall. Here, in the fair "
+                         "protocol, each runtime is offered fixed rates (shares of its own closed-loop "
+                         "throughput) by an open-loop tool that times every request from when it was due."))
+        display(open_table.drop(columns=["level"]).round(2))
+        show_figure(open_loop_figure(open_table, title, params.p99_bound_ms), experiment,
+                    f"{experiment}_open_loop", run_dir)
+        display(Markdown(open_loop_findings(open_table)))
+    return HttpLoadPage(df, table, open_table)

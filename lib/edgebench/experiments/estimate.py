@@ -1,0 +1,64 @@
+"""An experiment's model of its own work: how many measurements a run with given parameters makes
+and how long it takes on the project's reference machine. Each experiment's `plan(params,
+runtimes)` returns a `Work`; `edgebench.plan` turns it into the line `make plan` prints (or
+replaces the estimate with the device's own history)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from edgebench.apps import APPS
+from edgebench.runtimes import RUNTIMES
+from edgebench.units import as_list
+
+
+@dataclass
+class Work:
+    """An experiment's model of one notebook's work: what its plan function returns."""
+    points: int                  # measurements (launches, load runs, benchmark runs)
+    seconds: float               # the model's estimate, on this project's reference machine
+    apps: list[str] = field(default_factory=list)
+    levels: str = ""             # what it sweeps besides runtimes and apps, in words
+    repetitions: int = 0
+    runtimes: list[str] | None = None  # those of the given it will use (None: all of them)
+
+
+# What a runtime adds on the project's reference machine (2 cores, Debian 12, VMs under TCG), in
+# seconds: packaging one app (built images are cached; LXD's base image and the tools are made
+# when provisioning, outside the notebooks), and one start-limit-check-stop cycle of an instance.
+# Calibrated from `make figures PROFILE=quick` there (raw files' times per runtime); a device's own
+# history replaces them.
+RUNTIME_COST_S = {"native": (0.1, 0.4), "docker": (0.8, 0.9), "docker-crun": (0.8, 0.9), "lxd": (0.5, 5.0),
+                  "nanos": (3.0, 2.5), "linux-vm": (2.5, 5.0), "unikraft": (0.3, 0.8)}
+UNKNOWN_RUNTIME_COST_S = (10.0, 5.0)
+SESSION_S = 3.0   # the kernel, connecting, facts, the run's files, the figure
+TOOL_RUNTIMES = ("native", "docker", "lxd")  # those that run Linux tool binaries (sysbench, fio, ...)
+
+
+def runnable(runtime: str, apps: list[str]) -> list[str]:
+    """Those of `apps` the runtime can run: the others (node-http on linux-vm) fail before any start."""
+    if runtime not in RUNTIMES:
+        return list(apps)
+    return [a for a in apps if a not in APPS or RUNTIMES[runtime].runs(APPS[a])]
+
+
+def model_seconds(runtimes: list[str], packages: int, starts: int, busy_s: float,
+                  apps: list[str] | None = None) -> float:
+    """A notebook's time in the model: per runtime, `packages` artifacts, `starts` instance
+    cycles and `busy_s` seconds of measuring (load, benchmark run, sleeps). Given the `apps`
+    these are spread over, a runtime does only the share of its runnable apps."""
+    total = SESSION_S
+    for name in runtimes:
+        pack, start = RUNTIME_COST_S.get(name, UNKNOWN_RUNTIME_COST_S)
+        share = len(runnable(name, apps)) / len(apps) if apps else 1.0
+        total += share * (pack * packages + start * starts + busy_s)
+    return total
+
+
+def names(value, everything) -> list[str]:
+    """The experiment's own reading of 'a,b' / ['a'] / 'all' (what its measuring function does)."""
+    return as_list(value, everything)
+
+
+def reps_or(value, default: int) -> int:
+    return int(value) if value not in (None, "", 0) else int(default)

@@ -1,0 +1,142 @@
+"""An experiment's parameters as one frozen, typed record.
+
+A notebook's parameters cell declares each parameter with its type and default; the experiment's
+record (a subclass of `Parameters` in its module) declares the same names, types and defaults, and
+a test holds the two together. The notebook builds the record in one call,
+`Record.from_cell(globals())`; `make figures` builds it from the same values (the cell's defaults,
+RUNTIMES=..., SET=...) before any notebook starts, so a wrong value is refused once, before
+anything runs. Making a record checks every value and parses what has units, once: the measuring
+function, `run(params)`, and the plan, `plan(params, runtimes)`, read the parsed forms (fields
+declared with `parsed()`) and never parse text again.
+
+Adding a parameter to an experiment: a field on its record, a line in its notebook's cell, and the
+code that uses it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Mapping, get_type_hints
+
+from edgebench.errors import ConfigError
+from edgebench.experiments.common import check_profile
+from edgebench.runtimes import requested_runtimes
+from edgebench.targets import Target
+from edgebench.units import parse_cpus, parse_memory_mb
+
+# The types a parameters cell can declare (papermill passes literals of these).
+CELL_TYPES = (str, int, float, bool)
+
+
+def parsed(default: Any = None) -> Any:
+    """A field the record computes from its parameters when made (never given)."""
+    return field(init=False, repr=False, compare=False, default=default)
+
+
+def library(default: Any = None) -> Any:
+    """A parameter Python callers may give (tests, benchmarks) that notebooks do not declare."""
+    return field(default=default, metadata={"cell": False})
+
+
+@dataclass(frozen=True)
+class Parameters:
+    """What every experiment takes. Subclasses add theirs and check them in `check()`."""
+
+    EXPERIMENT: ClassVar[str] = ""  # data/<EXPERIMENT>/ and figures/<EXPERIMENT>/
+
+    target: str = field(default="local", metadata={"also": Target})  # or a connected Target (Python callers)
+    runtimes: str = "auto"
+    profile: str = "standard"
+    run_id: str = ""
+
+    def __post_init__(self):
+        hints = _hints(type(self))
+        for f in dataclasses.fields(self):
+            kind = hints.get(f.name)
+            value = getattr(self, f.name)
+            if f.init and kind in CELL_TYPES and not isinstance(value, f.metadata.get("also", ())):
+                if kind is float and isinstance(value, int) and not isinstance(value, bool):
+                    object.__setattr__(self, f.name, float(value))
+                elif not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+                    raise ConfigError(f"{self.EXPERIMENT or type(self).__name__}: {f.name}={value!r} "
+                                      f"is not {_article(kind)} {kind.__name__}; "
+                                      f"give one (the default is {f.default!r})")
+        check_profile(self.profile)
+        requested_runtimes(self.runtimes)  # an unknown name is refused here, before connecting
+        self.check()
+
+    def check(self) -> None:
+        """Check the values and set the parsed fields (with `self.set`); a ConfigError names what to change."""
+
+    def set(self, **values) -> None:
+        """Set parsed fields: the record is frozen once `check` returns."""
+        for name, value in values.items():
+            object.__setattr__(self, name, value)
+
+    # -- making one -----------------------------------------------------------------------------
+
+    @classmethod
+    def cell_fields(cls) -> dict[str, dataclasses.Field]:
+        """The parameters a notebook's cell declares, in order."""
+        return {f.name: f for f in dataclasses.fields(cls) if f.init and f.metadata.get("cell", True)}
+
+    @classmethod
+    def cell_types(cls) -> dict[str, type]:
+        hints = _hints(cls)
+        return {name: hints[name] for name in cls.cell_fields()}
+
+    @classmethod
+    def from_cell(cls, namespace: Mapping[str, Any]):
+        """The record of a notebook's parameters cell: pass it `globals()`. Every parameter the
+        record declares must be there (a cell that lost one is an error, not a silent default)."""
+        missing = [name for name in cls.cell_fields() if name not in namespace]
+        if missing:
+            raise ConfigError(f"the parameters cell does not set {', '.join(missing)}; "
+                              f"{cls.__name__} takes them (restore the cell from the repository)")
+        return cls(**{name: namespace[name] for name in cls.cell_fields()})
+
+    @classmethod
+    def from_values(cls, values: Mapping[str, Any]):
+        """A record from some of its parameters (the others keep their defaults); a name it does
+        not take is an error."""
+        known = {f.name for f in dataclasses.fields(cls) if f.init}
+        unknown = sorted(set(values) - known)
+        if unknown:
+            raise ConfigError(f"{cls.EXPERIMENT or cls.__name__} takes no parameter {', '.join(unknown)}; "
+                              f"it takes {', '.join(sorted(known))}")
+        return cls(**values)
+
+    def replace(self, **changes):
+        return dataclasses.replace(self, **changes)
+
+    def given(self) -> dict[str, Any]:
+        """The parameters as given (what the history keeps to plan a run again)."""
+        return {name: getattr(self, name) for name in self.cell_fields()}
+
+
+@functools.cache
+def _hints(cls: type) -> dict[str, Any]:
+    return get_type_hints(cls)
+
+
+@dataclass(frozen=True)
+class Limited(Parameters):
+    """A record whose cell has `cpus` and `memory` (text such as "1" and "512m"; "" for no
+    limit): `limits()` in its `check()` parses them once into `cpus_limit` and `memory_limit_mb`,
+    which the run clips to the target (common.resolve_limits)."""
+
+    cpus_limit: float | None = parsed()
+    memory_limit_mb: float | None = parsed()
+
+    def limits(self) -> None:
+        self.set(cpus_limit=parse_cpus(getattr(self, "cpus", "")),
+                 memory_limit_mb=parse_memory_mb(getattr(self, "memory", "")))
+
+
+def _article(kind: type) -> str:
+    return "an" if kind.__name__[0] in "aeiou" else "a"
+
+
+__all__ = ["Parameters", "Limited", "parsed", "library", "CELL_TYPES"]
