@@ -29,7 +29,7 @@ LAB_IP ?= 127.0.0.1
 LAB_PORT ?= 8888
 
 provision_first = $(if $(filter no,$(PROVISION)),@echo "PROVISION=no: using only what $(1) has",\
-	$(PY) -m edgebench.provision --target '$(1)' --before-run $(2))
+	$(PY) -m edgebench.provisioning.provision --target '$(1)' --before-run $(2))
 
 FIGURE_ARGS = --profile '$(PROFILE)' --target '$(TARGET)' --runtimes '$(RUNTIMES)' --apps '$(APPS)' \
 	$(if $(REPS),--repetitions '$(REPS)') $(if $(ONLY),--only '$(ONLY)') $(if $(FLEET),--fleet '$(FLEET)') \
@@ -52,29 +52,29 @@ $(STAMP): pyproject.toml constraints.txt
 	touch $@
 
 provision: setup ## Install and start what the experiments need on TARGET (CHECK=1: only show it)
-	$(PY) -m edgebench.provision --target '$(TARGET)' $(if $(CHECK),--check) $(if $(FOR_TESTS),--for-tests)
+	$(PY) -m edgebench.provisioning.provision --target '$(TARGET)' $(if $(CHECK),--check) $(if $(FOR_TESTS),--for-tests)
 
 figures: setup ## Provision TARGET, run every experiment notebook headless there, render the figures (TARGET=a,b or FLEET=file: every device in parallel)
-	$(PY) -m edgebench.figures $(FIGURE_ARGS)
+	$(PY) -m edgebench.drivers.figures $(FIGURE_ARGS)
 
 plan: setup ## Print what `make figures` would run on TARGET and for about how long, measuring nothing (same settings)
-	$(PY) -m edgebench.figures --plan-only $(filter-out --provision,$(FIGURE_ARGS))
+	$(PY) -m edgebench.drivers.figures --plan-only $(filter-out --provision,$(FIGURE_ARGS))
 
 replot: setup ## Re-render every notebook from its latest data, measuring nothing
-	$(PY) -m edgebench.figures --replot $(if $(ONLY),--only '$(ONLY)')
+	$(PY) -m edgebench.drivers.figures --replot $(if $(ONLY),--only '$(ONLY)')
 
 compare: setup ## Runs side by side (devices, dates, versions) as ratios to each device's native, beside the papers' (ONLY, TARGET=a,b, RUNS=latest|all|ids)
-	$(PY) -m edgebench.compare $(strip $(if $(ONLY),--experiments '$(ONLY)') $(if $(RUNS),--runs '$(RUNS)') \
+	$(PY) -m edgebench.drivers.compare $(strip $(if $(ONLY),--experiments '$(ONLY)') $(if $(RUNS),--runs '$(RUNS)') \
 		$(if $(filter command line environment,$(origin TARGET)),--targets '$(TARGET)') \
 		$(if $(filter command line environment,$(origin RUNTIMES)),--runtimes '$(RUNTIMES)') \
 		$(if $(filter command line environment,$(origin PROFILE)),--profile '$(PROFILE)'))
 
 report: setup ## Static HTML site of every experiment with data, from the file system: figures/report/index.html
-	$(PY) -m edgebench.report
+	$(PY) -m edgebench.drivers.report
 
 lab: setup ## JupyterLab on notebooks/ with the project's kernel, as any user (LAB_IP, LAB_PORT; Ctrl-C stops it)
 	$(call provision_first,$(TARGET))
-	$(PY) -m edgebench.lab --ip '$(LAB_IP)' --port '$(LAB_PORT)'
+	$(PY) -m edgebench.drivers.lab --ip '$(LAB_IP)' --port '$(LAB_PORT)'
 
 test: setup ## Provision this machine, run the test suite (parts still missing are skipped, with the reason)
 	$(call provision_first,local,--for-tests)

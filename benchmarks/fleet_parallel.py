@@ -33,7 +33,7 @@ def ssh_config(hosts: dict, path: Path) -> Path:
 
 def figures(targets: str, args, env: dict) -> float:
     start = time.monotonic()
-    r = subprocess.run([sys.executable, "-m", "edgebench.figures", "--target", targets, "--profile", args.profile,
+    r = subprocess.run([sys.executable, "-m", "edgebench.drivers.figures", "--target", targets, "--profile", args.profile,
                         "--only", args.only, "--runtimes", args.runtimes, "--apps", args.apps, "--quiet"],
                        capture_output=True, text=True, env=env, timeout=3600)
     took = time.monotonic() - start

@@ -22,10 +22,11 @@ import threading
 import time
 
 from edgebench.apps import APPS, place_app
-from edgebench.load import OPEN_LOOP_GENERATORS, LoadSettings, OpenLoopSettings, Wrk
 from edgebench.runtimes import Limits
 from edgebench.runtimes.native import NativeRuntime
 from edgebench.targets import LocalTarget
+from edgebench.tools.load import LoadSettings, Wrk
+from edgebench.tools.open_loop import OPEN_LOOP_GENERATORS, OpenLoopSettings
 
 
 def stalled(pid: int, at_s: float, ms: int):

@@ -25,7 +25,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from edgebench import plan
+from edgebench.drivers import plan
 from edgebench.experiments import EXPERIMENTS
 
 TOLERANCE = 0.25
@@ -80,7 +80,7 @@ def model_now(experiment: str, entry: dict) -> tuple[float, str]:
     recorded before they were kept: what `make figures` passes by default, every app, with the
     profile and runtimes they ran; a different point count then shows other settings or a
     recount)."""
-    from edgebench.figures import experiment_of, notebooks, parameters_for
+    from edgebench.drivers.figures import experiment_of, notebooks, parameters_for
     nb = next(nb for nb in notebooks() if experiment_of(nb) == experiment)
     params = entry.get("params") or parameters_for(nb, {
         "target": entry["target"], "profile": entry["profile"], "apps": "all", "runtimes": ",".join(entry["runtimes"])})

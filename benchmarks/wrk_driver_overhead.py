@@ -15,10 +15,10 @@ import subprocess
 import sys
 
 from edgebench.apps import APPS, place_app
-from edgebench.load import LoadSettings, Wrk
 from edgebench.runtimes import Limits
 from edgebench.runtimes.native import NativeRuntime
 from edgebench.targets import LocalTarget
+from edgebench.tools.load import LoadSettings, Wrk
 
 TARGET_RATIO = 0.95
 

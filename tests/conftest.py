@@ -145,7 +145,8 @@ def seed_lxd_image(device: Target) -> None:
     built by debootstrap on the device, under TCG, takes about 15 minutes: too long for every CI
     run, and `make figures TARGET=debian-v2` still builds it there as on any device."""
     import subprocess
-    from edgebench.lxd_image import cache_root
+
+    from edgebench.runtimes.lxd_image import cache_root
     local = LocalTarget()
     folder = f"debian-bookworm-{device.facts()['arch']}"
     here, there = f"{cache_root(local)}/{folder}", f"{cache_root(device)}/{folder}"
@@ -171,7 +172,7 @@ def debian_v2():
     Built once and cached (EDGEBENCH_DEVICES_DIR); booted for the module unless it was running, and
     then stopped again: an emulated machine left running would slow every later test."""
     from edgebench.devices import device_spec, image, machine
-    from edgebench.provision import provision
+    from edgebench.provisioning.provision import provision
     from edgebench.targets import connect
     spec = device_spec("debian-v2")
     missing = image.host_missing(spec)

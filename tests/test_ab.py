@@ -6,10 +6,9 @@ import time
 from pathlib import Path
 
 import pytest
-
 from conftest import free_port, need_tool
 from edgebench.errors import ConfigError, EdgebenchError
-from edgebench.load import Ab, LoadSettings, ab_command, parse_ab
+from edgebench.tools.load import Ab, LoadSettings, ab_command, parse_ab
 
 DATA = Path(__file__).parent / "data" / "ab"
 

@@ -1,4 +1,4 @@
-"""edgebench.compare: runs side by side as ratios to the same device's native, beside the papers'.
+"""edgebench.drivers.compare: runs side by side as ratios to the same device's native, beside the papers'.
 Synthetic data folders in tmp_path (two devices, two dates), the papers' real reference CSVs, and
 notebooks/compare.ipynb run headless against a synthetic data folder."""
 
@@ -13,14 +13,13 @@ import sys
 import numpy as np
 import pandas as pd
 import pytest
-from matplotlib.patches import Rectangle
-
-from edgebench import compare
+from edgebench.drivers import compare
 from edgebench.errors import ConfigError
 from edgebench.plotting import compare as plot
 from edgebench.plotting.tables import NoData
 from edgebench.reference import load_reference
 from edgebench.results import CORE_COLUMNS
+from matplotlib.patches import Rectangle
 
 HTTP_COLUMNS = ["scenario", "endpoint", "network", "build", "cpus_applied"]
 IOMT_COLUMNS = ["workload", "input_size", "entropy", "checksum"]
@@ -378,7 +377,7 @@ def test_the_papers_ratio_is_marked_in_the_figure(tmp_path):
 @pytest.mark.slow
 def test_make_compare_runs_the_notebook_headless(fleet_data, tmp_path):
     env = dict(os.environ, EDGEBENCH_DATA_DIR=str(fleet_data), EDGEBENCH_FIGURES_DIR=str(tmp_path / "figures"))
-    r = subprocess.run([sys.executable, "-m", "edgebench.compare", "--quiet"], env=env, capture_output=True,
+    r = subprocess.run([sys.executable, "-m", "edgebench.drivers.compare", "--quiet"], env=env, capture_output=True,
                        text=True, timeout=300)
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
     out = tmp_path / "figures" / "compare"
@@ -390,6 +389,6 @@ def test_make_compare_runs_the_notebook_headless(fleet_data, tmp_path):
     shown = json.dumps(outputs)
     assert "pi@pi2" in shown and "20% slower" in shown and "Nothing to compare" not in shown
     # A selection that matches nothing is refused before a kernel starts.
-    r = subprocess.run([sys.executable, "-m", "edgebench.compare", "--quiet", "--targets", "pi9"], env=env,
+    r = subprocess.run([sys.executable, "-m", "edgebench.drivers.compare", "--quiet", "--targets", "pi9"], env=env,
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 2 and "no runs on pi9" in r.stderr

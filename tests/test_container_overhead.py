@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
-
 from conftest import need, need_tool
 from edgebench.errors import ConfigError
 from edgebench.experiments import container_overhead as co
@@ -180,8 +179,8 @@ def _apt_state() -> dict:
 def test_iozone_is_fetched_without_touching_the_devices_apt(local, tmp_path):
     """Debian's iozone3 is in non-free, which the device need not enable: the fetch reads a
     private sources list and keeps its lists and download in its own folder."""
-    from edgebench import iozone
-    from edgebench.lxd_image import target_release
+    from edgebench.runtimes.lxd_image import target_release
+    from edgebench.tools import iozone
     os_id, suite, mirror = target_release(local)
     need("iozone", None if os_id in iozone.COMPONENT else f"{os_id}: no known component carries iozone3")
     before = _apt_state()
@@ -194,8 +193,8 @@ def test_iozone_is_fetched_without_touching_the_devices_apt(local, tmp_path):
 
 @pytest.mark.integration
 def test_published_disk_rows_come_from_iozone_as_the_paper_ran_it(local, docker_ready, no_leftovers):
-    from edgebench import iozone
     from edgebench.errors import MissingTool
+    from edgebench.tools import iozone
     try:
         iozone.binary(local)
     except MissingTool as e:

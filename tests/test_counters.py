@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from edgebench.counters import COLUMNS, EVENTS, parse_perf_csv, perf_stat_argv
+from edgebench.tools.counters import COLUMNS, EVENTS, parse_perf_csv, perf_stat_argv
 
 # `perf stat -x, -a -G g,g,g,g -e page-faults,...` as perf 6.1 writes it on a VM without a PMU.
 CGROUP_OUTPUT = """# started on Sat Nov 21 09:28:44 2026

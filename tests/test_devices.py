@@ -5,7 +5,6 @@ controller. The devices themselves are exercised in test_device_v2.py (and test_
 from __future__ import annotations
 
 import pytest
-
 from edgebench.cgroups import parse_limits
 from edgebench.devices import DEVICES, device_spec, image, machine
 from edgebench.errors import ConfigError, TargetUnreachable
@@ -134,7 +133,7 @@ def test_rows_and_limits_say_what_an_emulated_device_without_memory_controller_i
 
 
 def test_compare_names_an_emulated_device_as_one():
-    from edgebench.compare import _device
+    from edgebench.drivers.compare import _device
     facts = {"target": "pi-arm64", "arch": "aarch64", "hostname": "pi-arm64", "emulated_device": "emulated device (...)"}
     assert _device(facts) == "pi-arm64 (emulated aarch64)"
     assert _device({"target": "local", "hostname": "lab1"}) == "local (lab1)"
@@ -143,13 +142,14 @@ def test_compare_names_an_emulated_device_as_one():
 def test_provisioning_brings_what_a_fresh_debian_lacks():
     """Found on the emulated debian-v2: Docker's runs need apparmor_parser where the kernel has
     AppArmor on, and NPB's build needs make; neither comes with a fresh Debian or as a dependency."""
-    from edgebench.apt import packages_for
+    from edgebench.provisioning.apt import packages_for
     names = {p.name for p in packages_for("debian", "aarch64")[0]}
     assert {"apparmor", "make", "docker.io", "lxd"} <= names
 
 
 def test_a_figure_from_an_emulated_device_says_so_once(tmp_path, monkeypatch):
     import json
+
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -174,6 +174,7 @@ def test_a_figure_says_which_runtime_it_cannot_draw_because_every_row_failed(tmp
     """Home automation's figure dropped unikraft and linux-vm without a word when all their rows
     failed; a runtime with one ok row is drawn and not named."""
     import json
+
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt

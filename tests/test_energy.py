@@ -1,4 +1,4 @@
-"""Power meters and EDP (edgebench.energy) on sysfs trees recorded from real machines
+"""Power meters and EDP (edgebench.tools.energy) on sysfs trees recorded from real machines
 (tests/data/energy/*.tree, built under tmp_path), on shell commands run by the real LocalTarget,
 and on this machine's own /sys where it has a meter."""
 
@@ -15,13 +15,12 @@ import time
 from pathlib import Path
 
 import pytest
-
 from conftest import need, plant_tree
-from edgebench import energy
-from edgebench.energy import (CommandMeter, HwmonMeter, Measurement, PowercapMeter, check_spec, edp,
-                              energy_above_idle, find_meter, integrate, measurement_rows, missing_rows)
 from edgebench.errors import ConfigError
 from edgebench.targets import LocalTarget
+from edgebench.tools import energy
+from edgebench.tools.energy import (CommandMeter, HwmonMeter, Measurement, PowercapMeter, check_spec, edp,
+                                    energy_above_idle, find_meter, integrate, measurement_rows, missing_rows)
 
 DATA = Path(__file__).parent / "data" / "energy"
 RAPL_MAX_UJ = 262143328850

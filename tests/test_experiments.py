@@ -7,10 +7,9 @@ import ast
 import pandas as pd
 import papermill
 import pytest
-
+from edgebench.drivers.figures import notebooks, parameters_for, parse_settings
 from edgebench.errors import ConfigError
 from edgebench.experiments import EXPERIMENTS, NOTEBOOKS_DIR, for_notebook, reference_path
-from edgebench.figures import notebooks, parameters_for, parse_settings
 
 RECORDS = list(EXPERIMENTS.values())
 

@@ -11,8 +11,7 @@ import subprocess
 import sys
 
 import pytest
-
-from edgebench.figures import experiment_of, notebooks
+from edgebench.drivers.figures import experiment_of, notebooks
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -31,7 +30,7 @@ SMALLER = ["--set", "memory_levels=64m", "--set", "open_loop_duration_s=1", "--s
 def quick_figures(tmp_path, runtimes: str, only: str, settings: list[str] = ()):
     env = dict(os.environ, EDGEBENCH_DATA_DIR=str(tmp_path / "data"),
                EDGEBENCH_FIGURES_DIR=str(tmp_path / "figures"))
-    r = subprocess.run([sys.executable, "-m", "edgebench.figures", "--profile", "quick", "--quiet",
+    r = subprocess.run([sys.executable, "-m", "edgebench.drivers.figures", "--profile", "quick", "--quiet",
                         "--runtimes", runtimes, "--only", only, *SMALL, *settings],
                        env=env, capture_output=True, text=True, timeout=1500)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
@@ -103,7 +102,7 @@ def test_replot_measures_nothing(tmp_path):
     """Replot without data fails with a message saying to measure first, and creates no run."""
     env = dict(os.environ, EDGEBENCH_DATA_DIR=str(tmp_path / "data"),
                EDGEBENCH_FIGURES_DIR=str(tmp_path / "figures"))
-    r = subprocess.run([sys.executable, "-m", "edgebench.figures", "--replot", "--quiet",
+    r = subprocess.run([sys.executable, "-m", "edgebench.drivers.figures", "--replot", "--quiet",
                         "--only", "static_footprint"], env=env, capture_output=True, text=True, timeout=300)
     assert r.returncode == 1
     assert "run the experiment first" in (tmp_path / "figures" / "static_footprint" /

@@ -1,4 +1,4 @@
-"""The disk benchmark's commands and parsers (edgebench.fio): recorded fio and IOZone outputs,
+"""The disk benchmark's commands and parsers (edgebench.tools.fio): recorded fio and IOZone outputs,
 and the four fio operations run for real, directly and through tools/steps."""
 
 from __future__ import annotations
@@ -9,14 +9,12 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from conftest import need, need_tool
-
-from edgebench import fio
 from edgebench.apps import go_build
 from edgebench.errors import EdgebenchError
 from edgebench.paths import TOOLS_DIR
-from edgebench.sysbench import SEP, steps_record
+from edgebench.tools import fio
+from edgebench.tools.sysbench import SEP, steps_record
 
 DATA = Path(__file__).parent / "data" / "disk"
 RECORDED_JOBS, RECORDED_FILE_MB = 2, 4   # how tests/data/disk/fio-*.json were recorded (README.md)

@@ -11,7 +11,6 @@ import os
 
 import pandas as pd
 import pytest
-
 from conftest import need_tool
 from edgebench.errors import ConfigError
 
@@ -92,8 +91,8 @@ def test_docker_first_starts_pull_from_a_registry_on_this_machine(local, docker_
 
 @pytest.mark.integration
 def test_lxd_first_starts_fetch_and_import_its_base_image(local, lxd_ready, cgroups_ready, no_leftovers):
-    from edgebench.lxd_image import ensure_image, lxc_query
     from edgebench.results import load_results
+    from edgebench.runtimes.lxd_image import ensure_image, lxc_query
     _registry_ready(local)
     before = ensure_image(local)
     run_dir = ttr.run(ttr.Params(runtimes="lxd", apps="go-http", caches="warm,first", protocols="fair",
@@ -153,6 +152,7 @@ def test_ctrl_c_during_first_starts_leaves_no_registry_trust_or_tag(local, docke
     import subprocess
     import sys
     import time
+
     from conftest import sigint_default, vm_tagged_processes
     from edgebench.results import load_meta
     _registry_ready(local)
@@ -188,6 +188,7 @@ def test_the_registrys_certificate_is_valid_from_a_day_ago(tmp_path):
     lag the same way."""
     import subprocess
     from datetime import datetime, timedelta, timezone
+
     from edgebench.runtimes import image_registry as registry
     r = subprocess.run(["sh", "-c", registry._CERTIFICATE, "cert", str(tmp_path), "IP:10.232.1.1"],
                        capture_output=True, text=True)

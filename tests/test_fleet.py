@@ -13,8 +13,7 @@ from pathlib import Path
 
 import pytest
 from conftest import need
-
-from edgebench import fleet
+from edgebench.drivers import fleet
 from edgebench.errors import ConfigError
 from edgebench.results import load_meta, load_results
 
@@ -86,7 +85,7 @@ def _figures(tmp_path: Path, ssh_config: Path, targets: str, only: str) -> tuple
     env = dict(os.environ, EDGEBENCH_SSH_CONFIG=str(ssh_config), EDGEBENCH_DATA_DIR=str(tmp_path / "data"),
                EDGEBENCH_FIGURES_DIR=str(tmp_path / "figures"))
     start = time.monotonic()
-    r = subprocess.run([sys.executable, "-m", "edgebench.figures", "--target", targets, "--profile", "quick",
+    r = subprocess.run([sys.executable, "-m", "edgebench.drivers.figures", "--target", targets, "--profile", "quick",
                         "--only", only, "--runtimes", "native", "--apps", "go-http", "--quiet"],
                        capture_output=True, text=True, env=env, timeout=900)
     return r, time.monotonic() - start
@@ -119,7 +118,7 @@ def test_parallel_drivers_kernels_never_share_sockets():
     """Two drivers of a fleet start kernels from the same notebooks/ folder at once; jupyter_client's
     own default would give both the sockets kernel-ipc-1..5 there, and each kernel would then read the
     other's messages (CI saw "Invalid Signature")."""
-    from edgebench.figures import ipc_kernel_manager
+    from edgebench.drivers.figures import ipc_kernel_manager
 
     cls = ipc_kernel_manager()
     a, b = cls(), cls()
@@ -134,6 +133,6 @@ def test_each_device_driver_gets_the_fleets_settings_and_plan_only():
                               set=["iterations=5", "protocols=fair"])
     argv = fleet.driver_argv(fleet.Device("pi1", "pi@pi1", "lg@box"), args,
                              ("target", "runtimes", "apps", "profile", "repetitions", "load_generator"))
-    assert argv[1:] == ["-m", "edgebench.figures", "--target", "pi@pi1", "--runtimes", "native", "--profile", "quick",
+    assert argv[1:] == ["-m", "edgebench.drivers.figures", "--target", "pi@pi1", "--runtimes", "native", "--profile", "quick",
                         "--repetitions", "2", "--load_generator", "lg@box", "--only", "time_to_ready",
                         "--set", "iterations=5", "--set", "protocols=fair", "--quiet", "--plan-only"]

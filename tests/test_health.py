@@ -1,4 +1,4 @@
-"""Device health during a run (edgebench.health): the parsers on recorded outputs
+"""Device health during a run (edgebench.tools.health): the parsers on recorded outputs
 (tests/data/health/), the probe and sampler on sysfs trees planted under tmp_path and read by
 the real LocalTarget's shell (a fake `vcgencmd` script stands in for the Raspberry Pi's), on this
 machine's own /sys and /proc, the row rule, the hook into every run, and the marks in tables
@@ -15,18 +15,17 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-
 from conftest import plant_tree
-from edgebench import health
 from edgebench.experiments import common
 from edgebench.experiments.sweep import sweep
-from edgebench.health import (BUSY, THROTTLED, UNKNOWN, CpuTimes, HealthMonitor, QuietCheck, Sample,
-                              busy_fraction, describe_throttled, judge, parse_cpu_times, parse_loadavg,
-                              parse_probe, parse_quiet, parse_sample, parse_throttled, window_health)
 from edgebench.plotting import style
 from edgebench.plotting.tables import cell_health, mark_health, run_notes
 from edgebench.results import Run, load_meta, load_results
 from edgebench.targets import LocalTarget
+from edgebench.tools import health
+from edgebench.tools.health import (BUSY, THROTTLED, UNKNOWN, CpuTimes, HealthMonitor, QuietCheck, Sample,
+                                    busy_fraction, describe_throttled, judge, parse_cpu_times, parse_loadavg,
+                                    parse_probe, parse_quiet, parse_sample, parse_throttled, window_health)
 
 DATA = Path(__file__).parent / "data" / "health"
 VCGENCMD = dict(line.split(" = ", 1) for line in (DATA / "vcgencmd-get_throttled.txt").read_text().splitlines()
@@ -359,9 +358,9 @@ def test_cell_marks_count_repetitions():
 
 
 def test_tables_mark_a_cell_measured_while_throttled_and_say_why(tmp_path):
-    from test_plotting import ttr_results
     from edgebench.plotting.time_to_ready import ttr_table
     from edgebench.reference import load_reference
+    from test_plotting import ttr_results
 
     df = ttr_results().assign(health="")
     hot = (df["runtime"] == "docker") & (df["protocol"] == "fair") & (df["app"] == "go-http") & (df["rep"] <= 2)

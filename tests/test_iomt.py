@@ -11,10 +11,8 @@ import time
 import uuid
 
 import pytest
-
 from conftest import need, sigint_default
 from edgebench.apps import APPS, place_app
-from edgebench.counters import perf_support
 from edgebench.errors import ConfigError
 from edgebench.experiments import iomt
 from edgebench.paths import PROJECT_ROOT
@@ -22,6 +20,7 @@ from edgebench.results import load_meta, load_results
 from edgebench.runtimes import Limits
 from edgebench.runtimes.docker import DockerRuntime
 from edgebench.runtimes.native import NativeRuntime
+from edgebench.tools.counters import perf_support
 
 pytestmark = pytest.mark.integration
 

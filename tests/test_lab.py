@@ -19,9 +19,8 @@ import uuid
 from datetime import datetime, timezone
 
 import pytest
-
 from conftest import sigint_default
-from edgebench.lab import KERNEL_NAME
+from edgebench.drivers.lab import KERNEL_NAME
 from edgebench.paths import PROJECT_ROOT
 from edgebench.results import load_meta, load_results
 
@@ -267,7 +266,7 @@ def test_a_bad_or_busy_port_is_refused_before_jupyter_starts(port, words):
         held.listen()
         if port == "busy":
             port = str(held.getsockname()[1])
-        r = subprocess.run([sys.executable, "-m", "edgebench.lab", "--port", port], cwd=PROJECT_ROOT,
+        r = subprocess.run([sys.executable, "-m", "edgebench.drivers.lab", "--port", port], cwd=PROJECT_ROOT,
                            capture_output=True, text=True, timeout=60)
     assert r.returncode != 0
     for word in words:

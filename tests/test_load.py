@@ -5,15 +5,13 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from conftest import free_port
 from edgebench.apps import APPS, place_app
 from edgebench.errors import ConfigError, EdgebenchError
-from edgebench.load import REPORT_MARKER, LoadSettings, Wrk, parse_report, wrk_command
 from edgebench.runtimes import Limits
 from edgebench.runtimes.docker import DockerRuntime
 from edgebench.runtimes.native import NativeRuntime
-
+from edgebench.tools.load import REPORT_MARKER, LoadSettings, Wrk, parse_report, wrk_command
 
 SHORT = LoadSettings(threads=2, connections=8, duration_s=1, warmup_s=1)
 
@@ -129,8 +127,7 @@ def test_parse_report_and_commands():
 
 
 def test_load_generators_are_chosen_by_name_through_one_interface(local):
-    from edgebench.load import LoadGenerator, load_generator
-    from edgebench.load import Ab
+    from edgebench.tools.load import Ab, LoadGenerator, load_generator
     with pytest.raises(ConfigError, match="unknown load generator 'siege'; choose from wrk, ab"):
         load_generator(local, "siege")
     assert issubclass(Wrk, LoadGenerator) and Wrk.name == "wrk"

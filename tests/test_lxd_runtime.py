@@ -16,15 +16,14 @@ import uuid
 from pathlib import Path
 
 import pytest
-
 from conftest import need, need_tool
 from edgebench.apps import APPS, App, BuiltApp, go_build, place_app
 from edgebench.errors import ConfigError
-from edgebench.lxd_image import choose_mirror, ensure_image, parse_apt_sources
-from edgebench.runtimes.tags import is_alive
 from edgebench.runtimes.contract import Limits, StartFailed
 from edgebench.runtimes.lxc import RUN_KEY, cpu_allowance, lxd_cpuset, service_definition
 from edgebench.runtimes.lxd import LxdRuntime
+from edgebench.runtimes.lxd_image import choose_mirror, ensure_image, parse_apt_sources
+from edgebench.runtimes.tags import is_alive
 
 MiB = 2**20
 integration = pytest.mark.integration
@@ -450,7 +449,7 @@ def test_tool_runs_through_steps_with_the_targets_binary(local, runtime, lxd_cle
     """sysbench (a tool app): the target's binary and the libraries the image lacks are
     bind-mounted, tools/steps is pushed, the phases run in one container."""
     need_tool(local, "sysbench")
-    from edgebench import sysbench as sb
+    from edgebench.tools import sysbench as sb
     artifact = runtime.package(place_app(local, APPS["sysbench"]), "native")  # as the experiments ask
     assert artifact.details["mounts"]["edgebench-bin"]["path"] == "/usr/local/bin/sysbench"
     result = runtime.run_batch(artifact, ["-dir", "/tmp/edgebench", *sb.fileio(2, 1, 1)],
@@ -464,8 +463,8 @@ def test_tool_runs_through_steps_with_the_targets_binary(local, runtime, lxd_cle
 def test_a_base_image_build_that_times_out_says_so():
     """On the emulated pi-arm64 debootstrap outlasted the build's timeout, and the error ended at
     'failed (debootstrap bookworm from http://deb.debian.org/debian):' with nothing after it."""
-    from edgebench import lxd_image
     from edgebench.errors import EdgebenchError
+    from edgebench.runtimes import lxd_image
     from edgebench.targets import CommandResult
 
     class Board:

@@ -6,10 +6,7 @@ import shutil
 import uuid
 
 import pytest
-
 from conftest import need_tool
-
-from edgebench import sysbench as sb
 from edgebench.apps import APPS, place_app
 from edgebench.errors import ConfigError
 from edgebench.experiments import microbench
@@ -17,6 +14,7 @@ from edgebench.results import load_results
 from edgebench.runtimes import Limits
 from edgebench.runtimes.docker import DockerRuntime
 from edgebench.runtimes.native import NativeRuntime
+from edgebench.tools import sysbench as sb
 
 CPU_OUTPUT = """sysbench 1.0.20 (using system LuaJIT 2.1.0-beta3)
 CPU speed:

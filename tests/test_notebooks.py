@@ -7,7 +7,6 @@ import re
 import tokenize
 
 import pytest
-
 from edgebench.paths import PROJECT_ROOT
 
 NOTEBOOKS_DIR = PROJECT_ROOT / "notebooks"
@@ -82,7 +81,7 @@ def test_papermill_infers_every_parameter(path):
 def test_names_the_projects_kernel(path):
     """JupyterLab (and papermill in `make figures`) start the kernel the notebook names: the
     project's venv, registered by `make lab` / `make figures` as "edgebench"."""
-    from edgebench.lab import KERNEL_NAME
+    from edgebench.drivers.lab import KERNEL_NAME
     assert load(path)["metadata"]["kernelspec"]["name"] == KERNEL_NAME
 
 

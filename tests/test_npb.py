@@ -5,10 +5,9 @@ import re
 from pathlib import Path
 
 import pytest
-
 from conftest import need
-from edgebench import npb
 from edgebench.errors import EdgebenchError
+from edgebench.tools import npb
 
 DATA = Path(__file__).parent / "data" / "npb"
 RECORDED = sorted(DATA.glob("*.[SW].out"))

@@ -12,15 +12,15 @@ import time
 from pathlib import Path
 
 import pytest
-
 from conftest import free_port, need
 from edgebench.apps import APPS, place_app
 from edgebench.errors import ConfigError, MissingTool
 from edgebench.experiments.http_load import open_loop_settings
-from edgebench.load import (LOAD_PROFILES, OPEN_LOOP_GENERATORS, OpenLoopSettings, offered_rates, open_loop_generator,
-                            parse_oha, parse_openloop, parse_rates, parse_wrk2)
 from edgebench.plotting.http_load import open_loop_table
 from edgebench.runtimes import Limits, NativeRuntime
+from edgebench.tools.load import LOAD_PROFILES
+from edgebench.tools.open_loop import (OPEN_LOOP_GENERATORS, OpenLoopSettings, offered_rates, open_loop_generator,
+                                       parse_oha, parse_openloop, parse_rates, parse_wrk2)
 
 DATA = Path(__file__).parent / "data"
 

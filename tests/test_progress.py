@@ -8,8 +8,7 @@ import subprocess
 import sys
 
 import pytest
-
-from edgebench import plan
+from edgebench.drivers import plan
 from edgebench.experiments import estimate
 from edgebench.paths import PROJECT_ROOT
 
@@ -137,7 +136,7 @@ def test_history_of_the_same_device_replaces_the_model_scaled_by_points(tmp_path
 
 
 def test_a_recorded_run_keeps_its_parameters_so_a_recalibrated_model_can_re_plan_it(tmp_path):
-    from edgebench.figures import notebooks
+    from edgebench.drivers.figures import notebooks
     nb = next(n for n in notebooks() if n.name.startswith("02_"))
     params = {"target": "local", "profile": "quick", "runtimes": "native", "apps": "go-http", "repetitions": 3}
     made = plan.make_plan(nb, params, ["native"], data_dir=tmp_path)
@@ -151,7 +150,7 @@ def test_a_recorded_run_keeps_its_parameters_so_a_recalibrated_model_can_re_plan
 
 def test_plan_only_prints_the_plan_and_measures_nothing(tmp_path):
     env = dict(os.environ, EDGEBENCH_DATA_DIR=str(tmp_path / "data"), EDGEBENCH_FIGURES_DIR=str(tmp_path / "f"))
-    r = subprocess.run([sys.executable, "-m", "edgebench.figures", "--plan-only", "--profile", "quick",
+    r = subprocess.run([sys.executable, "-m", "edgebench.drivers.figures", "--plan-only", "--profile", "quick",
                         "--runtimes", "native", "--only", "time_to_ready,iomt"],
                        capture_output=True, text=True, env=env, timeout=120)
     assert r.returncode == 0, r.stderr

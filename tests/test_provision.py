@@ -12,13 +12,11 @@ import sys
 import time
 
 import pytest
-
 from conftest import ScriptedTarget, need
-from edgebench import provision as pv
-from edgebench.apt import Package
-from edgebench.needs import parse_versions
-from edgebench.runtimes import docker_daemon
-from edgebench.runtimes import RUNTIMES
+from edgebench.provisioning import provision as pv
+from edgebench.provisioning.apt import Package
+from edgebench.provisioning.needs import parse_versions
+from edgebench.runtimes import RUNTIMES, docker_daemon
 
 DEBIAN = {"os_id": "debian", "os_like": "", "os_name": "Debian GNU/Linux 12 (bookworm)"}
 
@@ -161,7 +159,7 @@ def test_lxd_without_a_firewall_tool_plans_iptables_and_nft_satisfies_it():
     packages, _ = pv.packages_for("debian", "x86_64")
     (iptables,) = [p for p in packages if p.name == "iptables"]
     assert "lxd runtime" in iptables.purpose and "docker runtime" in iptables.purpose
-    from edgebench.lxd_image import NEEDS as LXD_NEEDS
+    from edgebench.runtimes.lxd_image import NEEDS as LXD_NEEDS
     (firewall,) = [n for n in LXD_NEEDS.packages if n.package == "iptables"]
     lxd_only = Package(firewall, "lxd runtime")
     plan = pv.make_plan("debian", "x86_64", [lxd_only], {}, {"nft": "/usr/sbin/nft"}, {"iptables": "1.8"})
@@ -261,7 +259,7 @@ QUIET = dict(log=lambda msg: None)
 def test_fresh_machine_installs_the_docker_daemon_and_iptables_before_lxd_is_set_up(monkeypatch):
     """Only a docker client on PATH, no iptables: the plan installs docker.io (which brings dockerd)
     and iptables, and both are installed before tools/lxd/setup.sh runs."""
-    import edgebench.lxd_image as lxd_image
+    import edgebench.runtimes.lxd_image as lxd_image
     monkeypatch.setattr(lxd_image, "ensure_image", lambda target: type("I", (), {
         "alias": "edgebench/debian-bookworm", "built": False, "imported": False})())
     t = scripted(missing=DOCKER_DAEMON, commands=("docker", "lxd", "lxc", "curl"))
@@ -384,7 +382,7 @@ def test_docker_uses_systemctl_under_systemd():
 
 
 def test_lxd_setup_script_is_uploaded_and_run(monkeypatch):
-    import edgebench.lxd_image as lxd_image
+    import edgebench.runtimes.lxd_image as lxd_image
     monkeypatch.setattr(lxd_image, "ensure_image", lambda target: type("I", (), {
         "alias": "edgebench/debian-bookworm", "built": False, "imported": False})())
     t = scripted(commands=("docker", "dockerd", "lxd", "curl"))
@@ -417,7 +415,7 @@ ROW = re.compile(r"^(runtime|tool)\s+(\S+)\s+(ok|missing)\s+(.*)$")
 
 @pytest.mark.integration
 def test_check_prints_a_row_for_every_runtime_and_tool(local):
-    r = subprocess.run([sys.executable, "-m", "edgebench.provision", "--target", "local", "--check"],
+    r = subprocess.run([sys.executable, "-m", "edgebench.provisioning.provision", "--target", "local", "--check"],
                        capture_output=True, text=True, timeout=300)
     assert r.returncode in (0, 1), r.stderr
     rows = {m.group(2): m.group(3) for m in map(ROW.match, r.stdout.splitlines()) if m}
@@ -467,7 +465,7 @@ def test_check_over_ssh_sees_what_local_sees(local, ssh_host):
 def test_meta_json_records_every_declared_program(local, wrk_ready):
     """tool_versions come from the registry's declarations: one key per program, the version
     where it runs and None where it does not."""
-    from edgebench.parts import tool_versions, versions_for
+    from edgebench.provisioning.parts import tool_versions, versions_for
     versions = tool_versions(local)
     assert set(versions) == {v.name for v in versions_for(local.facts()["arch"])}
     assert {"docker", "docker_server", "lxd", "ops", "wrk", "go"} <= set(versions)
@@ -520,6 +518,6 @@ def test_a_service_a_package_started_is_stopped_where_edgebench_installed_it():
 def test_a_version_that_does_not_come_in_time_is_said_so():
     """On the emulated pi-arm64 dockerd --version outlasted its 20 s (exit 124 from timeout), and
     the table said '`dockerd` fails (exit 124)' of a working daemon."""
-    from edgebench.needs import Version, parse_versions
+    from edgebench.provisioning.needs import Version, parse_versions
     states = parse_versions("dockerd\t124\t/usr/sbin/dockerd\t\n", [Version("dockerd", ("dockerd", "--version"))])
     assert not states["dockerd"].ok and "gave no version within 90 s" in states["dockerd"].detail

@@ -10,8 +10,7 @@ from urllib.parse import unquote, urlsplit
 
 import pytest
 from conftest import need
-
-from edgebench import report
+from edgebench.drivers import report
 
 
 def _executed_notebook(path: Path, run_dir: Path) -> None:

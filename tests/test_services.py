@@ -10,12 +10,11 @@ import time
 
 import pandas as pd
 import pytest
-
 from conftest import need
 from edgebench.errors import ConfigError, EdgebenchError
 from edgebench.experiments import services as sv
-from edgebench.load import RedisBenchmark, parse_redis_benchmark, redis_benchmark_command
 from edgebench.results import load_results
+from edgebench.tools.load import RedisBenchmark, parse_redis_benchmark, redis_benchmark_command
 
 # redis-benchmark 7.0.15 --csv, as printed here.
 REPORT = '''"test","rps","avg_latency_ms","min_latency_ms","p50_latency_ms","p95_latency_ms","p99_latency_ms","max_latency_ms"
@@ -102,6 +101,7 @@ def test_plan_leaves_out_runtimes_that_run_no_linux_binaries_and_counts_docker_t
 def test_the_page_is_612_bytes_and_nginx_serves_it_from_its_own_folder(local, no_leftovers):
     """The same configuration natively: the page the Unikraft page's Fig. 6 serves, byte for byte."""
     import urllib.request
+
     from edgebench.apps import APPS, place_app
     from edgebench.runtimes.native import NativeRuntime
     need("nginx", None if local.which("nginx") else "no nginx (apt-get install nginx)")

@@ -14,7 +14,6 @@ import time
 import uuid
 
 import pytest
-
 from edgebench.paths import PROJECT_ROOT
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -51,13 +50,13 @@ def processes_with_env(marker: str) -> list[str]:
 
 
 def driver_of(make_pid: int) -> int:
-    """The edgebench.figures process make runs (its child, or a shell's child)."""
+    """The edgebench.drivers.figures process make runs (its child, or a shell's child)."""
     out = subprocess.run(["ps", "-eo", "pid=,ppid=,args="], capture_output=True, text=True).stdout
     rows = [line.split(None, 2) for line in out.splitlines() if len(line.split(None, 2)) == 3]
     family = {make_pid}
     for _ in range(3):
         family |= {int(pid) for pid, ppid, _ in rows if int(ppid) in family}
-    return next(int(pid) for pid, _, args in rows if int(pid) in family and "edgebench.figures" in args)
+    return next(int(pid) for pid, _, args in rows if int(pid) in family and "edgebench.drivers.figures" in args)
 
 
 STOPS = [(to, sig) for to in ("group", "driver") for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)]

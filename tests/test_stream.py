@@ -4,11 +4,10 @@ real program built and run here with its thread count checked."""
 from pathlib import Path
 
 import pytest
-
 from conftest import need, need_tool
-from edgebench import stream
 from edgebench.apps import APPS, c_build
 from edgebench.errors import EdgebenchError
+from edgebench.tools import stream
 
 DATA = Path(__file__).parent / "data" / "stream"
 
@@ -91,7 +90,7 @@ def test_built_on_the_target_and_counts_its_threads(local, tmp_path):
 
 def test_arrays_under_four_times_the_last_level_cache_are_said_to_measure_cache():
     """A VM reporting its host's 480 MiB L3 made 76 MiB arrays measure cache; here 32 MiB."""
-    from edgebench import sanity
+    from edgebench.tools import sanity
     assert "under 4x the last-level cache (480 MiB)" in sanity.below_stream_rule(76.3, 480 * 1024)
     assert "stream_mib=1920 or more" in sanity.below_stream_rule(76.3, 480 * 1024)
     assert sanity.below_stream_rule(128, 32 * 1024) == "" and sanity.below_stream_rule(76.3, None) == ""

@@ -1,11 +1,10 @@
 """LocalTarget runs the same quoted shell commands an SSH target gets; connect() picks the kind."""
 
 import os
-from pathlib import Path
 import time
+from pathlib import Path
 
 import pytest
-
 from edgebench.errors import ConfigError, RemoteCommandError, TargetUnreachable
 from edgebench.runtimes.tags import is_alive
 from edgebench.targets import LocalTarget, connect
@@ -101,7 +100,7 @@ def test_facts(local):
     assert isinstance(f["swap_mb"], int)
     assert f["cgroup_version"] in (1, 2, None)
     assert f["kvm"] in ("yes", "no", "no-permission", "no-guests")
-    # Tool versions are not host facts: meta.json gets them from the registry (edgebench.parts).
+    # Tool versions are not host facts: meta.json gets them from the registry (edgebench.provisioning.parts).
     assert not {"docker", "wrk", "qemu", "ops", "lxd"} & set(f)
     assert f["uid"] == os.getuid()
 

@@ -2,6 +2,9 @@
 
 Works on cgroup v1 (one hierarchy per controller) and v2 (unified), through shell commands
 on the target, so the same code serves a local machine and a Raspberry Pi over SSH.
+
+One module, over 400 lines: every read and write of cgroup files (limits, OOM kills, pressure, fault
+counters) for v1 and v2, so the two layouts are handled in one place.
 """
 
 from __future__ import annotations

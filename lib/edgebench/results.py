@@ -3,10 +3,10 @@
 A row is appended and flushed per repetition, so an interrupted run keeps what it measured.
 Nothing is averaged here; aggregation happens in the notebook.
 
-A run opened on a target (experiments.common.open_run) carries a HealthMonitor (edgebench.health):
+A run opened on a target (experiments.common.open_run) carries a HealthMonitor (edgebench.tools.health):
 it samples the device into health.csv from the run's start to its end, and each row's `health`
 column says whether the device throttled or was busy while that row was measured ("" when it was
-fine, "unknown" where that cannot be told; the rule is in edgebench.health).
+fine, "unknown" where that cannot be told; the rule is in edgebench.tools.health).
 """
 
 from __future__ import annotations
@@ -27,8 +27,8 @@ from typing import Any
 import pandas as pd
 
 from edgebench.errors import ConfigError
-from edgebench.health import UNKNOWN
 from edgebench.paths import DATA_DIR, PROJECT_ROOT
+from edgebench.tools.health import UNKNOWN
 
 CORE_COLUMNS = ["experiment", "run_id", "target", "platform", "app", "runtime", "protocol", "cpus", "memory_mb",
                 "rep", "metric", "value", "unit", "status", "error", "health"]
@@ -92,7 +92,7 @@ class Run:
         self.counts = {"ok": 0, "failed": 0}
         self._raw_seq = 0
         self._lock = threading.Lock()
-        # The device's health (edgebench.health.HealthMonitor), set before `with`: sampled from
+        # The device's health (edgebench.tools.health.HealthMonitor), set before `with`: sampled from
         # __enter__ to the end of the run. Without one, every row's health is "unknown".
         self.health = None
         self.meta = {
@@ -102,7 +102,7 @@ class Run:
             # The device's name in a fleet (make figures TARGET=a,b or FLEET=file), which a fleet
             # file may choose apart from the address; None for a single target.
             "device": os.environ.get("EDGEBENCH_DEVICE") or None,
-            # Every declared program's version on the target (edgebench.parts), None where missing.
+            # Every declared program's version on the target (edgebench.provisioning.parts), None where missing.
             "tool_versions": dict(tool_versions or {}),
             "columns": self.columns,
         }

@@ -20,9 +20,9 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from edgebench.apt import install_argv, update_argv
 from edgebench.devices.spec import CONSOLE, DEVICES, KERNEL_PACKAGE, SUITE, DeviceSpec
 from edgebench.errors import EdgebenchError
+from edgebench.provisioning.apt import install_argv, update_argv
 from edgebench.runtimes.qemu import qemu_system
 
 # Bump when the recipe changes in a way the fields below do not show.

@@ -45,7 +45,7 @@ class Experiment:
         return values if isinstance(values, Parameters) else self.parameters.from_values(values)
 
     def plan_work(self, values: Mapping[str, Any] | Parameters, runtimes: list[str]) -> Work:
-        """The experiment's model of a run with these parameters (edgebench.plan)."""
+        """The experiment's model of a run with these parameters (edgebench.drivers.plan)."""
         return self.plan(self.params(values), runtimes)
 
     def check_apps(self, apps: str | None) -> None:

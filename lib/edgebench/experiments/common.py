@@ -12,12 +12,12 @@ from typing import Iterable, Iterator
 from edgebench.apps import APPS, HTTP_APPS, get_app
 from edgebench.cgroups import NO_MEMORY_CONTROLLER
 from edgebench.errors import ConfigError
-from edgebench.health import HealthMonitor
-from edgebench.parts import tool_versions
+from edgebench.provisioning.parts import tool_versions
 from edgebench.results import Run, find_run
 from edgebench.runtimes import RUNTIMES, Runtime, requested_runtimes
 from edgebench.signals import deferred_signals
 from edgebench.targets import Target, connect
+from edgebench.tools.health import HealthMonitor
 from edgebench.units import as_list
 
 # quick: seconds per notebook, for tests and a first look. standard: the papers' settings.

@@ -28,7 +28,6 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import ClassVar
 
-from edgebench import energy, npb, stream
 from edgebench.errors import ConfigError, EdgebenchError
 from edgebench.experiments import estimate
 from edgebench.experiments.common import (as_list, check_apps, check_protocols, check_repetitions, open_run,
@@ -39,6 +38,7 @@ from edgebench.experiments.overhead_benchmarks import (CROSSCHECK_MIN_S, IOZONE,
 from edgebench.experiments.parameters import Limited, library, parsed
 from edgebench.results import new_run_id
 from edgebench.targets import LocalTarget
+from edgebench.tools import energy, npb, stream
 
 EXPERIMENT = "container_overhead"
 BENCHMARKS = ("disk", "memory", "hpc", "network")

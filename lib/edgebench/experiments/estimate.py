@@ -1,6 +1,6 @@
 """An experiment's model of its own work: how many measurements a run with given parameters makes
 and how long it takes on the project's reference machine. Each experiment's `plan(params,
-runtimes)` returns a `Work`; `edgebench.plan` turns it into the line `make plan` prints (or
+runtimes)` returns a `Work`; `edgebench.drivers.plan` turns it into the line `make plan` prints (or
 replaces the estimate with the device's own history)."""
 
 from __future__ import annotations

@@ -22,9 +22,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import ClassVar
 
-from edgebench.experiments import estimate
 from edgebench.apps import place_probe
 from edgebench.errors import EdgebenchError
+from edgebench.experiments import estimate
 from edgebench.experiments.common import (check_protocols, check_repetitions, open_run, resolve_limits, runtime_options,
                                           session)
 from edgebench.experiments.http_load import load_generator_for, loadgen_cpuset
@@ -32,9 +32,9 @@ from edgebench.experiments.parameters import Limited, library, parsed
 from edgebench.experiments.protocols import fair_limits, package_all, published_limits, with_instance
 from edgebench.experiments.services import modes_of
 from edgebench.experiments.sweep import Point, artifact_for, sweep
-from edgebench.load import LoadSettings, Wrk
 from edgebench.results import Run, new_run_id
 from edgebench.runtimes import RUNTIMES, Limits, Runtime, StartFailed
+from edgebench.tools.load import LoadSettings, Wrk
 
 EXPERIMENT = "home_automation"
 APP = "home-automation"

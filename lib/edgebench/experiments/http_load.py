@@ -20,21 +20,21 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import ClassVar, Iterator
 
-from edgebench.experiments import estimate
 from edgebench.apps import HTTP_APPS
 from edgebench.errors import ConfigError, EdgebenchError
+from edgebench.experiments import estimate
 from edgebench.experiments.common import (as_list, check_apps, check_protocols, check_repetitions, open_run,
                                           resolve_limits, runtime_options, session)
 from edgebench.experiments.parameters import Parameters, library, parsed
 from edgebench.experiments.protocols import fair_limits, package_all, published_limits, with_instance
 from edgebench.experiments.sweep import Point, artifact_for, sweep
-from edgebench.load import (LOAD_PROFILES, OPEN_LOOP_CHOICES, OPEN_LOOP_PROFILES, LoadGenerator, LoadSettings,
-                            OpenLoopGenerator, OpenLoopSettings, load_generator, offered_rates, open_loop_generator,
-                            parse_rates)
 from edgebench.results import Run, new_run_id
 from edgebench.runtimes import Limits, StartFailed
 from edgebench.runtimes.tags import is_alive
 from edgebench.targets import LOCAL_NAMES, connect
+from edgebench.tools.load import LOAD_PROFILES, LoadGenerator, LoadSettings, load_generator
+from edgebench.tools.open_loop import (OPEN_LOOP_CHOICES, OPEN_LOOP_PROFILES, OpenLoopGenerator, OpenLoopSettings,
+                                       offered_rates, open_loop_generator, parse_rates)
 from edgebench.units import parse_cpus, parse_memory_mb
 
 ENDPOINTS = {"io_bound": "/io", "cpu_bound": "/compute"}

@@ -25,10 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
-from edgebench.experiments import estimate
-from edgebench.counters import COLUMNS as PERF_COLUMNS
-from edgebench.counters import EVENTS
 from edgebench.errors import ConfigError, EdgebenchError
+from edgebench.experiments import estimate
 from edgebench.experiments.common import (as_list, check_protocols, check_repetitions, open_run, resolve_limits,
                                           runtime_options, session)
 from edgebench.experiments.parameters import Limited, library, parsed
@@ -36,6 +34,8 @@ from edgebench.experiments.protocols import batch_failure, fair_limits, package_
 from edgebench.experiments.sweep import Point, artifact_for, sweep
 from edgebench.results import Run, new_run_id
 from edgebench.runtimes import Limits
+from edgebench.tools.counters import COLUMNS as PERF_COLUMNS
+from edgebench.tools.counters import EVENTS
 
 APP = "iomt"
 WORKLOADS = ("lzw", "aes", "kmeans")

@@ -19,9 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar, Iterator
 
-from edgebench.experiments import estimate
-from edgebench import sysbench as sb
 from edgebench.errors import ConfigError, EdgebenchError
+from edgebench.experiments import estimate
 from edgebench.experiments.common import as_list, check_protocols, check_repetitions, open_run, resolve_limits, session
 from edgebench.experiments.network import measure_docker_networking, network_points
 from edgebench.experiments.parameters import Limited, library, parsed
@@ -29,6 +28,7 @@ from edgebench.experiments.protocols import fair_limits, package_all, published_
 from edgebench.experiments.sweep import Point, artifact_for, sweep
 from edgebench.results import Run, new_run_id
 from edgebench.runtimes import RUNTIMES, Limits
+from edgebench.tools import sysbench as sb
 
 TOOL = "sysbench"
 EXTRA_COLUMNS = ["benchmark", "point", "threads", "files", "total", "build", "cpus_applied",

@@ -14,17 +14,17 @@ from dataclasses import dataclass, replace
 
 from tqdm import tqdm
 
-from edgebench import energy, fio, iozone, npb, sanity, stream, sysbench
 from edgebench.apps import APPS, App
 from edgebench.errors import EdgebenchError
 from edgebench.experiments.http_load import load_generator_for, loadgen_cpuset
 from edgebench.experiments.protocols import fair_limits, package_all, published_limits, with_applied, with_instance
 from edgebench.experiments.sweep import Point, artifact_for, sweep
-from edgebench.load import Ab, LoadSettings
 from edgebench.paths import TOOLS_DIR
 from edgebench.results import Run
 from edgebench.runtimes import Limits, StartFailed
 from edgebench.targets import sh
+from edgebench.tools import energy, fio, iozone, npb, sanity, stream, sysbench
+from edgebench.tools.load import Ab, LoadSettings
 
 PAPER_THREADS = 4          # the Raspberry Pi 2's four cores, as the paper ran STREAM, NPB and IOZone
 PORT_BASE = 18300
@@ -49,7 +49,7 @@ class Settings:
     idle_s: float                      # the power meter's idle baseline
 
 
-# A published IOZone run: the target's own iozone, else the one provisioning fetched (edgebench.iozone).
+# A published IOZone run: the target's own iozone, else the one provisioning fetched (edgebench.tools.iozone).
 IOZONE = App("iozone", "tool", TOOLS_DIR / "steps", "iozone", kind="tool", readiness=None,
              package="iozone3 (Debian non-free; Raspberry Pi OS enables it)", locate=iozone.binary)
 

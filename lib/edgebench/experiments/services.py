@@ -26,18 +26,18 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import ClassVar
 
-from edgebench.experiments import estimate
 from edgebench.apps import APPS, place_probe
 from edgebench.errors import ConfigError, EdgebenchError
+from edgebench.experiments import estimate
 from edgebench.experiments.common import (as_list, check_protocols, check_repetitions, open_run, resolve_limits,
                                           runtime_options, session)
 from edgebench.experiments.http_load import load_generator_for, loadgen_cpuset
 from edgebench.experiments.parameters import Limited, library, parsed
 from edgebench.experiments.protocols import fair_limits, package_all, published_limits, with_instance
 from edgebench.experiments.sweep import Point, artifact_for, sweep
-from edgebench.load import LoadSettings, RedisBenchmark, Wrk
 from edgebench.results import Run, new_run_id
 from edgebench.runtimes import RUNTIMES, Limits, Runtime, StartFailed
+from edgebench.tools.load import LoadSettings, RedisBenchmark, Wrk
 
 EXPERIMENT = "services"
 SERVICES = ("redis", "nginx")

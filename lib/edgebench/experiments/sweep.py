@@ -6,7 +6,7 @@ error a measurement raises into a `failed` row with the reason, after which the 
 Experiments supply two functions: `row_for(point)` (the row's columns) and `measure(point, row)`.
 Each point is bracketed by `run.begin_point()` / `run.end_point()`: the run's health monitor checks
 there, while nothing of the point runs yet, whether other processes keep the device busy, and
-marks the point's rows with what it saw (edgebench.health).
+marks the point's rows with what it saw (edgebench.tools.health).
 """
 
 from __future__ import annotations

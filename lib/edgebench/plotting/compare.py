@@ -1,4 +1,4 @@
-"""Runs side by side (edgebench.compare): each runtime's ratio to the same device's native, one
+"""Runs side by side (edgebench.drivers.compare): each runtime's ratio to the same device's native, one
 column (table) or bar (figure) per device or run, the papers' ratios beside them."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pandas as pd
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
-from edgebench.compare import HEADLINE_METRICS, KEY_COLUMNS, headline, verdict
+from edgebench.drivers.compare import HEADLINE_METRICS, KEY_COLUMNS, headline, verdict
 from edgebench.experiments import EXPERIMENTS
 from edgebench.plotting.style import (PAPER_VALUE_STYLE, figure_legend, in_runtime_order, plt, protocols_in,
                                       readable_log_ticks, runtime_artist, runtime_colour, runtime_rank)

@@ -9,10 +9,11 @@ import textwrap
 import numpy as np
 import pandas as pd
 
-from edgebench import sanity
-from edgebench.plotting.style import (EMULATED, PROTOCOL_TITLE, figure_legend, in_runtime_order, mark_health, mark_paper_values,
-                                      protocol_grid, protocols_in, runtime_artist)
-from edgebench.plotting.tables import NoData, mark_emulated, mark_health as health_column
+from edgebench.plotting.style import (EMULATED, PROTOCOL_TITLE, figure_legend, in_runtime_order, mark_health,
+                                      mark_paper_values, protocol_grid, protocols_in, runtime_artist)
+from edgebench.plotting.tables import NoData, mark_emulated
+from edgebench.plotting.tables import mark_health as health_column
+from edgebench.tools import sanity
 
 PAPER = "paper 003"
 BENCHMARK_ORDER = ("disk", "memory", "hpc", "network")
@@ -101,7 +102,7 @@ def missing_panels(table: pd.DataFrame, df: pd.DataFrame) -> dict[tuple[str, str
 
 
 def with_sanity(table: pd.DataFrame, df: pd.DataFrame) -> pd.DataFrame:
-    """`sanity`: why a row's comparison is ruled out (see edgebench.sanity), or ''. A
+    """`sanity`: why a row's comparison is ruled out (see edgebench.tools.sanity), or ''. A
     container far ahead of native on the same kernel, and, for every fair memory row, native's
     STREAM rate far below the independent tool's in the same run."""
     reasons = [sanity.container_ahead(r.label, r.benchmark, -r.overhead_pct / 100) for r in table.itertuples()]
@@ -163,7 +164,7 @@ def _relative_figure(table: pd.DataFrame, column: str, ylabel: str, title: str):
                 bars = ax.bar(x, g[column], width * 0.9, label=label, **runtime_artist(label), **mode)
                 flagged = g["sanity"].fillna("").astype(bool) if "sanity" in g else pd.Series(False, index=g.index)
                 for bar, bad in zip(bars, flagged):
-                    if bad:  # ruled out by edgebench.sanity: drawn, but crossed through
+                    if bad:  # ruled out by edgebench.tools.sanity: drawn, but crossed through
                         bar.set_hatch("xx")
                         bar.set_edgecolor("red")
                         bar.set_alpha(0.5)

@@ -20,9 +20,10 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter  # noqa: E402
 
-from edgebench.health import is_marked  # noqa: E402
 from edgebench.paths import FIGURES_DIR  # noqa: E402
-from edgebench.runtimes import runtime_colours, runtime_order as registry_order  # noqa: E402
+from edgebench.runtimes import runtime_colours  # noqa: E402
+from edgebench.runtimes import runtime_order as registry_order
+from edgebench.tools.health import is_marked  # noqa: E402
 
 # -- runtimes ---------------------------------------------------------------------------
 
@@ -120,7 +121,7 @@ def mark_paper_values(ax, x, y, label: str, source: str) -> None:
 
 # -- device health ------------------------------------------------------------------------
 
-# A value measured while the device throttled or was busy (edgebench.health) carries a dagger:
+# A value measured while the device throttled or was busy (edgebench.tools.health) carries a dagger:
 # after its cell in a table (tables.mark_health), above its point or bar in a figure.
 HEALTH_MARK = "\u2020"
 HEALTH_GID = "health-mark"

@@ -9,10 +9,10 @@ from pathlib import Path
 import pandas as pd
 
 from edgebench.errors import EdgebenchError
-from edgebench.health import BUSY, MARKED, THROTTLED, UNKNOWN, flags
 from edgebench.plotting.style import (COLD, EMULATED, FIRST, HEALTH_LABEL, HEALTH_MARK, base_runtime, failed_runtimes,
                                       in_runtime_order, runtime_colour)
 from edgebench.results import load_meta
+from edgebench.tools.health import BUSY, MARKED, THROTTLED, UNKNOWN, flags
 
 
 class NoData(EdgebenchError):
@@ -192,7 +192,7 @@ def device_notes(facts: dict, notes: dict) -> list[str]:
     if notes.get("memory_limits"):
         lines.append(f"- **{notes['memory_limits'][0].upper()}{notes['memory_limits'][1:]}.** A sweep over "
                      "memory measures nothing on this device.")
-    if notes.get("sanity"):  # edgebench.sanity: a result physics rules out, seen while measuring
+    if notes.get("sanity"):  # edgebench.tools.sanity: a result physics rules out, seen while measuring
         lines.append(f"- **Ruled out:** {notes['sanity']}.")
     if notes.get("stream_rule"):
         lines.append(f"- **{notes['stream_rule'][0].upper()}{notes['stream_rule'][1:]}.**")

@@ -9,6 +9,9 @@ running instance and reads its limits back from the kernel (cgroup) or the VM.
 The same shape fits a VM runtime (package = build a disk image; plan argv = the VMM or ops
 command; attach = find QEMU's PID and read its -smp/-m) and a system container (package =
 image import; plan argv = `lxc start` or `lxc exec`).
+
+One module, over 400 lines: the interface every runtime implements and the shared launch-plan and
+limit-checking code it relies on; a runtime author reads this one file.
 """
 
 from __future__ import annotations
@@ -22,14 +25,14 @@ from typing import ClassVar
 
 from edgebench.apps import BuiltApp, place_probe
 from edgebench.cgroups import FaultCounters, NativeCgroup, create_counting_cgroup, read_fault_counters
-from edgebench.counters import EVENTS, Count, PerfSupport, parse_perf_csv, perf_stat_argv, perf_support
 from edgebench.errors import ConfigError, EdgebenchError
-from edgebench.needs import Preparation, TargetNeeds
+from edgebench.provisioning.needs import Preparation, TargetNeeds
 from edgebench.python_apps import python_env
 from edgebench.runtimes.contract import (Artifact, Availability, BatchOutcome, BatchResult, Instance, LaunchPlan,
                                          Limits, ProbeResult, StartFailed)
 from edgebench.runtimes.tags import run_tag_prefix
 from edgebench.targets import Target, sh
+from edgebench.tools.counters import EVENTS, Count, PerfSupport, parse_perf_csv, perf_stat_argv, perf_support
 
 # <= 1 ms as the protocol asks; finer, because the lag is up to one interval plus one request.
 PROBE_INTERVAL = "200us"
@@ -61,7 +64,7 @@ class Runtime(ABC):
     # Chosen by runtimes="auto" where available; False: only when named (a variant of another).
     in_auto: ClassVar[bool] = True
     # What it needs on a target (packages and what runs them, versions to record): provisioning,
-    # its table and meta.json iterate the registry's declarations (edgebench.parts).
+    # its table and meta.json iterate the registry's declarations (edgebench.provisioning.parts).
     needs: ClassVar[TargetNeeds | None] = None
 
     def __init__(self, target: Target, run_tag: str | None = None):

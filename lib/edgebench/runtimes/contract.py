@@ -9,8 +9,9 @@ from dataclasses import asdict, dataclass, field
 
 from edgebench.apps import HTTP_READY, BuiltApp, Readiness
 from edgebench.cgroups import AppliedLimits, FaultCounters
-from edgebench.counters import Count
 from edgebench.errors import EdgebenchError
+from edgebench.tools.counters import Count
+
 
 @dataclass(frozen=True)
 class Limits:

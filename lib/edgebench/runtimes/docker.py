@@ -7,6 +7,9 @@ Images build two ways:
   `FROM scratch` image. Needs no registry.
 - `published`: the paper's multi-stage Dockerfiles in `dockerfiles/` (golang builder to
   scratch; node:alpine). Needs a registry to pull the base images.
+
+One module, over 400 lines: a runtime is one module behind one interface (runtimes/base.py); the
+daemon's set-up lives apart in docker_daemon.py.
 """
 
 from __future__ import annotations

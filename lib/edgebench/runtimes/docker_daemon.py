@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import time
 
-from edgebench.needs import Need, Preparation, TargetNeeds, Version, tail
+from edgebench.provisioning.needs import Need, Preparation, TargetNeeds, Version, tail
 
 WAIT_S = 60  # for the daemon to answer once started
 

@@ -25,7 +25,7 @@ from dataclasses import replace
 
 from edgebench.apps import BuiltApp
 from edgebench.errors import ConfigError, EdgebenchError
-from edgebench.needs import Preparation, TargetNeeds
+from edgebench.provisioning.needs import Preparation, TargetNeeds
 from edgebench.runtimes import linux_guest, qemu
 from edgebench.runtimes.base import app_env
 from edgebench.runtimes.contract import Artifact, Availability, Instance, LaunchPlan, Limits

@@ -31,8 +31,8 @@ from pathlib import Path
 from edgebench import rootfs
 from edgebench.cgroups import CFS_PERIOD_US, oom_kills
 from edgebench.errors import ConfigError, EdgebenchError
-from edgebench.lxd_image import lxc_query
 from edgebench.runtimes.contract import Limits, StartFailed
+from edgebench.runtimes.lxd_image import lxc_query
 from edgebench.targets import Target, sh
 
 RUN_KEY = "user.edgebench.run"

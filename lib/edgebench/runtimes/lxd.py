@@ -2,7 +2,7 @@
 would type, and the same path over SSH as locally).
 
 The artifact is edgebench's base image (debootstrap minbase of the target's release with a
-minimal init, `edgebench.lxd_image`) plus the app, pushed into each new container before the
+minimal init, `edgebench.runtimes.lxd_image`) plus the app, pushed into each new container before the
 clock starts. Node apps run the target's own `node` (the binary the native runtime and Docker's
 offline image use), bind-mounted read-only into the container at /usr/local/bin/node, with any
 library `ldd` lists that the image lacks or holds in another version mounted over the image's
@@ -43,6 +43,9 @@ the container's (`lxc.payload.NAME` with LXD 5.0 / liblxc 5, `container_cgroup`)
 also holds init's faults from the boot, read just before the exec and kept in the details.
 
 This module holds LxdRuntime; the lxc CLI, the config keys and the service are in runtimes/lxc.py.
+
+One module, over 400 lines: a runtime is one module behind one interface; LXD's CLI and base image
+are already apart (lxc.py, lxd_image.py).
 """
 
 from __future__ import annotations
@@ -54,16 +57,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from edgebench import lxd_image
 from edgebench.apps import BuiltApp
 from edgebench.cgroups import memory_thrash, oom_reason, read_fault_counters, read_limits
 from edgebench.errors import ConfigError, EdgebenchError
-from edgebench.lxd_image import BaseImage, ensure_image
-from edgebench.runtimes.image_registry import push_blob
-from edgebench.runtimes import lxc
+from edgebench.runtimes import lxc, lxd_image
 from edgebench.runtimes.base import Runtime, app_env
 from edgebench.runtimes.contract import Artifact, Availability, BatchOutcome, Instance, LaunchPlan, Limits
+from edgebench.runtimes.image_registry import push_blob
 from edgebench.runtimes.lxc import APP_ROOT, BIN_DIR, RUN_KEY, SERVICE_FILE, SERVICE_LOG, WAIT_APP, Lxc
+from edgebench.runtimes.lxd_image import BaseImage, ensure_image
 from edgebench.runtimes.tags import is_alive, kill_pid
 
 # "native" is what the experiments pass to every runtime but Docker; both mean the same here.

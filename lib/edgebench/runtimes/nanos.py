@@ -32,15 +32,17 @@ from dataclasses import replace
 
 from edgebench.apps import BuiltApp
 from edgebench.errors import ConfigError, EdgebenchError
-from edgebench.needs import TargetNeeds
+from edgebench.provisioning.needs import TargetNeeds
 from edgebench.runtimes import qemu
-from edgebench.runtimes.vm import VmRuntime
 from edgebench.runtimes.contract import Artifact, Availability, LaunchPlan, Limits
-from edgebench.runtimes.ops import INSTALL_BY_HAND as OPS_BY_HAND, VERSION as OPS_VERSION, install as ops_install
 from edgebench.runtimes.ops import (ACCEL_MODES, BUILD_TIMEOUT_S, FIND_OPS, OPS_HOME, image_config, load_base_config,
                                     ops_build_argv, ops_notes, ops_run_argv, parse_ops_version, run_config)
+from edgebench.runtimes.ops import INSTALL_BY_HAND as OPS_BY_HAND
+from edgebench.runtimes.ops import VERSION as OPS_VERSION
+from edgebench.runtimes.ops import install as ops_install
 from edgebench.runtimes.qemu import qemu_needs
 from edgebench.runtimes.tags import LAUNCH_TAG, tagged
+from edgebench.runtimes.vm import VmRuntime
 from edgebench.targets import sh
 
 

@@ -11,8 +11,8 @@ import json
 import re
 
 from edgebench.errors import ConfigError
-from edgebench.needs import Preparation, Version, tail
 from edgebench.paths import NANOS_CONFIGS_DIR
+from edgebench.provisioning.needs import Preparation, Version, tail
 from edgebench.runtimes.contract import Limits
 from edgebench.runtimes.qemu import vcpus_for
 

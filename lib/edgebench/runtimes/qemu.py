@@ -25,7 +25,7 @@ import time
 from dataclasses import dataclass
 
 from edgebench.cgroups import AppliedLimits
-from edgebench.needs import Need, TargetNeeds, Version
+from edgebench.provisioning.needs import Need, TargetNeeds, Version
 from edgebench.runtimes.tags import kill_pid, tagged
 from edgebench.targets import Target
 

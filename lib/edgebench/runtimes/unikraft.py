@@ -40,12 +40,11 @@ import os
 import re
 from pathlib import Path
 
-from edgebench.runtimes import cpio
 from edgebench.apps import BuiltApp, go_build
 from edgebench.errors import ConfigError, EdgebenchError
-from edgebench.needs import TargetNeeds
 from edgebench.paths import BUILD_DIR
-from edgebench.runtimes import linux_guest, qemu
+from edgebench.provisioning.needs import TargetNeeds
+from edgebench.runtimes import cpio, linux_guest, qemu
 from edgebench.runtimes.base import app_env
 from edgebench.runtimes.contract import Artifact, Availability, Instance, LaunchPlan, Limits
 from edgebench.runtimes.vm import StampedConsoleVm, boot_events, console_args, user_network

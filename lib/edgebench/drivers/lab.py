@@ -2,7 +2,7 @@
 notebooks name ("edgebench"), as any user (root too: a Raspberry Pi image, a VM, a container),
 on LAB_IP:LAB_PORT, stopped by one Ctrl-C with its kernels shut down.
 
-    python -m edgebench.lab [--ip 127.0.0.1] [--port 8888]
+    python -m edgebench.drivers.lab [--ip 127.0.0.1] [--port 8888]
 
 The default address is loopback: on a remote device, tunnel to it (docs/manual.md, "JupyterLab and coursework")."""
 

@@ -50,6 +50,10 @@ part of what it measures, the same for every runtime.
 
 A read that fails during a run makes that run's energy missing with the reason, never zero; so
 does a counter that goes backwards where no wrap is possible.
+
+One module, over 400 lines: the power meters (powercap, hwmon, a command) share the sampler, the
+arithmetic and the rows; each meter is a class of about 50 lines, and apart they would import each
+other's base.
 """
 
 from __future__ import annotations
@@ -62,8 +66,10 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from edgebench.errors import ConfigError
-from edgebench.sensors import Periodic, SensorReadError, failure as _failed, message as _message, run_read
 from edgebench.targets import CommandResult, Target
+from edgebench.tools.sensors import Periodic, SensorReadError, run_read
+from edgebench.tools.sensors import failure as _failed
+from edgebench.tools.sensors import message as _message
 
 DEFAULT_ROOT = "/sys"
 READ_TIMEOUT_S = 10.0

@@ -1,8 +1,8 @@
 """`make figures` / `make replot`: run every experiment notebook headless through papermill,
 then print a short summary of what each produced.
 
-    python -m edgebench.figures [--replot] [--profile quick] [--target pi@raspberrypi] ...
-    python -m edgebench.figures --only io_bound --set memory_levels=48m,32m --set protocols=fair
+    python -m edgebench.drivers.figures [--replot] [--profile quick] [--target pi@raspberrypi] ...
+    python -m edgebench.drivers.figures --only io_bound --set memory_levels=48m,32m --set protocols=fair
 
 `--set name=value` (`make figures SET='name=value ...'`) sets any parameter of the notebooks'
 `parameters` cells, as editing the cell would, in each selected notebook that declares it.
@@ -25,11 +25,12 @@ import sys
 import time
 from pathlib import Path
 
-from edgebench import fleet, plan, provision
+from edgebench.drivers import fleet, plan
+from edgebench.drivers.lab import KERNEL_NAME, ensure_kernel
 from edgebench.errors import ConfigError
 from edgebench.experiments import NOTEBOOKS_DIR, experiment_of, for_notebook
-from edgebench.lab import KERNEL_NAME, ensure_kernel
 from edgebench.paths import FIGURES_DIR, PROJECT_ROOT
+from edgebench.provisioning import provision
 from edgebench.results import close_unfinished, find_run, load_meta, load_results, utc_now
 from edgebench.signals import Stopper
 from edgebench.targets import connect
@@ -186,7 +187,7 @@ def summary(experiments: list[str], since: dict[str, str] | None = None, target:
 
 
 def planned(todo: list[Path], per_notebook: dict[Path, dict], params: dict) -> dict[Path, "plan.NotebookPlan"]:
-    """Print what will run and for about how long (edgebench.plan); an estimate that cannot be
+    """Print what will run and for about how long (edgebench.drivers.plan); an estimate that cannot be
     made is said and the run goes on without one."""
     target = params.get("target") or "local"
     try:
@@ -215,7 +216,7 @@ def main(argv=None) -> int:
     ap.add_argument("--only", help="run only notebooks whose name contains this (comma-separated: any of these)")
     ap.add_argument("--quiet", action="store_true", help="do not stream notebook output")
     ap.add_argument("--provision", action="store_true", help="provision the target(s) first, as `make figures` does")
-    ap.add_argument("--fleet", help="a fleet file (YAML) naming several devices; see edgebench.fleet")
+    ap.add_argument("--fleet", help="a fleet file (YAML) naming several devices; see edgebench.drivers.fleet")
     ap.add_argument("--plan-only", action="store_true", help="print the run plan and its estimate, measure nothing")
     ap.add_argument("--set", action="append", metavar="NAME=VALUE",
                     help="set a parameter of every selected notebook that declares it (repeatable)")

@@ -10,7 +10,7 @@ import json
 import re
 
 from edgebench.errors import EdgebenchError
-from edgebench.sysbench import SEP
+from edgebench.tools.sysbench import SEP
 
 OPERATIONS = ("write", "rewrite", "read", "reread")
 

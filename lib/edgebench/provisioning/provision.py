@@ -1,6 +1,6 @@
 """Prepare a target for every edgebench experiment: `make provision [TARGET=local|user@host]`.
 
-    python -m edgebench.provision --target pi@raspberrypi [--check]
+    python -m edgebench.provisioning.provision --target pi@raspberrypi [--check]
 
 Idempotent. Through the target's package manager (apt-get on Debian, Ubuntu and Raspberry Pi
 OS; anything else gets the list of packages to install by hand), it installs only what is
@@ -11,10 +11,13 @@ Docker daemon, LXD and its base image, ops where its installer answers). It ends
 per runtime and per tool: ok, or missing and why.
 
 What to install and start is not written here: every runtime in the registry declares its
-needs, and the experiments' tools are declared in `edgebench.parts`; `edgebench.apt` turns them
+needs, and the experiments' tools are declared in `edgebench.provisioning.parts`; `edgebench.provisioning.apt` turns them
 into the plan. Every command goes through `Target.run`, so an SSH target is provisioned exactly
 like this machine. Needs root there, or passwordless sudo (`sudo -n true`); otherwise it stops
 before changing anything. `--check` changes nothing: it prints the table and what would be done.
+
+One module, over 400 lines: the table a user reads (Row, Report) and the steps that fill it
+(Provisioner) are one story; what each part needs is in parts.py, how apt installs in apt.py.
 """
 
 from __future__ import annotations
@@ -26,11 +29,11 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
-from edgebench.apt import (Plan, UnsupportedTarget, install_argv, make_plan, os_family, packages_for, parse_apt_policy,
-                           parse_dpkg_query, unsupported_message, update_argv)
 from edgebench.errors import EdgebenchError
-from edgebench.needs import PATH_EXTRA, Preparation, VersionState, tail, version_states
-from edgebench.parts import TOOL_NEEDS, runtime_needs, survey_commands, table_versions
+from edgebench.provisioning.apt import (Plan, UnsupportedTarget, install_argv, make_plan, os_family, packages_for,
+                                        parse_apt_policy, parse_dpkg_query, unsupported_message, update_argv)
+from edgebench.provisioning.needs import PATH_EXTRA, Preparation, VersionState, tail, version_states
+from edgebench.provisioning.parts import TOOL_NEEDS, runtime_needs, survey_commands, table_versions
 from edgebench.runtimes import RUNTIMES
 from edgebench.targets import Target, connect
 

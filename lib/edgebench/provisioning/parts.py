@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import weakref
 
-from edgebench import iozone, npb
-from edgebench.load import Oha
-from edgebench.needs import Need, TargetNeeds, Version, version_states
+from edgebench.provisioning.needs import Need, TargetNeeds, Version, version_states
 from edgebench.runtimes import RUNTIMES
 from edgebench.targets import Target
+from edgebench.tools import iozone, npb
+from edgebench.tools.open_loop import Oha
 
 
 def _tool(purpose: str, package: str, command: str, version_argv: tuple[str, ...], any_exit: bool = False,
@@ -29,7 +29,7 @@ NPB_VERSION_CHECK = ("sh", "-c", 'd="${EDGEBENCH_NPB_DIR:-$HOME/.cache/edgebench
                                  'cat "$d/VERSION" 2>/dev/null || echo "NPB3.4-OMP binaries in $d"')
 
 # IOZone's row: the version of whichever iozone a run would use, the target's or the one
-# provisioning unpacked into the workspace (edgebench.iozone.unpacked).
+# provisioning unpacked into the workspace (edgebench.tools.iozone.unpacked).
 IOZONE_VERSION_CHECK = ("sh", "-c", 'x=$(command -v iozone || echo "$HOME/.cache/edgebench/iozone/root/usr/bin/iozone"); '
                                     '"$x" -v 2>/dev/null | sed -n "s/.*Version \\$Revision: *\\([0-9.]*\\).*/iozone \\1/p" '
                                     '| grep . || { echo "no iozone"; exit 1; }')
@@ -56,7 +56,7 @@ TOOL_NEEDS: tuple[TargetNeeds, ...] = (
     # Container overhead (paper 003): fio for the disk, ab for HTTP, a C compiler for STREAM
     # (apps/stream is compiled on the target), stress-ng to cross-check STREAM's rates.
     _tool("disk benchmark (fio)", "fio", "fio", ("fio", "--version")),
-    # The published disk runs: IOZone, from Debian's non-free without enabling it (edgebench.iozone).
+    # The published disk runs: IOZone, from Debian's non-free without enabling it (edgebench.tools.iozone).
     TargetNeeds("disk benchmark, published (IOZone)", versions=(Version("iozone", IOZONE_VERSION_CHECK),),
                 by_hand=("iozone3 (Debian non-free, Ubuntu multiverse; make provision fetches it)",),
                 prepare=iozone.install),

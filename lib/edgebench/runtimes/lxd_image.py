@@ -25,8 +25,8 @@ import urllib.parse
 from dataclasses import dataclass, field
 
 from edgebench.errors import ConfigError, EdgebenchError
-from edgebench.needs import Need, Preparation, TargetNeeds, Version, tail
 from edgebench.paths import TOOLS_DIR
+from edgebench.provisioning.needs import Need, Preparation, TargetNeeds, Version, tail
 from edgebench.targets import Target, connect
 
 CACHE_ENV, MIRROR_ENV, SUITE_ENV = "EDGEBENCH_LXD_CACHE", "EDGEBENCH_LXD_MIRROR", "EDGEBENCH_LXD_SUITE"
@@ -190,7 +190,7 @@ def ensure_image(target: Target, *, mirror: str | None = None, suite: str | None
                              "cached", cache_dir, recipe], check=False).ok
     if not have_cache and not target.is_root:
         raise ConfigError(f"building the LXD base image (debootstrap) needs root on {target.name}; "
-                          "connect as root once, or run tools/lxd/setup.sh and edgebench.lxd_image there")
+                          "connect as root once, or run tools/lxd/setup.sh and edgebench.runtimes.lxd_image there")
     r = target.run([script, cache_dir, suite, mirror, recipe], timeout=BUILD_TIMEOUT_S, check=False)
     if r.exit_code is None:  # the timeout: the message said nothing after its colon
         raise EdgebenchError(f"building the LXD base image on {target.name} (debootstrap {suite} from {mirror}) "
@@ -234,7 +234,7 @@ def _delete_if_ours_and_unaliased(target: Target, fingerprint: str) -> None:
         target.run(["lxc", "image", "delete", fingerprint], check=False)
 
 
-def main() -> None:  # python -m edgebench.lxd_image [TARGET]: build/import ahead of a run
+def main() -> None:  # python -m edgebench.runtimes.lxd_image [TARGET]: build/import ahead of a run
     import sys
     with connect(sys.argv[1] if len(sys.argv) > 1 else "local") as target:
         image = ensure_image(target)

@@ -8,7 +8,7 @@ were (as linux-vm's guest kit is fetched)."""
 from __future__ import annotations
 
 from edgebench.errors import MissingTool
-from edgebench.lxd_image import target_release
+from edgebench.runtimes.lxd_image import target_release
 from edgebench.targets import Target
 
 PACKAGE = "iozone3"

@@ -3,7 +3,7 @@ what runs it (`Need`), a version to record (`Version`), a part's needs (`TargetN
 part's own installer is handed (`Preparation`); and how a target is asked for versions.
 
 A runtime declares its own (`Runtime.target_needs(arch)`); the experiments' tools are declared in
-edgebench.parts, which gathers every part. Nothing here imports a runtime or a tool.
+edgebench.provisioning.parts, which gathers every part. Nothing here imports a runtime or a tool.
 """
 
 from __future__ import annotations

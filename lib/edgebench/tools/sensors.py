@@ -1,5 +1,5 @@
-"""What every reader of a device's sensors shares (edgebench.energy's power meters,
-edgebench.health's sampler): a read is one command on the Target, a failure becomes a sentence
+"""What every reader of a device's sensors shares (edgebench.tools.energy's power meters,
+edgebench.tools.health's sampler): a read is one command on the Target, a failure becomes a sentence
 naming the host, the file or command and why, and periodic reads run on a daemon thread that is
 stopped on the way out, whatever ends the run."""
 

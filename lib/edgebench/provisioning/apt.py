@@ -1,7 +1,7 @@
 """The package side of provisioning, as data and pure functions: which Debian-family packages a
-target needs (from every runtime's and tool's declared needs, `edgebench.parts`), named for its
+target needs (from every runtime's and tool's declared needs, `edgebench.provisioning.parts`), named for its
 distribution and architecture; what is present, missing or not available (`make_plan`); and the
-apt-get command lines. `edgebench.provision` runs the plan on a target."""
+apt-get command lines. `edgebench.provisioning.provision` runs the plan on a target."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import re
 from dataclasses import dataclass, field, replace
 
 from edgebench.errors import EdgebenchError
-from edgebench.needs import Need, TargetNeeds
-from edgebench.parts import all_needs
+from edgebench.provisioning.needs import Need, TargetNeeds
+from edgebench.provisioning.parts import all_needs
 
 FAMILIES = ("debian", "ubuntu", "raspbian")  # apt-based; raspbian = 32-bit Raspberry Pi OS
 

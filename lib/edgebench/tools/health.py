@@ -19,7 +19,7 @@ A sensor the device does not have is missing with the reason (`Probe.missing`, i
 under notes.health), never written as zero: "no /sys/class/thermal on ...", "no
 /sys/devices/system/cpu/cpu0/cpufreq (a VM without frequency scaling)", "vcgencmd: not a
 Raspberry Pi". `sysfs`, `procfs` and `vcgencmd` point the reads elsewhere (the tests build a
-tree under a temporary directory), as edgebench.energy's `root` does.
+tree under a temporary directory), as edgebench.tools.energy's `root` does.
 
 Throttled (per sample), from explicit signals only:
   - vcgencmd: bit 1 (arm frequency capped), 2 (currently throttled) or 3 (soft temperature
@@ -68,6 +68,10 @@ Samples go to data/<experiment>/<run_id>/health.csv, long format (one row per sa
 sensor), appended and flushed per sample, so an interrupted run keeps them. Reading costs the
 device a shell (and over SSH a session) every `interval_s` and a 0.3 s pause per point: part of
 what every runtime's measurement sees, the same for all of them.
+
+One module, over 400 lines: the probe of what a device has, the sampling scripts, their parsers, the
+rule that marks a row and the monitor thread share one data model (Probe, Sample); its sections
+follow that order.
 """
 
 from __future__ import annotations
@@ -85,8 +89,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from edgebench.errors import ConfigError
-from edgebench.sensors import Periodic, SensorReadError, failure, message, run_read
 from edgebench.targets import Target
+from edgebench.tools.sensors import Periodic, SensorReadError, failure, message, run_read
 
 DEFAULT_SYSFS = "/sys"
 DEFAULT_PROCFS = "/proc"

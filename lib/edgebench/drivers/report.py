@@ -7,7 +7,7 @@ index lists every experiment of the registry: its pages, or "no data yet" with t
 makes some. Everything is relative and self-contained (figures embedded, no scripts, no CDN), so
 the site opens from the file system, copied anywhere along with data/.
 
-    python -m edgebench.report [--figures DIR] [--data DIR] [--out DIR]
+    python -m edgebench.drivers.report [--figures DIR] [--data DIR] [--out DIR]
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from edgebench.papers import papers_of
 from edgebench.paths import DATA_DIR, FIGURES_DIR
 
 REPORT_DIR_NAME = "report"
-DEVICES_DIR_NAME = "devices"  # as edgebench.fleet writes them
+DEVICES_DIR_NAME = "devices"  # as edgebench.drivers.fleet writes them
 THIS_MACHINE = "this machine"
 
 _CSS = """

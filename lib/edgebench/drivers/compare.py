@@ -11,9 +11,12 @@ value for gives NaN, never a made-up 1.0.
 
 `collect()` does all of it for the notebook (notebooks/compare.ipynb). `make compare`, which is
 
-    python -m edgebench.compare [--experiments io_bound,iomt] [--targets pi1,pi2] [--runs latest|all|IDS]
+    python -m edgebench.drivers.compare [--experiments io_bound,iomt] [--targets pi1,pi2] [--runs latest|all|IDS]
 
 runs that notebook headless into figures/compare/compare.ipynb, with its figure beside it.
+
+One module, over 400 lines: the pipeline above (runs, ratios, the papers' rules, the notebook's
+Comparison) is read top to bottom in that order by whoever checks a ratio; its sections are marked.
 """
 
 from __future__ import annotations
@@ -30,10 +33,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from edgebench import sanity
+from edgebench.drivers.figures import FIGURES_DIR, experiment_of, run_notebook
 from edgebench.errors import ConfigError
 from edgebench.experiments import EXPERIMENTS, NOTEBOOKS_DIR
-from edgebench.figures import FIGURES_DIR, experiment_of, run_notebook
 from edgebench.paths import DATA_DIR
 from edgebench.plotting.style import base_runtime
 from edgebench.plotting.tables import NoData, mark_emulated
@@ -41,6 +43,7 @@ from edgebench.reference import load_reference
 from edgebench.results import load_results
 from edgebench.runtimes import check_runtime_names
 from edgebench.signals import Stopper
+from edgebench.tools import sanity
 
 NOTEBOOK = NOTEBOOKS_DIR / "compare.ipynb"
 BASELINE = "native"
@@ -401,7 +404,7 @@ def ratios_to_native(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def ruled_out(ratios: pd.DataFrame) -> pd.DataFrame:
-    """Ratios physics rules out (edgebench.sanity: a container far ahead of native on compute
+    """Ratios physics rules out (edgebench.tools.sanity: a container far ahead of native on compute
     work, same kernel) are blanked, with the reason in `why`, instead of passed on as findings."""
     if ratios.empty or "benchmark" not in ratios.columns:
         return ratios
@@ -672,7 +675,7 @@ def collect(experiments="all", targets="all", runs="latest", runtimes="all", pro
     with_ratio = set(ratios.loc[ratios["ratio"].notna(), "experiment"])
     for exp in selected["experiment"].unique():
         if headline_only and exp not in HEADLINE_METRICS:
-            notes.append(f"**{exp}**: no headline metric named for it (edgebench.compare.HEADLINE_METRICS); "
+            notes.append(f"**{exp}**: no headline metric named for it (edgebench.drivers.compare.HEADLINE_METRICS); "
                          "`metrics = \"all\"` shows every metric it records")
         elif exp not in set(ratios["experiment"]):
             notes.append(f"**{exp}**: no runtime besides native has a value for "
@@ -696,7 +699,7 @@ def collect(experiments="all", targets="all", runs="latest", runtimes="all", pro
 # -- make compare ------------------------------------------------------------------------
 
 def main(argv=None) -> int:
-    """Run notebooks/compare.ipynb headless into figures/compare/ (edgebench.figures' runner)."""
+    """Run notebooks/compare.ipynb headless into figures/compare/ (edgebench.drivers.figures' runner)."""
 
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--experiments", default="all", help="'all' or e.g. time_to_ready,io_bound")
@@ -712,7 +715,7 @@ def main(argv=None) -> int:
         if index.empty:
             raise NoData(f"no runs under {DATA_DIR}: measure first (`make figures`), then compare")
         if select_runs(index, args.experiments, args.targets, args.runs, args.profile).empty:
-            raise NoData("no completed run matches that selection (see `python -m edgebench.compare --help`)")
+            raise NoData("no completed run matches that selection (see `python -m edgebench.drivers.compare --help`)")
     except (ConfigError, NoData) as e:
         print(f"make compare: {e}", file=sys.stderr)
         return 2

@@ -31,7 +31,7 @@ from pathlib import Path
 from edgebench.errors import ConfigError, EdgebenchError
 from edgebench.paths import FIGURES_DIR
 from edgebench.signals import STOP_SIGNALS, say
-from edgebench.targets import LOCAL_NAMES, LocalTarget, SSHTarget, _FACTS_SCRIPT, parse_facts
+from edgebench.targets import _FACTS_SCRIPT, LOCAL_NAMES, LocalTarget, SSHTarget, parse_facts
 
 # Where a device's executed notebooks and figures go in a fleet run.
 DEVICES_DIR_NAME = "devices"
@@ -152,7 +152,7 @@ def survey(devices: list[Device], connect_timeout_s: float = 10.0) -> dict[str, 
 
 def driver_argv(device: Device, args, passed: tuple[str, ...]) -> list[str]:
     """The one-device `make figures` driver for `device`, with the fleet's other settings."""
-    argv = [sys.executable, "-m", "edgebench.figures", "--target", device.target]
+    argv = [sys.executable, "-m", "edgebench.drivers.figures", "--target", device.target]
     for name in passed:
         value = device.load_generator if name == "load_generator" else getattr(args, name, None)
         if name != "target" and value not in (None, ""):
