@@ -153,8 +153,7 @@ class Params(Limited):
         self.set(reps=check_repetitions(self.repetitions or PROFILES[self.profile]["repetitions"]),
                  app_names=check_apps(self.apps, HTTP_APPS), protocol_names=check_protocols(self.protocols),
                  cache_names=check_caches(self.caches))
-        # Refused here, before connecting; run() clips them to what the target has (resolve_limits).
-        self.limits()  # parsed once; refused here, before connecting
+        self.limits()  # parsed once, refused here before connecting; run() clips them to the target
 
 
 def measure_fair(run: Run, rt: Runtime, artifact, limits: Limits, port: int, row: dict) -> float | None:
