@@ -73,7 +73,6 @@ class Params(Limited):
     def check(self):
         reps = check_repetitions(self.repetitions or check_profile(self.profile)["repetitions"])
         app_names = check_apps(self.apps, HTTP_APPS)
-        # refused here rather than once the target is reached (resolve_limits)
         self.limits()  # parsed once; refused here, before connecting
         # A machine no VM runtime offers is refused once the target's architecture is known (machine_variants).
         machine_names = [m.strip() for m in self.machines.split(",") if m.strip()] or ["default"]

@@ -195,7 +195,6 @@ class Params(Limited):
         images_folder = check_images_dir(self.images_dir) if self.images_dir else None
         reps = check_repetitions(self.repetitions or REPETITIONS[self.profile])
         protocol_names = check_protocols(self.protocols)
-        # Refused here, before anything starts; the run clips them to the target once connected.
         self.limits()  # parsed once; refused here, before connecting
         self.set(reps=reps, protocol_names=protocol_names, images_folder=images_folder)
 

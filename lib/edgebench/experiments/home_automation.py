@@ -137,7 +137,6 @@ class Params(Limited):
     def check(self):
         reps = check_repetitions(self.repetitions or REPETITIONS)
         protocol_names = check_protocols(self.protocols)
-        # Refused here, before anything starts; the run clips them to the target once connected.
         self.limits()  # parsed once; refused here, before connecting
         self.set(reps=reps, protocol_names=protocol_names)
 

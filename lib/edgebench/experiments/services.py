@@ -161,7 +161,6 @@ class Params(Limited):
         if unknown:
             raise ConfigError(f"services {', '.join(unknown)} unknown; choose from {', '.join(SERVICES)}")
         protocol_names = check_protocols(self.protocols)
-        # Refused here, before anything starts; the run clips them to the target once connected.
         self.limits()  # parsed once; refused here, before connecting
         self.set(reps=reps, service_names=names, protocol_names=protocol_names)
 
