@@ -1,0 +1,276 @@
+"""The papers' conclusions as measurable statements, and the one rule per kind of statement that
+turns a run's rows into a verdict with its 95% interval.
+
+data/reference/claims.csv holds one row per conclusion (its README says how they were chosen):
+the runtimes compared (`a`, and `b` unless it is a bound on `a` alone), the rows it is about
+(`experiment`, `metric`, `conditions` as key=value filters) and its kind:
+
+- ratio_range: median(a) / median(b) lies in [low, high] ("13x-18x").
+- direction: a is better than b, `better` saying whether lower or higher values are.
+- within: a within the fraction `high` of b (5% -> 0.05): the ratio lies in [1 - high, 1 + high].
+- below / above: a's median is below `high` / above `low`, in `unit`.
+- failure: a keeps working where b fails (rows ok against rows failed).
+
+The effect is a ratio a/b (or a's median for a bound), paired by repetition where the runtimes
+interleave (rows sharing `rep` and every coordinate), with a 95% bootstrap interval
+(scipy.stats.bootstrap). The verdict compares the interval, not the point, with the claim:
+`holds` when all of it satisfies the claim, `contradicted` when none of it does, `inconclusive`
+when it straddles the claim's edge (with the repetitions that would likely settle it, from the
+observed spread: an interval narrows as 1/sqrt(n)), and `not measurable here` with the reason
+when the rows cannot say (none, all failed, VMs under TCG, an emulated device's clock).
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from edgebench.errors import ConfigError
+from edgebench.paths import REFERENCE_DIR
+
+CLAIMS_FILE = REFERENCE_DIR / "claims.csv"
+KINDS = ("ratio_range", "direction", "within", "below", "above", "failure")
+HOLDS, CONTRADICTED, INCONCLUSIVE, NOT_MEASURABLE = "holds", "contradicted", "inconclusive", "not measurable here"
+# What an emulated device still measures: sizes and counts (not times, rates or energy).
+UNTIMED_UNITS = {"bytes", "MB", "MiB", "count", "faults"}
+CONFIDENCE = 0.95
+RESAMPLES = 2000
+SEED = 35  # the same rows give the same interval
+# Coordinates two runtimes' rows share when they were measured as a pair (the sweep interleaves
+# runtimes within a repetition); whichever of them a run has.
+PAIR_KEYS = ("rep", "app", "protocol", "scenario", "cpus", "memory_mb", "endpoint", "workload", "size", "cache",
+             "service", "machine", "benchmark", "threads", "files")
+
+
+@dataclass(frozen=True)
+class Claim:
+    claim_id: str
+    paper: str
+    where: str
+    quote: str
+    statement: str
+    experiment: str
+    metric: str
+    a: str
+    b: str
+    conditions: dict = field(default_factory=dict)
+    kind: str = "direction"
+    low: float | None = None
+    high: float | None = None
+    better: str = ""
+    unit: str = ""
+
+
+@dataclass(frozen=True)
+class Verdict:
+    claim_id: str
+    paper: str
+    verdict: str
+    effect: float | None = None
+    ci_low: float | None = None
+    ci_high: float | None = None
+    n: int = 0
+    reason: str = ""
+    repetitions_to_settle: int | None = None
+
+
+def _number(text: str) -> float | None:
+    text = (text or "").strip()
+    return float(text) if text else None
+
+
+def parse_conditions(text: str) -> dict[str, str]:
+    """'app=go-http;memory_mb=64' -> {'app': 'go-http', 'memory_mb': '64'}."""
+    out = {}
+    for part in (text or "").split(";"):
+        if not part.strip():
+            continue
+        key, eq, value = part.partition("=")
+        if not eq:
+            raise ConfigError(f"condition {part!r}: write key=value")
+        out[key.strip()] = value.strip()
+    return out
+
+
+def load_claims(path: Path = CLAIMS_FILE) -> list[Claim]:
+    with open(path, newline="") as f:
+        rows = list(csv.DictReader(f))
+    claims = []
+    for r in rows:
+        kind = r["kind"].strip()
+        if kind not in KINDS:
+            raise ConfigError(f"{path.name} {r['claim_id']}: kind {kind!r} unknown; use one of {', '.join(KINDS)}")
+        claims.append(Claim(r["claim_id"], r["paper"], r["where"], r["quote"], r["statement"], r["experiment"],
+                            r["metric"], r["a"].strip(), r["b"].strip(), parse_conditions(r["conditions"]), kind,
+                            _number(r["low"]), _number(r["high"]), r["better"].strip(), r["unit"].strip()))
+    return claims
+
+
+# -- the rows a claim is about ---------------------------------------------------------------
+
+def matching(df: pd.DataFrame, claim: Claim, runtime: str) -> pd.DataFrame:
+    """The claim's rows of one runtime (every status): its metric under its conditions."""
+    rows = df[(df["metric"] == claim.metric) & (df["runtime"] == runtime)]
+    for key, value in claim.conditions.items():
+        if key not in rows.columns:
+            return rows.iloc[0:0]
+        column = rows[key]
+        numeric = pd.to_numeric(column, errors="coerce")
+        try:
+            wanted = float(value)
+            rows = rows[numeric == wanted]
+        except ValueError:
+            rows = rows[column.astype(str) == value]
+    return rows
+
+
+def _why_missing(rows: pd.DataFrame, runtime: str) -> str:
+    if rows.empty:
+        return f"no {runtime} rows for it in this run"
+    errors = rows.loc[rows["status"] != "ok", "error"].dropna()
+    common = errors.value_counts().index[0] if not errors.empty else "no ok row"
+    return f"every {runtime} row failed ({common})"
+
+
+def _emulated(rows: pd.DataFrame) -> str:
+    """Why these rows time nothing real, or ''."""
+    if "accelerator" in rows.columns and (rows["accelerator"].astype(str) == "tcg").any():
+        return "its VM ran under TCG (software emulation): its times measure the emulator"
+    return ""
+
+
+# -- the effect and its interval -----------------------------------------------------------------
+
+def _interval(samples: tuple[np.ndarray, ...], statistic, paired: bool) -> tuple[float, float]:
+    if any(len(s) < 2 for s in samples):
+        return math.nan, math.nan
+    if all(np.all(s == s[0]) for s in samples):  # no spread: the interval is the point
+        value = statistic(*samples)
+        return value, value
+    result = stats.bootstrap(samples, statistic, paired=paired, vectorized=False, n_resamples=RESAMPLES,
+                             confidence_level=CONFIDENCE, method="percentile", random_state=SEED)
+    return float(result.confidence_interval.low), float(result.confidence_interval.high)
+
+
+def paired_ratios(a: pd.DataFrame, b: pd.DataFrame) -> np.ndarray | None:
+    """a/b per pair of rows that share a repetition and every coordinate; None if they do not pair."""
+    keys = [k for k in PAIR_KEYS if k in a.columns and k in b.columns]
+    if "rep" not in keys:
+        return None
+    joined = a[keys + ["value"]].merge(b[keys + ["value"]], on=keys, suffixes=("_a", "_b"))
+    joined = joined[joined["value_b"] != 0]
+    if len(joined) < 2 or len(joined) < min(len(a), len(b)) / 2:
+        return None
+    return (joined["value_a"] / joined["value_b"]).to_numpy(float)
+
+
+def ratio_effect(a: pd.DataFrame, b: pd.DataFrame) -> tuple[float, float, float, int, bool]:
+    """(effect, low, high, n, paired): the median of paired ratios a/b, else median(a)/median(b)."""
+    ratios = paired_ratios(a, b)
+    if ratios is not None:
+        effect = float(np.median(ratios))
+        low, high = _interval((ratios,), np.median, paired=False)
+        return effect, low, high, len(ratios), True
+    va, vb = a["value"].to_numpy(float), b["value"].to_numpy(float)
+    effect = float(np.median(va) / np.median(vb))
+    low, high = _interval((va, vb), lambda x, y: np.median(x) / np.median(y), paired=False)
+    return effect, low, high, min(len(va), len(vb)), False
+
+
+def median_effect(a: pd.DataFrame) -> tuple[float, float, float, int]:
+    va = a["value"].to_numpy(float)
+    low, high = _interval((va,), np.median, paired=False)
+    return float(np.median(va)), low, high, len(va)
+
+
+# -- the rule of each kind -----------------------------------------------------------------------
+
+def band(claim: Claim) -> tuple[float, float]:
+    """The values of the effect that satisfy the claim, as [low, high] (inf where open)."""
+    if claim.kind == "ratio_range":
+        return claim.low, claim.high
+    if claim.kind == "within":
+        return 1 - claim.high, 1 + claim.high
+    if claim.kind == "direction":
+        return (0.0, 1.0) if claim.better == "lower" else (1.0, math.inf)
+    if claim.kind == "below":
+        return -math.inf, claim.high
+    if claim.kind == "above":
+        return claim.low, math.inf
+    raise ConfigError(f"{claim.claim_id}: no band for kind {claim.kind}")
+
+
+def decide(low: float, high: float, effect: float, n: int, satisfying: tuple[float, float]) -> tuple[str, int | None]:
+    """holds / contradicted / inconclusive from the interval against the band that satisfies the
+    claim, and for inconclusive the repetitions that would likely settle it (None: it sits on the edge)."""
+    lo_ok, hi_ok = satisfying
+    if lo_ok <= low and high <= hi_ok:
+        return HOLDS, None
+    if high < lo_ok or low > hi_ok:
+        return CONTRADICTED, None
+    edges = [e for e in (lo_ok, hi_ok) if math.isfinite(e)]
+    distance = min(abs(effect - e) for e in edges)
+    half = (high - low) / 2
+    if distance == 0 or half == 0:
+        return INCONCLUSIVE, None
+    return INCONCLUSIVE, max(n + 1, math.ceil(n * (half / distance) ** 2))
+
+
+def judge(claim: Claim, df: pd.DataFrame | None, emulated_device: str = "") -> Verdict:
+    """The verdict on one claim from one run's rows (None: the experiment has no run)."""
+    base = dict(claim_id=claim.claim_id, paper=claim.paper)
+    if not claim.experiment or not claim.metric:
+        return Verdict(**base, verdict=NOT_MEASURABLE, reason="no edgebench experiment measures it")
+    if df is None:
+        return Verdict(**base, verdict=NOT_MEASURABLE, reason=f"no run of {claim.experiment} yet")
+    a_all = matching(df, claim, claim.a)
+    b_all = matching(df, claim, claim.b) if claim.b else None
+    if claim.kind == "failure":
+        return _judge_failure(claim, a_all, b_all, base)
+    a = a_all[a_all["status"] == "ok"]
+    b = b_all[b_all["status"] == "ok"] if b_all is not None else None
+    for rows, every, name in ((a, a_all, claim.a), (b, b_all, claim.b)):
+        if rows is not None and rows.empty:
+            return Verdict(**base, verdict=NOT_MEASURABLE, reason=_why_missing(every, name))
+    rows = pd.concat([a, b]) if b is not None else a
+    emulated = _emulated(rows)
+    if emulated_device and not set(rows["unit"].astype(str)) <= UNTIMED_UNITS:
+        emulated = f"measured on an {emulated_device}: its times and rates are the emulator's"
+    if emulated:
+        return Verdict(**base, verdict=NOT_MEASURABLE, reason=emulated)
+    if b is not None:
+        effect, low, high, n, paired = ratio_effect(a, b)
+        how = f"{'paired' if paired else 'unpaired'} ratio {claim.a}/{claim.b}"
+    else:
+        effect, low, high, n = median_effect(a)
+        how = f"median of {claim.a}"
+    if math.isnan(low):
+        return Verdict(**base, verdict=INCONCLUSIVE, effect=effect, n=n,
+                       reason=f"{how} from n={n}: no interval without repetitions", repetitions_to_settle=3)
+    verdict, settle = decide(low, high, effect, n, band(claim))
+    return Verdict(**base, verdict=verdict, effect=effect, ci_low=low, ci_high=high, n=n, reason=how,
+                   repetitions_to_settle=settle)
+
+
+def _judge_failure(claim: Claim, a: pd.DataFrame, b: pd.DataFrame | None, base: dict) -> Verdict:
+    if a.empty or b is None or b.empty:
+        missing = claim.a if a.empty else claim.b
+        return Verdict(**base, verdict=NOT_MEASURABLE, reason=f"no {missing} rows for it in this run")
+    a_ok, b_failed = (a["status"] == "ok").mean(), (b["status"] != "ok").mean()
+    n = min(len(a), len(b))
+    said = f"{claim.a} ok in {a_ok:.0%} of {len(a)}, {claim.b} failed in {b_failed:.0%} of {len(b)}"
+    if a_ok == 1 and b_failed == 1:
+        return Verdict(**base, verdict=HOLDS, effect=a_ok - (1 - b_failed), n=n, reason=said)
+    if a_ok == 0 or b_failed == 0:
+        return Verdict(**base, verdict=CONTRADICTED, effect=a_ok - (1 - b_failed), n=n, reason=said)
+    return Verdict(**base, verdict=INCONCLUSIVE, effect=a_ok - (1 - b_failed), n=n, reason=said)
+
+
+__all__ = ["Claim", "Verdict", "load_claims", "judge", "decide", "band", "ratio_effect", "paired_ratios",
+           "matching", "parse_conditions", "KINDS", "HOLDS", "CONTRADICTED", "INCONCLUSIVE", "NOT_MEASURABLE"]

@@ -1,0 +1,101 @@
+"""The rule of each kind of claim, on rows made for it: holds, contradicted, inconclusive (with
+the repetitions that would settle it) and not measurable here, each from the interval."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from edgebench.claims import (CONTRADICTED, HOLDS, INCONCLUSIVE, NOT_MEASURABLE, Claim, decide, judge, load_claims,
+                              parse_conditions)
+from edgebench.errors import ConfigError
+
+
+def rows(runtime: str, values, metric="time_to_ready", unit="ms", status="ok", **coords) -> pd.DataFrame:
+    return pd.DataFrame({"metric": metric, "runtime": runtime, "value": list(values), "unit": unit, "status": status,
+                         "error": None if status == "ok" else "OOM-killed", "rep": range(1, len(values) + 1),
+                         "app": "go-http", **coords})
+
+
+def claim(kind: str, a="docker", b="nanos", **fields) -> Claim:
+    return Claim("P000-99", "000", "Fig. 3", "quote", "statement", "time_to_ready", "time_to_ready", a, b,
+                 kind=kind, **fields)
+
+
+RNG = np.random.default_rng(1)
+
+
+def test_a_ratio_range_holds_is_contradicted_or_asks_for_more_repetitions():
+    nanos = rows("nanos", 100 + RNG.normal(0, 1, 10))
+    tight = pd.concat([rows("docker", 1500 + RNG.normal(0, 10, 10)), nanos])
+    v = judge(claim("ratio_range", low=13, high=18), tight)
+    assert v.verdict == HOLDS and 14 < v.effect < 16 and 13 <= v.ci_low <= v.ci_high <= 18 and v.n == 10
+    assert "paired" in v.reason  # the same reps: measured as pairs
+    slow = pd.concat([rows("docker", 500 + RNG.normal(0, 5, 10)), nanos])
+    assert judge(claim("ratio_range", low=13, high=18), slow).verdict == CONTRADICTED
+    wide = pd.concat([rows("docker", [900, 1500, 1300, 1700, 1100, 1250]), rows("nanos", [100] * 6)])
+    v = judge(claim("ratio_range", low=13, high=18), wide)
+    assert v.verdict == INCONCLUSIVE and v.ci_low < 13 < v.ci_high and v.repetitions_to_settle > 6
+
+
+def test_direction_within_and_bounds():
+    native, docker = rows("native", 10 + RNG.normal(0, 0.1, 8)), rows("docker", 10.3 + RNG.normal(0, 0.1, 8))
+    both = pd.concat([native, docker])
+    assert judge(claim("direction", a="native", b="docker", better="lower"), both).verdict == HOLDS
+    assert judge(claim("direction", a="native", b="docker", better="higher"), both).verdict == CONTRADICTED
+    assert judge(claim("within", a="docker", b="native", high=0.05), both).verdict == HOLDS
+    assert judge(claim("within", a="docker", b="native", high=0.001), both).verdict == CONTRADICTED
+    assert judge(claim("below", a="native", b="", high=12), both).verdict == HOLDS
+    assert judge(claim("above", a="native", b="", low=12), both).verdict == CONTRADICTED
+
+
+def test_conditions_choose_the_rows_and_unpaired_rows_still_compare():
+    df = pd.concat([rows("native", [10, 11, 12], memory_mb=64), rows("native", [50, 51, 52], memory_mb=512),
+                    rows("docker", [20, 21, 22], memory_mb=64).assign(rep=[7, 8, 9])])
+    c = claim("direction", a="native", b="docker", better="lower", conditions=parse_conditions("memory_mb=64"))
+    v = judge(c, df)
+    assert v.verdict == HOLDS and v.effect == pytest.approx(11 / 21) and "unpaired" in v.reason
+
+
+def test_failure_pattern():
+    df = pd.concat([rows("nanos", [1, 1, 1], metric="requests_per_second", unit="req/s"),
+                    rows("docker", [np.nan] * 3, metric="requests_per_second", unit="req/s", status="failed")])
+    c = Claim("P002-9", "002", "", "", "", "io_bound", "requests_per_second", "nanos", "docker", kind="failure")
+    assert judge(c, df).verdict == HOLDS
+    mixed = df.copy()
+    mixed.loc[mixed.index[-1], "status"] = "ok"
+    assert judge(c, mixed).verdict == INCONCLUSIVE
+
+
+def test_what_cannot_be_measured_says_why():
+    c = claim("ratio_range", low=13, high=18)
+    assert judge(c, None).reason == "no run of time_to_ready yet"
+    failed = pd.concat([rows("docker", [1, 2, 3]), rows("nanos", [np.nan] * 3, status="failed")])
+    v = judge(c, failed)
+    assert v.verdict == NOT_MEASURABLE and v.reason == "every nanos row failed (OOM-killed)"
+    tcg = pd.concat([rows("docker", [1500] * 3), rows("nanos", [100] * 3, accelerator="tcg")])
+    assert "TCG" in judge(c, tcg).reason
+    ok = pd.concat([rows("docker", [1500, 1510, 1490]), rows("nanos", [100, 101, 99])])
+    assert "emulated device" in judge(c, ok, emulated_device="emulated device (aarch64)").reason
+    sizes = claim("direction", better="lower")
+    sized = pd.concat([rows("docker", [9, 9, 9], unit="bytes"), rows("nanos", [5, 5, 5], unit="bytes")])
+    assert judge(sizes, sized, emulated_device="emulated device (aarch64)").verdict == CONTRADICTED
+
+
+def test_the_repetitions_that_would_settle_an_interval_grow_as_its_square():
+    # Half-width 2 around 14 against the edge at 13: four times the repetitions halve it to 1.
+    assert decide(12, 16, 14, 5, (13, 18)) == (INCONCLUSIVE, 20)
+    assert decide(13.5, 17, 15, 5, (13, 18)) == (HOLDS, None)
+
+
+def test_the_catalogue_parses(tmp_path):
+    path = tmp_path / "claims.csv"
+    header = "claim_id,paper,where,quote,statement,experiment,metric,a,b,conditions,kind,low,high,better,unit\n"
+    path.write_text(header + 'P000-01,000,Fig. 3,"q","s",time_to_ready,time_to_ready,docker,nanos,'
+                    '"app=go-http;protocol=fair",ratio_range,13,18,,\n')
+    (c,) = load_claims(path)
+    assert c.conditions == {"app": "go-http", "protocol": "fair"} and (c.low, c.high) == (13, 18)
+    path.write_text(header + "P000-02,000,,,,x,y,a,b,,guess,,,,\n")
+    with pytest.raises(ConfigError, match="kind 'guess' unknown"):
+        load_claims(path)
