@@ -36,7 +36,7 @@ FIGURE_ARGS = --profile '$(PROFILE)' --target '$(TARGET)' --runtimes '$(RUNTIMES
 	$(foreach s,$(SET),--set '$(s)') \
 	$(if $(filter no,$(PROVISION)),,--provision)
 
-.PHONY: help setup provision figures plan replot compare report lab test test-fast bench device device-stop clean
+.PHONY: help setup provision figures plan replot compare verdicts report lab test test-fast bench device device-stop clean
 
 help: ## Show this help
 	@echo "edgebench: make <goal> [PROFILE=quick|standard] [TARGET=local|user@host|device|a,b] [FLEET=file.yml] [RUNTIMES=auto|native,docker] [APPS=all|go-http] [REPS=N] [ONLY=name] [SET='param=value ...'] [PROVISION=yes|no]"
@@ -68,6 +68,9 @@ compare: setup ## Runs side by side (devices, dates, versions) as ratios to each
 		$(if $(filter command line environment,$(origin TARGET)),--targets '$(TARGET)') \
 		$(if $(filter command line environment,$(origin RUNTIMES)),--runtimes '$(RUNTIMES)') \
 		$(if $(filter command line environment,$(origin PROFILE)),--profile '$(PROFILE)'))
+
+verdicts: setup ## Every claim of the papers (data/reference/claims.csv) judged on TARGET's latest runs, with 95% intervals: figures/verdicts/
+	$(PY) -m edgebench.drivers.verdicts --target '$(TARGET)'
 
 report: setup ## Static HTML site of every experiment with data, from the file system: figures/report/index.html
 	$(PY) -m edgebench.drivers.report

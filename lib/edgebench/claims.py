@@ -99,6 +99,8 @@ def parse_conditions(text: str) -> dict[str, str]:
 
 
 def load_claims(path: Path = CLAIMS_FILE) -> list[Claim]:
+    if not Path(path).exists():
+        raise ConfigError(f"no claims catalogue at {path}")
     with open(path, newline="") as f:
         rows = list(csv.DictReader(f))
     claims = []
@@ -134,6 +136,7 @@ def _why_missing(rows: pd.DataFrame, runtime: str) -> str:
     if rows.empty:
         return f"no {runtime} rows for it in this run"
     errors = rows.loc[rows["status"] != "ok", "error"].dropna()
+    errors = errors[errors.astype(str) != ""]
     common = errors.value_counts().index[0] if not errors.empty else "no ok row"
     return f"every {runtime} row failed ({common})"
 
