@@ -12,6 +12,8 @@ from edgebench.claims import (CONTRADICTED, HOLDS, INCONCLUSIVE, NOT_MEASURABLE,
                               parse_conditions)
 from edgebench.drivers import verdicts as drv
 from edgebench.errors import ConfigError
+from edgebench.experiments import EXPERIMENTS
+from edgebench.reference import load_reference
 
 
 def rows(runtime: str, values, metric="time_to_ready", unit="ms", status="ok", **coords) -> pd.DataFrame:
@@ -121,3 +123,27 @@ def test_make_verdicts_judges_each_claim_on_the_latest_run_of_its_experiment(tmp
     latest = drv.verdicts(claims, data_dir=tmp_path / "data")  # the newest of any device: the emulated one
     assert latest.verdict.iloc[0] == NOT_MEASURABLE and "emulated device" in latest.reason.iloc[0]
     assert "| P000-99 (Fig. 3) | statement | [holds](../time_to_ready/) |" in drv.markdown(local)
+
+
+def test_a_runtime_against_itself_and_a_choice_of_values():
+    df = pd.concat([rows("docker", [10, 11, 12], memory_mb=64, operation="read"),
+                    rows("docker", [20, 21, 22], memory_mb=512, operation="read"),
+                    rows("docker", [30, 31, 32], memory_mb=512, operation="write")])
+    c = claim("ratio_range", a="docker", b="docker", low=0.4, high=0.6,
+              conditions=parse_conditions("operation=read;a.memory_mb=64;b.memory_mb=512"))
+    v = judge(c, df)
+    assert v.verdict == HOLDS and v.effect == pytest.approx(11 / 21, rel=0.02) and "paired" in v.reason and v.n == 3
+    both = claim("below", a="docker", b="", high=40, conditions=parse_conditions("operation=read|write"))
+    assert judge(both, df).n == 9
+
+
+def test_the_catalogue_is_not_among_the_published_values():
+    assert not load_reference()["experiment"].isna().any()
+
+
+def test_the_papers_claims_are_catalogued_each_with_an_experiment_that_exists():
+    claims = load_claims()
+    assert len(claims) >= 40 and len({c.claim_id for c in claims}) == len(claims)
+    assert {c.paper for c in claims} == {"000", "001", "002", "003", "004"}
+    assert {c.experiment for c in claims if c.experiment} <= set(EXPERIMENTS)
+    assert all(c.quote and c.where and c.statement for c in claims)

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import csv
 import math
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -40,12 +41,14 @@ HOLDS, CONTRADICTED, INCONCLUSIVE, NOT_MEASURABLE = "holds", "contradicted", "in
 # What an emulated device still measures: sizes and counts (not times, rates or energy).
 UNTIMED_UNITS = {"bytes", "MB", "MiB", "count", "faults"}
 CONFIDENCE = 0.95
+MIN_N = 3  # fewer values give no interval worth the name (two values' bootstrap is just their range)
 RESAMPLES = 2000
 SEED = 35  # the same rows give the same interval
 # Coordinates two runtimes' rows share when they were measured as a pair (the sweep interleaves
 # runtimes within a repetition); whichever of them a run has.
-PAIR_KEYS = ("rep", "app", "protocol", "scenario", "cpus", "memory_mb", "endpoint", "workload", "size", "cache",
-             "service", "machine", "benchmark", "threads", "files")
+PAIR_KEYS = ("rep", "app", "protocol", "scenario", "cpus", "memory_mb", "endpoint", "workload", "size", "input_size",
+             "cache", "service", "machine", "benchmark", "operation", "test", "point", "network_mode", "array_mib",
+             "total", "npb_class", "threads", "files")
 
 
 @dataclass(frozen=True)
@@ -116,25 +119,40 @@ def load_claims(path: Path = CLAIMS_FILE) -> list[Claim]:
 
 # -- the rows a claim is about ---------------------------------------------------------------
 
-def matching(df: pd.DataFrame, claim: Claim, runtime: str) -> pd.DataFrame:
-    """The claim's rows of one runtime (every status): its metric under its conditions."""
+def conditions_for(claim: Claim, side: str) -> dict[str, str]:
+    """The claim's conditions for side 'a' or 'b': the shared ones, with `a.key=...` / `b.key=...`
+    (a runtime against itself: 256 MB against 512 MB) over them for that side only."""
+    out = {k: v for k, v in claim.conditions.items() if not k.startswith(("a.", "b."))}
+    out.update({k[2:]: v for k, v in claim.conditions.items() if k.startswith(f"{side}.")})
+    return out
+
+
+def _equal(column: pd.Series, value: str) -> pd.Series:
+    try:
+        return pd.to_numeric(column, errors="coerce") == float(value)
+    except ValueError:
+        return column.astype(str) == value
+
+
+def matching(df: pd.DataFrame, claim: Claim, runtime: str, side: str = "a") -> pd.DataFrame:
+    """The claim's rows of one runtime (every status): its metric under its conditions for that
+    side; `key=v1|v2` takes rows with any of the values."""
     rows = df[(df["metric"] == claim.metric) & (df["runtime"] == runtime)]
-    for key, value in claim.conditions.items():
+    for key, value in conditions_for(claim, side).items():
         if key not in rows.columns:
             return rows.iloc[0:0]
-        column = rows[key]
-        numeric = pd.to_numeric(column, errors="coerce")
-        try:
-            wanted = float(value)
-            rows = rows[numeric == wanted]
-        except ValueError:
-            rows = rows[column.astype(str) == value]
+        keep = pd.Series(False, index=rows.index)
+        for one in value.split("|"):
+            keep |= _equal(rows[key], one.strip())
+        rows = rows[keep]
     return rows
 
 
 def _why_missing(rows: pd.DataFrame, runtime: str) -> str:
     if rows.empty:
         return f"no {runtime} rows for it in this run"
+    if (rows["status"] == "ok").any():
+        return f"{runtime}'s rows for it hold no value"
     errors = rows.loc[rows["status"] != "ok", "error"].dropna()
     errors = errors[errors.astype(str) != ""]
     common = errors.value_counts().index[0] if not errors.empty else "no ok row"
@@ -151,31 +169,35 @@ def _emulated(rows: pd.DataFrame) -> str:
 # -- the effect and its interval -----------------------------------------------------------------
 
 def _interval(samples: tuple[np.ndarray, ...], statistic, paired: bool) -> tuple[float, float]:
-    if any(len(s) < 2 for s in samples):
+    if any(len(s) < MIN_N for s in samples):
         return math.nan, math.nan
     if all(np.all(s == s[0]) for s in samples):  # no spread: the interval is the point
         value = statistic(*samples)
         return value, value
-    result = stats.bootstrap(samples, statistic, paired=paired, vectorized=False, n_resamples=RESAMPLES,
-                             confidence_level=CONFIDENCE, method="percentile", random_state=SEED)
+    with warnings.catch_warnings():  # a resample without spread is expected, and harmless
+        warnings.simplefilter("ignore")
+        result = stats.bootstrap(samples, statistic, paired=paired, vectorized=False, n_resamples=RESAMPLES,
+                                 confidence_level=CONFIDENCE, method="percentile", random_state=SEED)
     return float(result.confidence_interval.low), float(result.confidence_interval.high)
 
 
-def paired_ratios(a: pd.DataFrame, b: pd.DataFrame) -> np.ndarray | None:
-    """a/b per pair of rows that share a repetition and every coordinate; None if they do not pair."""
-    keys = [k for k in PAIR_KEYS if k in a.columns and k in b.columns]
+def paired_ratios(a: pd.DataFrame, b: pd.DataFrame, apart: set[str] = frozenset()) -> np.ndarray | None:
+    """a/b per pair of rows that share a repetition and every coordinate but those the claim sets
+    apart for each side (`apart`); None if they do not pair."""
+    keys = [k for k in PAIR_KEYS if k in a.columns and k in b.columns and k not in apart]
     if "rep" not in keys:
         return None
     joined = a[keys + ["value"]].merge(b[keys + ["value"]], on=keys, suffixes=("_a", "_b"))
-    joined = joined[joined["value_b"] != 0]
+    joined = joined[(joined["value_b"] != 0) & np.isfinite(joined["value_a"]) & np.isfinite(joined["value_b"])]
     if len(joined) < 2 or len(joined) < min(len(a), len(b)) / 2:
         return None
     return (joined["value_a"] / joined["value_b"]).to_numpy(float)
 
 
-def ratio_effect(a: pd.DataFrame, b: pd.DataFrame) -> tuple[float, float, float, int, bool]:
+def ratio_effect(a: pd.DataFrame, b: pd.DataFrame,
+                 apart: set[str] = frozenset()) -> tuple[float, float, float, int, bool]:
     """(effect, low, high, n, paired): the median of paired ratios a/b, else median(a)/median(b)."""
-    ratios = paired_ratios(a, b)
+    ratios = paired_ratios(a, b, apart)
     if ratios is not None:
         effect = float(np.median(ratios))
         low, high = _interval((ratios,), np.median, paired=False)
@@ -232,12 +254,12 @@ def judge(claim: Claim, df: pd.DataFrame | None, emulated_device: str = "") -> V
         return Verdict(**base, verdict=NOT_MEASURABLE, reason="no edgebench experiment measures it")
     if df is None:
         return Verdict(**base, verdict=NOT_MEASURABLE, reason=f"no run of {claim.experiment} yet")
-    a_all = matching(df, claim, claim.a)
-    b_all = matching(df, claim, claim.b) if claim.b else None
+    a_all = matching(df, claim, claim.a, "a")
+    b_all = matching(df, claim, claim.b, "b") if claim.b else None
     if claim.kind == "failure":
         return _judge_failure(claim, a_all, b_all, base)
-    a = a_all[a_all["status"] == "ok"]
-    b = b_all[b_all["status"] == "ok"] if b_all is not None else None
+    a = a_all[(a_all["status"] == "ok") & a_all["value"].notna()]
+    b = b_all[(b_all["status"] == "ok") & b_all["value"].notna()] if b_all is not None else None
     for rows, every, name in ((a, a_all, claim.a), (b, b_all, claim.b)):
         if rows is not None and rows.empty:
             return Verdict(**base, verdict=NOT_MEASURABLE, reason=_why_missing(every, name))
@@ -248,14 +270,15 @@ def judge(claim: Claim, df: pd.DataFrame | None, emulated_device: str = "") -> V
     if emulated:
         return Verdict(**base, verdict=NOT_MEASURABLE, reason=emulated)
     if b is not None:
-        effect, low, high, n, paired = ratio_effect(a, b)
+        apart = {k[2:] for k in claim.conditions if k.startswith(("a.", "b."))}
+        effect, low, high, n, paired = ratio_effect(a, b, apart)
         how = f"{'paired' if paired else 'unpaired'} ratio {claim.a}/{claim.b}"
     else:
         effect, low, high, n = median_effect(a)
         how = f"median of {claim.a}"
     if math.isnan(low):
         return Verdict(**base, verdict=INCONCLUSIVE, effect=effect, n=n,
-                       reason=f"{how} from n={n}: no interval without repetitions", repetitions_to_settle=3)
+                       reason=f"{how} from n={n}: too few for an interval", repetitions_to_settle=MIN_N)
     verdict, settle = decide(low, high, effect, n, band(claim))
     return Verdict(**base, verdict=verdict, effect=effect, ci_low=low, ci_high=high, n=n, reason=how,
                    repetitions_to_settle=settle)

@@ -12,9 +12,13 @@ _TO_BASE = {"MB": ("bytes", 1e6), "KB": ("bytes", 1e3), "GB": ("bytes", 1e9), "b
             "ms": ("ms", 1.0), "s": ("ms", 1000.0), "us": ("ms", 1e-3)}
 
 
+# Beside the published values, not among them: the papers' conclusions (edgebench.claims).
+NOT_VALUES = {"claims.csv"}
+
+
 def load_reference(experiment: str | None = None) -> pd.DataFrame:
     """Every published value for an experiment, with `value_base`/`unit_base` normalised."""
-    frames = [pd.read_csv(p) for p in sorted(REFERENCE_DIR.glob("*.csv"))]
+    frames = [pd.read_csv(p) for p in sorted(REFERENCE_DIR.glob("*.csv")) if p.name not in NOT_VALUES]
     df = pd.concat(frames, ignore_index=True, sort=False) if frames else pd.DataFrame()
     if experiment is not None and not df.empty:
         df = df[df["experiment"] == experiment].copy()
