@@ -54,6 +54,12 @@ def test_direction_within_and_bounds():
     assert judge(claim("above", a="native", b="", low=12), both).verdict == CONTRADICTED
 
 
+def test_an_equal_size_is_not_smaller():
+    same = pd.concat([rows("native", [7_000_000], unit="bytes"), rows("docker", [7_000_000], unit="bytes")])
+    v = judge(claim("direction", a="native", b="docker", better="lower"), same)
+    assert v.verdict == CONTRADICTED and (v.ci_low, v.ci_high) == (1, 1) and v.n == 1  # read once, exactly
+
+
 def test_conditions_choose_the_rows_and_unpaired_rows_still_compare():
     df = pd.concat([rows("native", [10, 11, 12], memory_mb=64), rows("native", [50, 51, 52], memory_mb=512),
                     rows("docker", [20, 21, 22], memory_mb=64).assign(rep=[7, 8, 9])])

@@ -15,7 +15,8 @@ RECORDS = list(EXPERIMENTS.values())
 
 
 def test_every_notebook_has_a_record_and_every_record_a_notebook():
-    assert {nb.name for nb in NOTEBOOKS_DIR.glob("[0-9]*.ipynb")} == {e.notebook for e in RECORDS}
+    measuring = {nb.name for nb in NOTEBOOKS_DIR.glob("[0-9]*.ipynb")} - {"00_verdicts.ipynb"}
+    assert measuring == {e.notebook for e in RECORDS}
     assert [for_notebook(nb).name for nb in notebooks()] == [e.name for e in RECORDS]
 
 

@@ -8,6 +8,7 @@ import shutil
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
+import pandas as pd
 import pytest
 from conftest import need
 from edgebench.drivers import report
@@ -169,3 +170,12 @@ def test_the_headline_is_the_findings_its_figures_cell_printed(tmp_path):
     cells[1]["outputs"] = [md("- Every runtime was measured."), png, md("- **go-http**: native ahead")]
     nb.write_text(json.dumps({"cells": cells}))
     assert report.headline(nb)[1] == "go-http: native ahead"
+
+
+def test_the_front_page_starts_with_the_verdicts_on_the_papers_claims(tmp_path):
+    table = pd.DataFrame({"paper": ["000", "000", "002"], "verdict": ["holds", "inconclusive", "not measurable here"]})
+    page = report.index_html([], ["static_footprint"], None, table)
+    first = page.index("Verdicts on the papers")
+    assert first < page.index("Experiments")
+    assert "<td>paper 000</td><td>1</td><td>1</td><td>0</td>" in page and 'href="verdicts.html"' in page
+    assert "run <code>make verdicts" in report.index_html([], ["static_footprint"], None, None)

@@ -40,6 +40,8 @@ KINDS = ("ratio_range", "direction", "within", "below", "above", "failure")
 HOLDS, CONTRADICTED, INCONCLUSIVE, NOT_MEASURABLE = "holds", "contradicted", "inconclusive", "not measurable here"
 # What an emulated device still measures: sizes and counts (not times, rates or energy).
 UNTIMED_UNITS = {"bytes", "MB", "MiB", "count", "faults"}
+# What is read, not timed: one value is the value (static footprint measures each size once).
+EXACT_UNITS = {"bytes"}
 CONFIDENCE = 0.95
 MIN_N = 3  # fewer values give no interval worth the name (two values' bootstrap is just their range)
 RESAMPLES = 2000
@@ -222,8 +224,8 @@ def band(claim: Claim) -> tuple[float, float]:
         return claim.low, claim.high
     if claim.kind == "within":
         return 1 - claim.high, 1 + claim.high
-    if claim.kind == "direction":
-        return (0.0, 1.0) if claim.better == "lower" else (1.0, math.inf)
+    if claim.kind == "direction":  # strictly: equal is not better
+        return (0.0, math.nextafter(1.0, 0.0)) if claim.better == "lower" else (math.nextafter(1.0, 2.0), math.inf)
     if claim.kind == "below":
         return -math.inf, claim.high
     if claim.kind == "above":
@@ -276,6 +278,8 @@ def judge(claim: Claim, df: pd.DataFrame | None, emulated_device: str = "") -> V
     else:
         effect, low, high, n = median_effect(a)
         how = f"median of {claim.a}"
+    if math.isnan(low) and set(rows["unit"].astype(str)) <= EXACT_UNITS:
+        low = high = effect  # a size read from a file or an image: measured once, exactly
     if math.isnan(low):
         return Verdict(**base, verdict=INCONCLUSIVE, effect=effect, n=n,
                        reason=f"{how} from n={n}: too few for an interval", repetitions_to_settle=MIN_N)

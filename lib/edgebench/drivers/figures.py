@@ -108,8 +108,9 @@ def parse_settings(items: list[str] | None, todo: list[Path]) -> dict[str, str]:
 
 
 def notebooks(only: str | None = None) -> list[Path]:
-    """Every experiment notebook, or those whose name contains one of `only`'s comma-separated parts."""
-    found = sorted(NOTEBOOKS_DIR.glob("[0-9]*.ipynb"))
+    """Every experiment notebook, or those whose name contains one of `only`'s comma-separated parts
+    (00_verdicts measures nothing: `make verdicts` runs it)."""
+    found = sorted(nb for nb in NOTEBOOKS_DIR.glob("[0-9]*.ipynb") if not nb.name.startswith("00_"))
     parts = [p.strip() for p in (only or "").split(",") if p.strip()]
     return [nb for nb in found if not parts or any(p in nb.stem for p in parts)]
 

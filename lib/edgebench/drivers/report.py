@@ -22,6 +22,8 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import pandas as pd
+
 from edgebench.experiments import EXPERIMENTS
 from edgebench.papers import papers_of
 from edgebench.paths import DATA_DIR, FIGURES_DIR
@@ -287,14 +289,33 @@ def _papers_list(papers: dict[str, list]) -> str:
     return f"<h2>The papers</h2><ul>{''.join(items)}</ul>" if items else ""
 
 
-def index_html(pages: list[Page], experiments: list[str], papers: dict[str, list] | None = None) -> str:
-    """The front page: the device(s) and how their VMs ran, the profiles, the papers, and one
-    card per experiment page with its main figure and the first line of its findings."""
+def verdicts_section(table: pd.DataFrame | None, href: str = "verdicts.html") -> str:
+    """What the front page starts with: how many of each paper's claims hold, are contradicted,
+    inconclusive or not measurable here (make verdicts), linking the table of every claim."""
+    if table is None or table.empty:
+        return ('<h2>Verdicts on the papers\' claims</h2><p class="missing">none yet: run <code>make verdicts'
+                "</code> after <code>make figures</code></p>")
+    counts = table.groupby(["paper", "verdict"]).size().unstack(fill_value=0)
+    order = [v for v in ("holds", "contradicted", "inconclusive", "not measurable here") if v in counts.columns]
+    head = "".join(f"<th>{html.escape(v)}</th>" for v in order)
+    rows = "".join(f"<tr><td>paper {html.escape(str(paper))}</td>"
+                   + "".join(f"<td>{int(counts.loc[paper, v])}</td>" for v in order) + "</tr>"
+                   for paper in counts.index)
+    return (f'<h2>Verdicts on the papers\' claims</h2><p><a href="{html.escape(href)}">Every claim</a>, judged on '
+            f"the latest runs with its 95% interval ({len(table)} claims):</p>"
+            f"<table><tr><th></th>{head}</tr>{rows}</table>")
+
+
+def index_html(pages: list[Page], experiments: list[str], papers: dict[str, list] | None = None,
+               verdicts: pd.DataFrame | None = None) -> str:
+    """The front page: the verdicts on the papers' claims, the device(s) and how their VMs ran, the
+    profiles, the papers, and one card per experiment page with its main figure and the first line
+    of its findings."""
     by_exp: dict[str, list[Page]] = {}
     for p in pages:
         by_exp.setdefault(p.experiment, []).append(p)
     cards = []
-    for exp in [*experiments, *[e for e in by_exp if e not in experiments]]:
+    for exp in [*experiments, *[e for e in by_exp if e not in experiments and e != "verdicts"]]:
         mine = by_exp.get(exp)
         if not mine:
             hint = ("make compare" if exp == "compare" else f"make figures ONLY={exp}")
@@ -314,7 +335,8 @@ def index_html(pages: list[Page], experiments: list[str], papers: dict[str, list
     intro = ("<h1>edgebench report</h1><p>Each experiment's notebook as <code>make figures</code> ran it, without "
              "code: its tables (measured beside published), its figures, the device and run, and links to the "
              "raw data.</p>")
-    body = (intro + _devices_table(pages) + _papers_list(papers or {}) + "<h2>Experiments</h2>"
+    body = (intro + verdicts_section(verdicts) + _devices_table(pages) + _papers_list(papers or {})
+            + "<h2>Experiments</h2>"
             + f'<div class="cards">{"".join(cards)}</div>')
     return _document("edgebench report", body, None)
 
@@ -335,7 +357,9 @@ def build(figures_dir: Path = FIGURES_DIR, data_dir: Path = DATA_DIR, out_dir: P
     names = experiments if experiments is not None else [*EXPERIMENTS, "compare"]
     index = out_dir / "index.html"
     papers = {name: papers_of(EXPERIMENTS[name].references) for name in names if name in EXPERIMENTS}
-    index.write_text(index_html(pages, names, papers))
+    verdicts_csv = figures_dir / "verdicts" / "verdicts.csv"
+    verdicts = pd.read_csv(verdicts_csv, dtype={"paper": str}) if verdicts_csv.exists() else None
+    index.write_text(index_html(pages, names, papers, verdicts))
     return index
 
 

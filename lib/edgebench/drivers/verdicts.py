@@ -1,11 +1,12 @@
 """`make verdicts`: every claim of data/reference/claims.csv judged on the latest run of its
-experiment (on TARGET, if given), with its 95% interval (edgebench.claims has the rules).
+experiment on TARGET, with its 95% interval (edgebench.claims has the rules).
 
-    python -m edgebench.drivers.verdicts [--target NAME] [--out figures/verdicts]
+    python -m edgebench.drivers.verdicts [--target NAME] [--profile any|quick|standard] [--papers 000,002]
 
-writes verdicts.csv (claim_id, paper, verdict, effect, ci_low, ci_high, n, reason, ...) and
-verdicts.md (the table grouped by paper, each verdict linking the experiment's figures), and
-prints how many claims hold, are contradicted, inconclusive or not measurable here, per paper.
+runs notebooks/00_verdicts.ipynb headless into figures/verdicts/ (edgebench.drivers.figures'
+runner), which writes verdicts.csv (claim_id, paper, verdict, effect, ci_low, ci_high, n, reason,
+...) and verdicts.md (the table grouped by paper, each verdict linking the experiment's figures)
+beside it; `make report` starts its front page with them.
 """
 
 from __future__ import annotations
@@ -17,26 +18,39 @@ from pathlib import Path
 
 import pandas as pd
 
-from edgebench.claims import CLAIMS_FILE, Claim, judge, load_claims
-from edgebench.errors import EdgebenchError
+from edgebench.claims import CLAIMS_FILE, CONTRADICTED, HOLDS, INCONCLUSIVE, NOT_MEASURABLE, Claim, judge, load_claims
+from edgebench.drivers.figures import run_notebook
+from edgebench.errors import ConfigError, EdgebenchError
+from edgebench.experiments import NOTEBOOKS_DIR
 from edgebench.paths import DATA_DIR, FIGURES_DIR
-from edgebench.results import find_run, load_meta, load_results
+from edgebench.results import load_meta, load_results, run_dirs, run_target
+from edgebench.signals import Stopper
+from edgebench.units import as_list
 
 COLUMNS = ["claim_id", "paper", "verdict", "effect", "ci_low", "ci_high", "n", "reason", "repetitions_to_settle",
            "statement", "where", "experiment", "run", "figures"]
 
 
-def verdicts(claims: list[Claim], target: str | None = None, data_dir: Path = DATA_DIR) -> pd.DataFrame:
+NOTEBOOK = NOTEBOOKS_DIR / "00_verdicts.ipynb"
+
+
+def latest_run(experiment: str, target: str | None, profile: str = "any", data_dir: Path = DATA_DIR) -> Path | None:
+    """The newest run of the experiment on the target (any target: None), made with that profile."""
+    dirs = [d for d in run_dirs(experiment, data_dir)
+            if (target is None or run_target(load_meta(d)) == target)
+            and (profile == "any" or (load_meta(d).get("parameters") or {}).get("profile") == profile)]
+    return dirs[-1] if dirs else None
+
+
+def verdicts(claims: list[Claim], target: str | None = None, data_dir: Path = DATA_DIR,
+             profile: str = "any") -> pd.DataFrame:
     """One row per claim, judged on the latest run of its experiment (each run read once)."""
     runs: dict[str, tuple[pd.DataFrame, dict, str] | None] = {}
     out = []
     for claim in claims:
         if claim.experiment and claim.experiment not in runs:
-            try:
-                run_dir = find_run(claim.experiment, "latest", data_dir, target=target)
-                runs[claim.experiment] = (load_results(run_dir), load_meta(run_dir), run_dir.name)
-            except EdgebenchError:
-                runs[claim.experiment] = None
+            run_dir = latest_run(claim.experiment, target, profile, data_dir)
+            runs[claim.experiment] = (load_results(run_dir), load_meta(run_dir), run_dir.name) if run_dir else None
         found = runs.get(claim.experiment)
         df, meta, run_id = found if found else (None, {}, "")
         emulated = (meta.get("target") or {}).get("emulated_device") or ""
@@ -67,27 +81,59 @@ def markdown(table: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
-def summary(table: pd.DataFrame) -> str:
-    counts = table.groupby(["paper", "verdict"]).size().unstack(fill_value=0)
-    return counts.to_string()
+def counts(table: pd.DataFrame) -> pd.DataFrame:
+    """Claims per paper and verdict, every verdict a column (0 where none)."""
+    out = table.groupby(["paper", "verdict"]).size().unstack(fill_value=0)
+    return out.reindex(columns=[HOLDS, CONTRADICTED, INCONCLUSIVE, NOT_MEASURABLE], fill_value=0)
+
+
+def collect(target: str = "local", runtimes: str = "all", profile: str = "any", papers: str = "all",
+            claims_file: Path = CLAIMS_FILE, data_dir: Path = DATA_DIR) -> pd.DataFrame:
+    """What the notebook shows: the claims (of those papers, about those runtimes) judged on the
+    target's latest runs."""
+    claims = load_claims(claims_file)
+    wanted_papers = as_list(papers, sorted({c.paper for c in claims}))
+    wanted_runtimes = None if runtimes in ("all", "") else set(as_list(runtimes, []))
+    chosen = [c for c in claims if c.paper in wanted_papers
+              and (wanted_runtimes is None or {c.a, c.b} - {""} <= wanted_runtimes)]
+    if not chosen:
+        raise ConfigError(f"no claim of papers {papers} about runtimes {runtimes}; widen `papers` or `runtimes`")
+    return verdicts(chosen, target or None, data_dir, profile)
+
+
+def save(table: pd.DataFrame, out: Path | None = None) -> Path:
+    """verdicts.csv and verdicts.md in figures/verdicts/ (or `out`)."""
+    out = Path(out or FIGURES_DIR / "verdicts")
+    out.mkdir(parents=True, exist_ok=True)
+    table.to_csv(out / "verdicts.csv", index=False)
+    (out / "verdicts.md").write_text("# Verdicts on the papers' claims\n\n" + markdown(table))
+    return out / "verdicts.csv"
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--target", default=None, help="judge only this device's runs (default: the latest of any)")
-    ap.add_argument("--out", type=Path, default=FIGURES_DIR / "verdicts")
-    ap.add_argument("--claims", type=Path, default=CLAIMS_FILE)
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--target", default="local", help="the device whose runs are judged, as its runs name it")
+    ap.add_argument("--runtimes", default="all", help="'all' or the runtimes whose claims to judge")
+    ap.add_argument("--profile", default="any", help="'any', or only runs made with 'quick' or 'standard'")
+    ap.add_argument("--papers", default="all", help="'all' or papers such as 000,002")
+    ap.add_argument("--quiet", action="store_true", help="do not stream the notebook's output")
     args = ap.parse_args(argv)
-    try:
-        table = verdicts(load_claims(args.claims), args.target)
+    try:  # a catalogue that does not load, or a selection of no claim, is refused before a kernel starts
+        collect(args.target, args.runtimes, args.profile, args.papers)
     except EdgebenchError as e:
         print(f"make verdicts: {e}", file=sys.stderr)
         return 2
-    args.out.mkdir(parents=True, exist_ok=True)
-    table.to_csv(args.out / "verdicts.csv", index=False)
-    (args.out / "verdicts.md").write_text("# Verdicts on the papers' claims\n\n" + markdown(table))
-    print(summary(table))
-    print(f"{len(table)} claims: {args.out / 'verdicts.csv'}, {args.out / 'verdicts.md'}")
+    params = dict(target=args.target, runtimes=args.runtimes, profile=args.profile, papers=args.papers)
+    stopper = Stopper().install()
+    try:
+        out = run_notebook(NOTEBOOK, params, log_output=not args.quiet, stopper=stopper)
+    except Exception as e:  # papermill's error carries the cell's; the failed notebook is kept
+        last = str(e).strip().splitlines()[-1] if str(e).strip() else type(e).__name__
+        print(f"make verdicts: FAILED: {last}", file=sys.stderr)
+        return stopper.exit_code if stopper.stopped else 1
+    finally:
+        stopper.done()
+    print(f"make verdicts: {out}, verdicts.csv and verdicts.md in {out.parent}/", file=sys.stderr)
     return 0
 
 
