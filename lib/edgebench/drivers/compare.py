@@ -33,7 +33,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from edgebench.drivers.figures import FIGURES_DIR, experiment_of, run_notebook
+from edgebench.drivers.figures import FIGURES_DIR, experiment_of, run_headless
 from edgebench.errors import ConfigError
 from edgebench.experiments import EXPERIMENTS, NOTEBOOKS_DIR
 from edgebench.paths import DATA_DIR
@@ -42,7 +42,6 @@ from edgebench.plotting.tables import NoData, mark_emulated
 from edgebench.reference import load_reference
 from edgebench.results import load_results
 from edgebench.runtimes import check_runtime_names
-from edgebench.signals import Stopper
 from edgebench.tools import sanity
 
 NOTEBOOK = NOTEBOOKS_DIR / "compare.ipynb"
@@ -722,17 +721,7 @@ def main(argv=None) -> int:
     # The notebook's names for them: `target` and `run_id`, as in every notebook.
     params = dict(experiments=args.experiments, target=args.targets, run_id=args.runs, runtimes=args.runtimes,
                   profile=args.profile, metrics=args.metrics)
-    stopper = Stopper().install()
-    try:
-        out = run_notebook(NOTEBOOK, params, log_output=not args.quiet, stopper=stopper)
-    except Exception as e:  # papermill's error carries the cell's; the failed notebook is kept
-        last = str(e).strip().splitlines()[-1] if str(e).strip() else type(e).__name__
-        print(f"make compare: FAILED: {last} (see {out_dir()}/compare.failed.ipynb)", file=sys.stderr)
-        return stopper.exit_code if stopper.stopped else 1
-    finally:
-        stopper.done()
-    print(f"make compare: {out} and its figure in {out.parent}/", file=sys.stderr)
-    return 0
+    return run_headless("compare", NOTEBOOK, params, args.quiet)
 
 
 def out_dir() -> Path:

@@ -161,6 +161,24 @@ def run_notebook(nb: Path, parameters: dict, log_output: bool = True, stopper: S
     return final
 
 
+def run_headless(goal: str, nb: Path, parameters: dict, quiet: bool = False) -> int:
+    """A notebook that measures nothing (make compare, make verdicts) run headless into
+    figures/<name>/: the exit code, and a line saying where it went or why it failed (the failed
+    notebook is kept beside it); Ctrl-C stops its kernel and ends with the signal's code."""
+    stopper = Stopper().install()
+    try:
+        out = run_notebook(nb, parameters, log_output=not quiet, stopper=stopper)
+    except Exception as e:  # papermill's error carries the cell's; the failed notebook is kept
+        last = str(e).strip().splitlines()[-1] if str(e).strip() else type(e).__name__
+        print(f"make {goal}: FAILED: {last} (see {FIGURES_DIR / experiment_of(nb)}/{nb.stem}.failed.ipynb)",
+              file=sys.stderr)
+        return stopper.exit_code if stopper.stopped else 1
+    finally:
+        stopper.done()
+    print(f"make {goal}: {out}, with what it wrote, in {out.parent}/", file=sys.stderr)
+    return 0
+
+
 def summary(experiments: list[str], since: dict[str, str] | None = None, target: str | None = None) -> str:
     """One line per experiment: its newest run's row counts (on `target`, if given). With
     `since` (experiment -> the time its notebook started), only a run that notebook made counts,

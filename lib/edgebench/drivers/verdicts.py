@@ -19,12 +19,11 @@ from pathlib import Path
 import pandas as pd
 
 from edgebench.claims import CLAIMS_FILE, CONTRADICTED, HOLDS, INCONCLUSIVE, NOT_MEASURABLE, Claim, judge, load_claims
-from edgebench.drivers.figures import run_notebook
+from edgebench.drivers.figures import run_headless
 from edgebench.errors import ConfigError, EdgebenchError
 from edgebench.experiments import NOTEBOOKS_DIR
 from edgebench.paths import DATA_DIR, FIGURES_DIR
 from edgebench.results import load_meta, load_results, run_dirs, run_target
-from edgebench.signals import Stopper
 from edgebench.units import as_list
 
 COLUMNS = ["claim_id", "paper", "verdict", "effect", "ci_low", "ci_high", "n", "reason", "repetitions_to_settle",
@@ -124,17 +123,7 @@ def main(argv=None) -> int:
         print(f"make verdicts: {e}", file=sys.stderr)
         return 2
     params = dict(target=args.target, runtimes=args.runtimes, profile=args.profile, papers=args.papers)
-    stopper = Stopper().install()
-    try:
-        out = run_notebook(NOTEBOOK, params, log_output=not args.quiet, stopper=stopper)
-    except Exception as e:  # papermill's error carries the cell's; the failed notebook is kept
-        last = str(e).strip().splitlines()[-1] if str(e).strip() else type(e).__name__
-        print(f"make verdicts: FAILED: {last}", file=sys.stderr)
-        return stopper.exit_code if stopper.stopped else 1
-    finally:
-        stopper.done()
-    print(f"make verdicts: {out}, verdicts.csv and verdicts.md in {out.parent}/", file=sys.stderr)
-    return 0
+    return run_headless("verdicts", NOTEBOOK, params, args.quiet)
 
 
 if __name__ == "__main__":
