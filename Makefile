@@ -83,8 +83,8 @@ test: setup ## Provision this machine, run the test suite (parts still missing a
 	$(call provision_first,local,--for-tests)
 	$(PY) -m pytest $(PYTEST_ARGS)
 
-test-fast: setup ## The unit tests only (tables, figures, parsers, plans), without provisioning anything: for a change to a plot
-	$(PY) -m pytest -m "not integration" -q $(PYTEST_ARGS)
+test-fast: setup ## The unit tests only (tables, figures, parsers, plans), without provisioning anything, on every core: for a change to a plot
+	$(PY) -m pytest -m "not integration and not slow" -n auto -q $(PYTEST_ARGS)
 
 bench: setup ## Print the benchmarks' figures (probe lag, wrk driver overhead, IoMT throughput vs tools, open-loop stall)
 	$(PY) benchmarks/probe_lag.py

@@ -66,6 +66,7 @@ def site(tmp_path):
     return index, data
 
 
+@pytest.mark.slow  # its site executes a notebook in a kernel
 def test_index_lists_pages_per_device_and_says_what_has_no_data(site):
     index, _ = site
     text = index.read_text()
@@ -75,6 +76,7 @@ def test_index_lists_pages_per_device_and_says_what_has_no_data(site):
     assert "failed.ipynb" not in text
 
 
+@pytest.mark.slow  # its site executes a notebook in a kernel
 def test_a_page_has_no_code_its_run_and_relative_links_to_raw_data(site):
     index, data = site
     page = (index.parent / "devices" / "pi2" / "time_to_ready.html").read_text()
@@ -89,6 +91,7 @@ def test_a_page_has_no_code_its_run_and_relative_links_to_raw_data(site):
     assert any(link.endswith("r2/results.csv") for link in links)
 
 
+@pytest.mark.slow  # its site executes a notebook in a kernel
 def test_the_front_page_says_on_what_how_and_from_which_papers_with_each_headline(site):
     index, _ = site
     text = index.read_text()
@@ -99,6 +102,7 @@ def test_the_front_page_says_on_what_how_and_from_which_papers_with_each_headlin
     assert "docker (go-http): 1.2x the time of native, the paper 1.5x." in text  # findings, not the run notes
 
 
+@pytest.mark.slow  # its site executes a notebook in a kernel
 def test_a_page_shows_no_progress_no_stray_values_and_whole_tables(site):
     index, _ = site
     page = (index.parent / "time_to_ready.html").read_text()
