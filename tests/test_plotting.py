@@ -550,3 +550,13 @@ def test_a_crossover_is_claimed_only_where_the_runs_intervals_separate():
     apart = pd.DataFrame(_level(256, (1000, 980, 1020, 5), (600, 580, 620, 5))
                          + _level(128, (400, 380, 420, 5), (900, 880, 920, 5)))
     assert "the ranking flips at 128 MB (crossover" in http_load.crossover_findings(apart)
+
+
+def test_the_page_faults_figure_says_which_runtime_it_cannot_draw_and_why():
+    table = pd.DataFrame({"runtime": ["native", "docker", "docker"], "protocol": ["fair", "fair", "published"],
+                          "faults_cgroup": [220.0, np.nan, 2100.0]})
+    missing = pd.DataFrame({"metric": ["faults_cgroup"], "runtime": ["docker"], "protocol": ["fair"], "rows": [8],
+                            "reason": ["dockerd uses the systemd cgroup driver; counting needs cgroupfs"]})
+    assert page_faults.undrawn(table, "faults_cgroup", missing) == [
+        "docker, fair: dockerd uses the systemd cgroup driver; counting needs cgroupfs"]
+    assert page_faults.undrawn(table.dropna(), "faults_cgroup", missing) == []

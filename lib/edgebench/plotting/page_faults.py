@@ -3,6 +3,8 @@ beside the paper's counts."""
 
 from __future__ import annotations
 
+import textwrap
+
 import numpy as np
 import pandas as pd
 
@@ -66,13 +68,38 @@ def counts_figure(table: pd.DataFrame, metric: str, ylabel: str, paper_column: s
     return fig
 
 
-def faults_figure(table: pd.DataFrame):
-    """Faults over input size as each protocol counts them, Table 5 as crosses."""
+def undrawn(table: pd.DataFrame, metric: str, missing: pd.DataFrame | None) -> list[str]:
+    """'runtime, protocol: why' for each runtime a protocol's panels cannot draw: rows there, none
+    with a value of `metric` (Docker under systemd's cgroup driver has no cgroup to count)."""
+    if metric not in table:
+        return []
+    out = []
+    for (runtime, protocol), g in table.groupby(["runtime", "protocol"], sort=False):
+        if g[metric].notna().any():
+            continue
+        why = ""
+        if missing is not None and not missing.empty:
+            said = missing[(missing["metric"] == metric) & (missing["runtime"] == runtime)
+                           & (missing["protocol"] == protocol)]
+            why = str(said["reason"].iloc[0]) if not said.empty else ""
+        out.append(f"{runtime}, {protocol}: {why or 'no value recorded'}")
+    return out
+
+
+def faults_figure(table: pd.DataFrame, missing: pd.DataFrame | None = None):
+    """Faults over input size as each protocol counts them, Table 5 as crosses. `missing`
+    (missing_counters of the rows): why a runtime without a value in a protocol is not drawn,
+    said under the title."""
     if table.empty:
         raise NoData("page-fault table is empty")
     metric, label = counted_faults(table)
     fig = counts_figure(table, metric, label, "published_faults")
     fig.suptitle("Page faults: fair counts the workload's cgroup, published counts the launch command")
+    notes = undrawn(table, metric, missing)
+    if notes:
+        width = max(40, int(fig.get_figwidth() / 0.06))
+        fig.text(0.5, 0.955, "\n".join(textwrap.fill(f"Not drawn: {n}", width) for n in notes), ha="center",
+                 va="top", fontsize=8, color="#a00000")
     figure_legend(fig)
     return fig
 
