@@ -183,3 +183,10 @@ def test_the_front_page_starts_with_the_verdicts_on_the_papers_claims(tmp_path):
     assert first < page.index("Experiments")
     assert "<td>paper 000</td><td>1</td><td>1</td><td>0</td>" in page and 'href="verdicts.html"' in page
     assert "run <code>make verdicts" in report.index_html([], ["static_footprint"], None, None)
+
+
+def test_a_page_that_measures_nothing_says_so_instead_of_a_missing_run(tmp_path):
+    verdicts = report.Page("verdicts", "this machine", tmp_path / "00_verdicts.ipynb", "verdicts.html")
+    assert "measures nothing" in report.meta_table(verdicts, tmp_path)
+    other = report.Page("time_to_ready", "this machine", tmp_path / "02_time_to_ready.ipynb", "time_to_ready.html")
+    assert "No run directory found" in report.meta_table(other, tmp_path)

@@ -144,10 +144,18 @@ def hardware(t: dict) -> str:
             f"{t.get('memory_mb', '?')} MiB, swap {t.get('swap_mb', '?')} MiB{emulated}")
 
 
+# Pages of notebooks that measure nothing, and what they read instead.
+READERS = {"compare": "This page measures nothing: it puts the runs under data/ side by side (make compare).",
+           "verdicts": "This page measures nothing: it judges the papers' claims on the latest runs under data/ "
+                       "(make verdicts)."}
+
+
 def meta_table(page: Page, page_dir: Path) -> str:
     """Device facts and run metadata, with links to the raw data."""
     m = page.meta
     if not page.run_dir:
+        if page.experiment in READERS:  # make compare, make verdicts: they read every run, they make none
+            return f'<div class="meta">{html.escape(READERS[page.experiment])}</div>'
         return '<div class="meta missing">No run directory found for this notebook under data/.</div>'
     t = m.get("target") or {}
     project = m.get("project") or {}
