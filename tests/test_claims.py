@@ -129,6 +129,8 @@ def test_make_verdicts_judges_each_claim_on_the_latest_run_of_its_experiment(tmp
     latest = drv.verdicts(claims, data_dir=tmp_path / "data")  # the newest of any device: the emulated one
     assert latest.verdict.iloc[0] == NOT_MEASURABLE and "emulated device" in latest.reason.iloc[0]
     assert "| P000-99 (Fig. 3) | statement | [holds](../time_to_ready/) |" in drv.markdown(local)
+    with pytest.raises(ConfigError, match="leave run_id at 'latest'"):  # refused, not ignored
+        drv.collect("local", run_id="20261126T1000Z", data_dir=tmp_path / "data")
 
 
 def test_a_runtime_against_itself_and_a_choice_of_values():

@@ -28,7 +28,7 @@ from pathlib import Path
 from edgebench.drivers import fleet, plan
 from edgebench.drivers.lab import KERNEL_NAME, ensure_kernel
 from edgebench.errors import ConfigError
-from edgebench.experiments import NOTEBOOKS_DIR, experiment_of, for_notebook
+from edgebench.experiments import EXPERIMENTS, NOTEBOOKS_DIR, experiment_of, for_notebook
 from edgebench.paths import FIGURES_DIR, PROJECT_ROOT
 from edgebench.provisioning import provision
 from edgebench.results import close_unfinished, find_run, load_meta, load_results, utc_now
@@ -108,9 +108,9 @@ def parse_settings(items: list[str] | None, todo: list[Path]) -> dict[str, str]:
 
 
 def notebooks(only: str | None = None) -> list[Path]:
-    """Every experiment notebook, or those whose name contains one of `only`'s comma-separated parts
-    (00_verdicts measures nothing: `make verdicts` runs it)."""
-    found = sorted(nb for nb in NOTEBOOKS_DIR.glob("[0-9]*.ipynb") if not nb.name.startswith("00_"))
+    """Every experiment notebook (those with a record: 00_verdicts and compare measure nothing),
+    or those whose name contains one of `only`'s comma-separated parts."""
+    found = sorted(e.notebook_path for e in EXPERIMENTS.values())
     parts = [p.strip() for p in (only or "").split(",") if p.strip()]
     return [nb for nb in found if not parts or any(p in nb.stem for p in parts)]
 

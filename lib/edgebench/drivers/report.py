@@ -24,6 +24,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from edgebench.drivers.verdicts import counts as verdict_counts
 from edgebench.experiments import EXPERIMENTS
 from edgebench.papers import papers_of
 from edgebench.paths import DATA_DIR, FIGURES_DIR
@@ -303,11 +304,11 @@ def verdicts_section(table: pd.DataFrame | None, href: str = "verdicts.html") ->
     if table is None or table.empty:
         return ('<h2>Verdicts on the papers\' claims</h2><p class="missing">none yet: run <code>make verdicts'
                 "</code> after <code>make figures</code></p>")
-    counts = table.groupby(["paper", "verdict"]).size().unstack(fill_value=0)
-    order = [v for v in ("holds", "contradicted", "inconclusive", "not measurable here") if v in counts.columns]
-    head = "".join(f"<th>{html.escape(v)}</th>" for v in order)
+    counts = verdict_counts(table)
+    counts = counts.loc[:, (counts != 0).any()]  # a verdict no claim got takes no column
+    head = "".join(f"<th>{html.escape(v)}</th>" for v in counts.columns)
     rows = "".join(f"<tr><td>paper {html.escape(str(paper))}</td>"
-                   + "".join(f"<td>{int(counts.loc[paper, v])}</td>" for v in order) + "</tr>"
+                   + "".join(f"<td>{int(n)}</td>" for n in counts.loc[paper]) + "</tr>"
                    for paper in counts.index)
     return (f'<h2>Verdicts on the papers\' claims</h2><p><a href="{html.escape(href)}">Every claim</a>, judged on '
             f"the latest runs with its 95% interval ({len(table)} claims):</p>"

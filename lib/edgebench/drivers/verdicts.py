@@ -87,9 +87,13 @@ def counts(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def collect(target: str = "local", runtimes: str = "all", profile: str = "any", papers: str = "all",
-            claims_file: Path = CLAIMS_FILE, data_dir: Path = DATA_DIR) -> pd.DataFrame:
+            run_id: str = "latest", claims_file: Path = CLAIMS_FILE, data_dir: Path = DATA_DIR) -> pd.DataFrame:
     """What the notebook shows: the claims (of those papers, about those runtimes) judged on the
-    target's latest runs."""
+    target's latest runs. Claims span experiments, so one run id cannot name their runs: `run_id`
+    other than 'latest' is refused rather than ignored."""
+    if run_id not in ("latest", ""):
+        raise ConfigError(f"run_id={run_id!r}: verdicts judge each experiment's latest run on the target; "
+                          "leave run_id at 'latest' (choose runs with target and profile)")
     claims = load_claims(claims_file)
     wanted_papers = as_list(papers, sorted({c.paper for c in claims}))
     wanted_runtimes = None if runtimes in ("all", "") else set(as_list(runtimes, []))

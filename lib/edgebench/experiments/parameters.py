@@ -112,7 +112,7 @@ class Parameters:
         return dataclasses.replace(self, **changes)
 
     def given(self) -> dict[str, Any]:
-        """The parameters as given (what the history keeps to plan a run again)."""
+        """The cell's parameters with their values: what `from_cell` reads back."""
         return {name: getattr(self, name) for name in self.cell_fields()}
 
 
