@@ -57,7 +57,7 @@ def test_bad_appendix_counts_fail_before_anything_starts():
 
 def test_the_appendix_plan_counts_its_panels_in_the_tool_runtimes():
     params = microbench.LxdAppendix(profile="quick", file_counts="8,32", thread_counts="1,16,256")
-    work = microbench.plan(params, ["native", "docker", "nanos"])  # Nanos runs no sysbench
+    work = microbench.plan_lxd_appendix(params, ["native", "docker", "nanos"])  # Nanos runs no sysbench
     assert work.runtimes == ["native", "docker"] and work.repetitions == microbench.REPETITIONS["quick"]
     assert work.points == work.repetitions * (2 + 2 * 3) * 2
 
@@ -90,7 +90,7 @@ def test_microbenchmarks_quick_with_network(monkeypatch, local, docker_ready, cg
     need_tool(local, "sysbench")
     need_tool(local, "iperf3")
     monkeypatch.setattr(microbench, "TABLE2_POINTS", microbench.TABLE2_POINTS[:1])
-    run_dir = microbench.run(microbench.Microbenchmarks(runtimes="native,docker", repetitions=1, profile="quick",
+    run_dir = microbench.run_microbenchmarks(microbench.Microbenchmarks(runtimes="native,docker", repetitions=1, profile="quick",
                                                         progress=False, run_id=f"test-{uuid.uuid4().hex[:6]}"))
     try:
         check_quick_run(load_results(run_dir))

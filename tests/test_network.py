@@ -83,8 +83,9 @@ def test_runtimes_are_chosen_by_their_network_modes(local):
 def test_the_plan_counts_the_network_points_the_measurement_makes():
     """native, then Docker's bridge and host; LXD (its own network) takes no part."""
     def network_work(runtimes):
-        with_net = microbench.plan(microbench.Microbenchmarks(profile="quick"), runtimes)
-        without = microbench.plan(microbench.Microbenchmarks(profile="quick", network=False), runtimes)
+        with_net = microbench.plan_microbenchmarks(microbench.Microbenchmarks(profile="quick"), runtimes)
+        without = microbench.plan_microbenchmarks(microbench.Microbenchmarks(profile="quick", network=False),
+                                                  runtimes)
         return with_net.points - without.points, with_net.seconds - without.seconds
 
     reps = microbench.REPETITIONS["quick"]

@@ -59,9 +59,12 @@ class Experiment:
 
 
 def _record(module, notebook: str, references: tuple[str, ...], apps: tuple[str, ...] = (),
-            parameters: type[Parameters] | None = None) -> Experiment:
+            parameters: type[Parameters] | None = None, run: Callable | None = None,
+            plan: Callable | None = None) -> Experiment:
+    """The experiment of `module`: its Params, run and plan, unless named (one module, two notebooks)."""
     parameters = parameters or module.Params
-    return Experiment(parameters.EXPERIMENT, notebook, parameters, module.run, module.plan, references, apps)
+    return Experiment(parameters.EXPERIMENT, notebook, parameters, run or module.run, plan or module.plan,
+                      references, apps)
 
 
 _EXPERIMENTS = [
@@ -71,9 +74,10 @@ _EXPERIMENTS = [
     _record(http_load, "04_cpu_bound.ipynb", ("paper000_http_load.csv",), HTTP_APPS, http_load.CpuBound),
     _record(iomt, "05_iomt.ipynb", ("paper001_table4_iomt_latency.csv",), (), iomt.Iomt),
     _record(iomt, "06_page_faults.ipynb", ("paper001_table5_page_faults.csv",), (), iomt.PageFaults),
-    _record(microbench, "07_lxd_appendix.ipynb", ("paper001_lxd_appendix.csv",), (), microbench.LxdAppendix),
+    _record(microbench, "07_lxd_appendix.ipynb", ("paper001_lxd_appendix.csv",), (), microbench.LxdAppendix,
+            microbench.run_lxd_appendix, microbench.plan_lxd_appendix),
     _record(microbench, "08_microbenchmarks.ipynb", ("paper001_table2_sysbench.csv", "paper001_network.csv"), (),
-            microbench.Microbenchmarks),
+            microbench.Microbenchmarks, microbench.run_microbenchmarks, microbench.plan_microbenchmarks),
     _record(container_overhead, "09_container_overhead.ipynb", ("paper003_container_overhead.csv",), HTTP_APPS),
     _record(min_memory, "10_min_memory.ipynb", ("paper002_min_memory.csv",), HTTP_APPS),
     _record(boot_time, "11_boot_time.ipynb", ("paper002_boot_time.csv",), HTTP_APPS),

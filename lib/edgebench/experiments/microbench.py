@@ -187,15 +187,6 @@ class LxdAppendix(Limited):
         self.set(reps=reps, files=files, threads=threads)
 
 
-def run(params: Microbenchmarks | LxdAppendix) -> Path:
-    """Measure either sysbench experiment: the one its record names."""
-    if isinstance(params, Microbenchmarks):
-        return run_microbenchmarks(params)
-    if isinstance(params, LxdAppendix):
-        return run_lxd_appendix(params)
-    raise TypeError(f"microbench runs Microbenchmarks or LxdAppendix, not {type(params).__name__}")
-
-
 def run_microbenchmarks(params: Microbenchmarks) -> Path:
     """Table 2 (sysbench CPU and memory) under both protocols, then Docker host vs bridge."""
     seconds, reps, cpus, memory = params.seconds, params.reps, params.cpus or None, params.memory or None
@@ -293,15 +284,6 @@ PLAN_FILES_MB_PER_S = 256
 
 def plan_memory_s(seconds: float) -> float:
     return min(seconds, PLAN_MEMORY_100G_S)
-
-
-def plan(params: Microbenchmarks | LxdAppendix, runtimes: list[str]) -> estimate.Work:
-    """The model of either sysbench experiment: the one its record names."""
-    if isinstance(params, Microbenchmarks):
-        return plan_microbenchmarks(params, runtimes)
-    if isinstance(params, LxdAppendix):
-        return plan_lxd_appendix(params, runtimes)
-    raise TypeError(f"microbench plans Microbenchmarks or LxdAppendix, not {type(params).__name__}")
 
 
 def plan_microbenchmarks(params: Microbenchmarks, runtimes: list[str]) -> estimate.Work:
