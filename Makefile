@@ -16,6 +16,10 @@ RUNTIMES ?= auto
 APPS ?= all
 REPS ?=
 ONLY ?=
+# RESUME=latest goes on with a stopped `make figures` (or RESUME=<run id>); RESUME_ANYWAY=yes even
+# where its parameters, code or device differ (recorded in the run).
+RESUME ?=
+RESUME_ANYWAY ?=
 # Several devices at once: TARGET=pi1,pi2 or a fleet file naming each with its load generator.
 FLEET ?=
 PYTEST_ARGS ?=
@@ -34,12 +38,13 @@ provision_first = $(if $(filter no,$(PROVISION)),@echo "PROVISION=no: using only
 FIGURE_ARGS = --profile '$(PROFILE)' --target '$(TARGET)' --runtimes '$(RUNTIMES)' --apps '$(APPS)' \
 	$(if $(REPS),--repetitions '$(REPS)') $(if $(ONLY),--only '$(ONLY)') $(if $(FLEET),--fleet '$(FLEET)') \
 	$(foreach s,$(SET),--set '$(s)') \
+	$(if $(RESUME),--resume '$(RESUME)') $(if $(RESUME_ANYWAY),--resume_anyway '$(RESUME_ANYWAY)') \
 	$(if $(filter no,$(PROVISION)),,--provision)
 
 .PHONY: help setup provision figures plan replot compare verdicts report lab test test-fast bench device device-stop clean
 
 help: ## Show this help
-	@echo "edgebench: make <goal> [PROFILE=quick|standard] [TARGET=local|user@host|device|a,b] [FLEET=file.yml] [RUNTIMES=auto|native,docker] [APPS=all|go-http] [REPS=N] [ONLY=name] [SET='param=value ...'] [PROVISION=yes|no]"
+	@echo "edgebench: make <goal> [PROFILE=quick|standard] [TARGET=local|user@host|device|a,b] [FLEET=file.yml] [RUNTIMES=auto|native,docker] [APPS=all|go-http] [REPS=N] [ONLY=name] [SET='param=value ...'] [RESUME=latest] [PROVISION=yes|no]"
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
 
 setup: $(STAMP) ## Create .venv and install edgebench with its dependencies (quick when done)

@@ -31,7 +31,9 @@ from edgebench.paths import DATA_DIR, PROJECT_ROOT
 from edgebench.tools.health import UNKNOWN
 
 CORE_COLUMNS = ["experiment", "run_id", "target", "platform", "app", "runtime", "protocol", "cpus", "memory_mb",
-                "rep", "metric", "value", "unit", "status", "error", "health"]
+                "rep", "metric", "value", "unit", "status", "error", "health", "point_id"]
+# One line per measured point that ended (edgebench.resume): what a resumed run does not measure again.
+POINTS_FILE = "points.jsonl"
 _RUN_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
@@ -71,46 +73,70 @@ def _jsonable(value: Any) -> Any:
 
 class Run:
     """One execution of one experiment. Use as a context manager: the meta file records how
-    it ended (completed, failed, interrupted) even when the body raises."""
+    it ended (completed, failed, interrupted) even when the body raises.
+
+    `resume=True` opens an existing run again (edgebench.resume has checked it may be, and kept in
+    results.csv only the rows of points that ended): rows are appended, raw files numbered on,
+    and `meta.json` gets a new sitting."""
 
     def __init__(self, experiment: str, params: dict, target_facts: dict, *,
                  extra_columns: list[str] = (), run_id: str | None = None, data_dir: Path = DATA_DIR,
-                 tool_versions: dict | None = None):
+                 tool_versions: dict | None = None, resume: bool = False, sitting: dict | None = None):
         if run_id is not None and not _RUN_ID_RE.match(run_id):
             raise ConfigError(f"run_id={run_id!r} may only hold letters, digits, '.', '_' and '-'")
         self.experiment = experiment
         self.run_id = run_id or new_run_id()
         self.dir = Path(data_dir) / experiment / self.run_id
-        if (self.dir / "results.csv").exists():
+        if (self.dir / "results.csv").exists() != resume:
             raise ConfigError(f"{self.dir} already holds results; choose another run_id "
-                              "(raw data is never overwritten)")
+                              "(raw data is never overwritten)" if not resume else
+                              f"{self.dir} holds no run to resume")
         self.raw_dir = self.dir / "raw"
         self.raw_dir.mkdir(parents=True, exist_ok=True)
-        self.columns = CORE_COLUMNS + [c for c in extra_columns if c not in CORE_COLUMNS]
+        self.columns = self.columns_for(extra_columns)
         self.target = target_facts.get("target", "local")
         self.platform = platform_of(target_facts)
         self.counts = {"ok": 0, "failed": 0}
-        self._raw_seq = 0
+        self._raw_seq = max((int(p.name[:5]) for p in self.raw_dir.glob("[0-9]" * 5 + "-*")), default=0)
         self._lock = threading.Lock()
         # The device's health (edgebench.tools.health.HealthMonitor), set before `with`: sampled from
         # __enter__ to the end of the run. Without one, every row's health is "unknown".
         self.health = None
-        self.meta = {
-            "experiment": experiment, "run_id": self.run_id, "status": "running",
-            "started_at": utc_now(), "ended_at": None, "parameters": params,
-            "project": git_state(), "target": target_facts,
-            # The device's name in a fleet (make figures TARGET=a,b or FLEET=file), which a fleet
-            # file may choose apart from the address; None for a single target.
-            "device": os.environ.get("EDGEBENCH_DEVICE") or None,
-            # Every declared program's version on the target (edgebench.provisioning.parts), None where missing.
-            "tool_versions": dict(tool_versions or {}),
-            "columns": self.columns,
-        }
+        # The point being measured (experiments.sweep), written into each row, and those that ended.
+        self.point = ""
+        self._point_started = ""
+        self.ended_points = ended_points(self.dir) if resume else {}
+        now = utc_now()
+        this_sitting = {"started_at": now, "ended_at": None, "status": "running", **(sitting or {})}
+        if resume:
+            self.meta = load_meta(self.dir)
+            if self.meta.get("columns") != self.columns:
+                raise ConfigError(f"{self.dir} was written with other columns; it cannot be resumed")
+            self.meta.update(status="running", ended_at=None, parameters=params, target=target_facts)
+            self.meta.setdefault("sittings", []).append(this_sitting)
+        else:
+            self.meta = {
+                "experiment": experiment, "run_id": self.run_id, "status": "running",
+                "started_at": now, "ended_at": None, "parameters": params,
+                "project": git_state(), "target": target_facts,
+                # The device's name in a fleet (make figures TARGET=a,b or FLEET=file), which a fleet
+                # file may choose apart from the address; None for a single target.
+                "device": os.environ.get("EDGEBENCH_DEVICE") or None,
+                # Every declared program's version on the target (edgebench.provisioning.parts), None where missing.
+                "tool_versions": dict(tool_versions or {}),
+                "columns": self.columns,
+                "sittings": [this_sitting],
+            }
         self._write_meta()
-        self._csv = open(self.dir / "results.csv", "w", newline="")
+        self._csv = open(self.dir / "results.csv", "a" if resume else "w", newline="")
         self._writer = csv.DictWriter(self._csv, fieldnames=self.columns, extrasaction="raise")
-        self._writer.writeheader()
+        if not resume:
+            self._writer.writeheader()
         self._flush()
+
+    @staticmethod
+    def columns_for(extra_columns) -> list[str]:
+        return CORE_COLUMNS + [c for c in extra_columns if c not in CORE_COLUMNS]
 
     # -- rows ---------------------------------------------------------------------
     def add(self, *, metric: str, value: float | None, unit: str, status: str = "ok",
@@ -118,7 +144,8 @@ class Run:
         if status not in ("ok", "failed"):
             raise ValueError(f"status must be ok or failed, not {status!r}")
         row = {c: "" for c in self.columns}
-        row.update(experiment=self.experiment, run_id=self.run_id, target=self.target, platform=self.platform)
+        row.update(experiment=self.experiment, run_id=self.run_id, target=self.target, platform=self.platform,
+                   point_id=self.point)
         unknown = set(context) - set(self.columns)
         if unknown:
             raise ValueError(f"columns {sorted(unknown)} not declared for {self.experiment}")
@@ -165,13 +192,26 @@ class Run:
         self._write_meta()
 
     # -- measured points (experiments.sweep): the health monitor judges "busy" at their start ----
-    def begin_point(self) -> None:
+    def begin_point(self, point_id: str = "") -> None:
+        self.point, self._point_started = point_id, utc_now()
         if self.health is not None:
             self.health.begin_point()
 
-    def end_point(self) -> None:
-        if self.health is not None:
-            self.health.end_point()
+    def end_point(self, ended: bool = False) -> None:
+        """`ended`: the point ran to its end (ok or failed rows), so a resumed run skips it; a
+        point cut by a stop is not journaled and is measured again whole."""
+        try:
+            if self.health is not None:
+                self.health.end_point()
+        finally:
+            if ended and self.point:
+                record = {"point_id": self.point, "started_at": self._point_started, "ended_at": utc_now()}
+                with self._lock, open(self.dir / POINTS_FILE, "a") as f:
+                    f.write(json.dumps(record) + "\n")
+                    f.flush()
+                    os.fsync(f.fileno())
+                self.ended_points[self.point] = record
+            self.point = ""
 
     def _stop_health(self) -> None:
         if self.health is not None:
@@ -193,9 +233,13 @@ class Run:
         with open(self.dir / "results.csv", newline="") as f:
             statuses = [row["status"] for row in csv.DictReader(f)]
         self.counts = {s: statuses.count(s) for s in ("ok", "failed")}
-        self.meta.update(status=status, ended_at=utc_now(), rows=dict(self.counts))
+        now = utc_now()
+        self.meta.update(status=status, ended_at=now, rows=dict(self.counts))
         if error:
             self.meta["error"] = error
+        else:
+            self.meta.pop("error", None)  # a resumed run that completed has no error left
+        _end_sitting(self.meta, status, now, error)
         self._write_meta()
 
     def __enter__(self) -> "Run":
@@ -282,14 +326,16 @@ def close_unfinished(experiment: str, since: str, status: str, error: str,
             meta = load_meta(run_dir)
         except (OSError, ValueError):
             continue
-        if meta.get("status") != "running" or (meta.get("started_at") or "") < since:
+        if meta.get("status") != "running" or sitting_started(meta) < since:
             continue
         if target is not None and run_target(meta) != target:
             continue
         with open(run_dir / "results.csv", newline="") as f:
             statuses = [row.get("status") for row in csv.DictReader(f)]
-        meta.update(status=status, ended_at=utc_now(), error=error,
+        now = utc_now()
+        meta.update(status=status, ended_at=now, error=error,
                     rows={s: statuses.count(s) for s in ("ok", "failed")})
+        _end_sitting(meta, status, now, error)
         tmp = run_dir / "meta.json.tmp"
         tmp.write_text(json.dumps(meta, indent=1, default=_jsonable))
         tmp.replace(run_dir / "meta.json")
@@ -299,3 +345,29 @@ def close_unfinished(experiment: str, since: str, status: str, error: str,
 
 def load_meta(run_dir: Path) -> dict:
     return json.loads((Path(run_dir) / "meta.json").read_text())
+
+
+def sitting_started(meta: dict) -> str:
+    """When the run's last sitting started (a resumed run's first started earlier)."""
+    sittings = meta.get("sittings") or [{}]
+    return sittings[-1].get("started_at") or meta.get("started_at") or ""
+
+
+def _end_sitting(meta: dict, status: str, when: str, error: str | None) -> None:
+    for sitting in (meta.get("sittings") or [])[-1:]:
+        sitting.update(status=status, ended_at=when, **({"error": error} if error else {}))
+
+
+def ended_points(run_dir: Path) -> dict[str, dict]:
+    """point_id -> its line in points.jsonl, for every point of the run that ended."""
+    path = Path(run_dir) / POINTS_FILE
+    if not path.exists():
+        return {}
+    ended = {}
+    for line in path.read_text().splitlines():
+        try:
+            record = json.loads(line)
+        except ValueError:  # a line cut by the stop: that point did not end
+            continue
+        ended[record["point_id"]] = record
+    return ended

@@ -10,6 +10,11 @@ then print a short summary of what each produced.
 A notebook is written to figures/<experiment>/ only once it has run to the end; a failed one
 is kept as <name>.failed.ipynb for reading, never as a product.
 
+`--resume latest` (`make figures RESUME=latest`) goes on with the notebooks of a run that was
+stopped: a notebook whose latest run completed with these settings is skipped, an unfinished one
+is continued without measuring again the points it measured (edgebench.resume), one with no run
+yet is measured from the start.
+
 SIGINT, SIGTERM or SIGHUP (Ctrl-C, `kill`, `timeout`, a job runner, a closed terminal) stop the
 run cleanly: the signal is passed to the notebook kernel as an interrupt, the experiment stops
 what it started and marks its run interrupted with every row kept, no further cell or notebook
@@ -31,12 +36,13 @@ from edgebench.errors import ConfigError
 from edgebench.experiments import EXPERIMENTS, NOTEBOOKS_DIR, experiment_of, for_notebook
 from edgebench.paths import FIGURES_DIR, PROJECT_ROOT
 from edgebench.provisioning import provision
-from edgebench.results import close_unfinished, find_run, load_meta, load_results, utc_now
+from edgebench.results import close_unfinished, find_run, load_meta, load_results, sitting_started, utc_now
 from edgebench.signals import Stopper
 from edgebench.targets import connect
 
 # What `make figures` can set; each notebook gets only those its parameters cell declares.
-PASSED_THROUGH = ("target", "runtimes", "apps", "profile", "repetitions", "load_generator")
+PASSED_THROUGH = ("target", "runtimes", "apps", "profile", "repetitions", "load_generator", "resume",
+                  "resume_anyway")
 
 
 def _short(path: Path) -> str:
@@ -63,8 +69,20 @@ def parameters_for(nb: Path, params: dict, settings: dict[str, str] | None = Non
     for name, text in (settings or {}).items():
         if name in types:
             passed[name] = typed_setting(nb, name, text, types[name].__name__)
-    record.params(passed)
+    made = record.params(passed)
+    if made.resume:  # the run it goes on with, by id, so the kernel resolves the same one
+        passed["resume"] = made.resumption.run_id if made.resumption else ""
+        if made.resumption is None:
+            passed.pop("resume_anyway", None)
     return passed
+
+
+def already_completed(nb: Path, passed: dict) -> Path | None:
+    """The run a resumed notebook completed (nothing left to measure), else None."""
+    if not passed.get("resume"):
+        return None
+    made = for_notebook(nb).params(passed)
+    return made.resumption.run_dir if made.resumption and made.resumption.completed else None
 
 
 # `--set` values as the parameters cell's defaults are typed; anything else stays a string.
@@ -96,6 +114,8 @@ def parse_settings(items: list[str] | None, todo: list[Path]) -> dict[str, str]:
             raise ConfigError(f"SET {item!r}: write name=value (for example memory_levels=48m,32m)")
         if name == "run_id":
             raise ConfigError("SET run_id: make replot re-renders the latest run")
+        if name in ("resume", "resume_anyway"):
+            raise ConfigError(f"SET {name}: use {name.upper()}= (make figures RESUME=latest RESUME_ANYWAY=yes)")
         if name in PASSED_THROUGH:
             option = "REPS" if name == "repetitions" else name.upper()
             raise ConfigError(f"SET {name}: make figures sets {name} itself; use {option}= (--{name})")
@@ -187,7 +207,7 @@ def summary(experiments: list[str], since: dict[str, str] | None = None, target:
     for exp in experiments:
         try:
             run_dir = find_run(exp, "latest", target=target)
-            if since and (load_meta(run_dir).get("started_at") or "") < since.get(exp, ""):
+            if since and sitting_started(load_meta(run_dir)) < since.get(exp, ""):
                 raise LookupError("older than this invocation")
         except Exception:
             lines.append(f"{exp:<20} {'-':>5} {'-':>6}  no data{' from this run' if since else ''}")
@@ -263,7 +283,11 @@ def main(argv=None) -> int:
     params = {k: getattr(args, k) for k in PASSED_THROUGH if getattr(args, k) not in (None, "")}
     if "repetitions" in params:
         params["repetitions"] = int(params["repetitions"])
+    if "resume_anyway" in params:
+        params["resume_anyway"] = typed_setting(Path("make figures"), "resume_anyway", params["resume_anyway"], "bool")
     if args.replot:
+        params.pop("resume", None)
+        params.pop("resume_anyway", None)
         params["run_id"] = "latest"
     todo = notebooks(args.only)
     if not todo:
@@ -275,9 +299,14 @@ def main(argv=None) -> int:
     except ConfigError as e:
         print(f"make figures: {e}", file=sys.stderr)
         return 2
-    plans = {} if args.replot else planned(todo, per_notebook, params)
+    completed = [nb for nb in todo if already_completed(nb, per_notebook[nb])]
+    for nb in completed:
+        print(f"== {nb.name}: its run {already_completed(nb, per_notebook[nb]).name} completed with these "
+              "settings; skipped (RESUME)", file=sys.stderr, flush=True)
+    todo = [nb for nb in todo if nb not in completed]
+    plans = {} if args.replot or not todo else planned(todo, per_notebook, params)
     if args.plan_only:
-        return 0 if plans else 1
+        return 0 if plans or not todo else 1
     progress = plan.Progress(list(plans.values())) if plans else None
     stopper = Stopper().install()
     failures, ran, since = [], [], {}
@@ -317,7 +346,7 @@ def main(argv=None) -> int:
     stopper.done()
     if progress:
         progress.close()
-    print("\n" + summary([experiment_of(nb) for nb in ran], None if args.replot else since,
+    print("\n" + summary([experiment_of(nb) for nb in completed + ran], None if args.replot else since,
                          None if args.replot else target), flush=True)
     if stopper.stopped:
         print(f"\nstopped by {stopper.name}: {len(ran)} of {len(todo)} notebooks started", flush=True)

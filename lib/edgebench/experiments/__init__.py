@@ -103,9 +103,13 @@ def for_notebook(path: Path | str) -> Experiment:
 
 def collect(params: Parameters) -> Path:
     """What a notebook calls with its record: replot the run `params.run_id` names ('latest' or
-    an id) when it names one, else measure now. Returns the run directory."""
+    an id) when it names one, else measure now, or go on with the run `params.resume` names
+    (nothing to measure when it completed). Returns the run directory."""
     if params.run_id:
         return find_run(params.EXPERIMENT, params.run_id)
+    if params.resumption is not None and params.resumption.completed:
+        print(f"[edgebench] {params.EXPERIMENT} run {params.resumption.run_id} completed: nothing left to measure")
+        return params.resumption.run_dir
     return EXPERIMENTS[params.EXPERIMENT].run(params)
 
 

@@ -38,7 +38,7 @@ from edgebench.experiments.common import (check_apps, check_profile, check_repet
 from edgebench.experiments.parameters import Limited, library, parsed
 from edgebench.experiments.protocols import fair_limits, package_all, with_instance
 from edgebench.experiments.sweep import Point, artifact_for, sweep
-from edgebench.results import Run, new_run_id
+from edgebench.results import Run
 from edgebench.runtimes import RUNTIMES, Limits, Runtime, StartFailed
 from edgebench.runtimes.vm import VmRuntime
 
@@ -174,7 +174,7 @@ def run(params: Params) -> Path:
     """Start every (app, runtime[, machine]) `repetitions` times, runtimes interleaved; writes
     data/boot_time/<run_id>/ and returns that directory."""
     app_names, reps = params.app_names, params.reps
-    run_id = params.run_id or new_run_id()
+    run_id = params.measuring_run_id()
     recorded = dict(target=str(params.target), runtimes=params.runtimes, apps=app_names, repetitions=reps,
                     machines=params.machines, cpus=params.cpus, memory=params.memory,
                     docker_build=params.docker_build, profile=params.profile)
@@ -187,7 +187,8 @@ def run(params: Params) -> Path:
             for rt in measured:
                 for app in app_names:
                     rt.check_limits(app, limits)
-            with open_run(EXPERIMENT, recorded, tgt, extra_columns=EXTRA_COLUMNS, run_id=run_id) as run:
+            with open_run(EXPERIMENT, recorded, tgt, extra_columns=EXTRA_COLUMNS, run_id=run_id,
+                          record=params) as run:
                 run.note("skipped_runtimes", selection.skipped)
                 run.note("limits", limits.as_dict())
                 if clip_note:

@@ -9,11 +9,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator
 
+from edgebench import resume
 from edgebench.apps import APPS, HTTP_APPS, get_app
 from edgebench.cgroups import NO_MEMORY_CONTROLLER
 from edgebench.errors import ConfigError
 from edgebench.provisioning.parts import tool_versions
-from edgebench.results import Run, find_run
+from edgebench.results import Run, find_run, load_meta
 from edgebench.runtimes import RUNTIMES, Runtime, requested_runtimes
 from edgebench.signals import deferred_signals
 from edgebench.targets import Target, connect
@@ -69,12 +70,23 @@ class Selection:
     skipped: dict[str, str] = field(default_factory=dict)  # runtime -> why it is absent
 
 
-def open_run(experiment: str, params: dict, target: Target, **options) -> Run:
+def open_run(experiment: str, params: dict, target: Target, record=None, **options) -> Run:
     """A Run that records the target's facts and the versions of what the runtimes and tools run,
     and samples the target's health (temperature, throttling, frequency, load from others) while
-    it is open: health.csv beside results.csv, a `health` mark on every row."""
+    it is open: health.csv beside results.csv, a `health` mark on every row.
+    `record`: the experiment's parameters record; its values and the experiment's code digest go
+    into meta.json, and when it resumes a run (edgebench.resume) that run is opened again, on
+    the same device only (unless resume_anyway)."""
     facts = target.facts()
-    run = Run(experiment, params, facts, tool_versions=tool_versions(target), **options)
+    resumption = getattr(record, "resumption", None)
+    if resumption is not None:
+        run = _reopen(experiment, params, target, facts, resumption, record, **options)
+    else:
+        run = Run(experiment, params, facts, tool_versions=tool_versions(target), **options)
+        if record is not None:
+            run.meta.update(record=resume.plain_given(record.given()),
+                            code_digest=resume.code_digest(type(record).__module__))
+            run.note("resumable", "make figures RESUME=latest (or resume='latest') goes on from where it stops")
     run.health = HealthMonitor(target, run.dir)
     if facts.get("memory_controller") == "no":
         # Said before anything is measured: runtimes accept a memory limit here and do not apply it.
@@ -82,6 +94,25 @@ def open_run(experiment: str, params: dict, target: Target, **options) -> Run:
         run.note("memory_limits", warning)
         print(f"[edgebench] {warning}. A sweep over memory measures nothing on this device.", file=sys.stderr)
     return run
+
+
+def _reopen(experiment: str, params: dict, target: Target, facts: dict, resumption, record, **options) -> Run:
+    old = load_meta(resumption.run_dir).get("target") or {}
+    found = list(resumption.differences) + resume.device_differences(old, facts)
+    if found and not record.resume_anyway:
+        raise ConfigError(f"cannot resume {experiment} run {resumption.run_id}: {'; '.join(found)}. Measure anew "
+                          "(leave RESUME / resume empty) or go on anyway with RESUME_ANYWAY=yes "
+                          "(resume_anyway=True), which the run records")
+    options = {k: v for k, v in options.items() if k != "run_id"}
+    kept, discarded = resume.keep_ended_rows(resumption.run_dir, Run.columns_for(options.get("extra_columns", ())))
+    print(f"[edgebench] resuming {experiment} run {resumption.run_id}: {kept} rows of ended points kept"
+          + (f", {discarded} rows of points cut by the stop moved to {resume.DISCARDED_FILE} and measured again"
+             if discarded else ""), file=sys.stderr)
+    sitting = {"resumed": True, "rows_kept": kept, "rows_discarded": discarded}
+    if found:
+        sitting["went_on_anyway_despite"] = found
+    return Run(experiment, params, facts, tool_versions=tool_versions(target), run_id=resumption.run_id,
+               data_dir=resumption.run_dir.parent.parent, resume=True, sitting=sitting, **options)
 
 
 def select_runtimes(target: Target, requested, run_tag: str, apps: Iterable[str] = (),

@@ -36,7 +36,6 @@ from edgebench.experiments.overhead_benchmarks import (CROSSCHECK_MIN_S, IOZONE,
                                                        measure_disk, measure_hpc, measure_memory, measure_network,
                                                        npb_app, package_tools)
 from edgebench.experiments.parameters import Limited, library, parsed
-from edgebench.results import new_run_id
 from edgebench.targets import LocalTarget
 from edgebench.tools import energy, npb, stream
 
@@ -135,7 +134,7 @@ def run(params: Params) -> Path:
     """Paper 003's four benchmark families, native vs containers, with energy and EDP per run;
     writes data/container_overhead/<run_id>/ and returns that directory."""
     parts, protocol_names, app_names, s = params.parts, params.protocol_names, params.app_names, params.settings
-    run_id = params.run_id or new_run_id()
+    run_id = params.measuring_run_id()
     # "" is no limit: recorded as None, as the notebook passed it before the record
     recorded = dict(target=str(params.target), runtimes=params.runtimes, benchmarks=parts, protocols=protocol_names,
                     apps=app_names, cpus=params.cpus or None, memory=params.memory or None, repetitions=params.reps,
@@ -144,7 +143,8 @@ def run(params: Params) -> Path:
     tools = ["fio", "stream"]
     with session(params.target, params.runtimes, run_id, [*tools, *app_names]) as (tgt, selection):
         cpus_v, mem_v, clip = resolve_limits(tgt, params.cpus_limit, params.memory_limit_mb)
-        with open_run(EXPERIMENT, recorded, tgt, extra_columns=EXTRA_COLUMNS, run_id=run_id) as run:
+        with open_run(EXPERIMENT, recorded, tgt, extra_columns=EXTRA_COLUMNS, run_id=run_id,
+                      record=params) as run:
             run.note("skipped_runtimes", selection.skipped)
             tool_runtimes = [rt for rt in selection.runtimes if rt.runs(IOZONE)]
             run.note("absent_runtimes", {rt.name: f"{rt.name} runs no Linux tool binaries (fio, STREAM, NPB): "

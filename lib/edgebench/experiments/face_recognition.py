@@ -38,7 +38,7 @@ from edgebench.experiments.protocols import batch_failure, fair_limits, package_
 from edgebench.experiments.services import modes_of
 from edgebench.experiments.sweep import Point, artifact_for, sweep
 from edgebench.python_apps import pypi_file, python_env
-from edgebench.results import Run, new_run_id
+from edgebench.results import Run
 from edgebench.runtimes import RUNTIMES, Limits
 from edgebench.targets import Target
 
@@ -204,7 +204,7 @@ def run(params: Params) -> Path:
     images, k, reps, protocol_names = params.images, params.k, params.reps, params.protocol_names
     # "" is no limit: recorded as None, as the notebook passed it before the record
     cpus, memory = params.cpus or None, params.memory or None
-    run_id = params.run_id or new_run_id()
+    run_id = params.measuring_run_id()
     recorded = dict(target=str(params.target), runtimes=params.runtimes, images=images, images_dir=params.images_dir,
                     k=k, repetitions=reps, protocols=protocol_names, cpus=cpus, memory=memory,
                     profile=params.profile)
@@ -214,7 +214,8 @@ def run(params: Params) -> Path:
         cores = tgt.facts()["cores"]
         for rt in selection.runtimes:
             rt.check_limits(APP, Limits(cpus=cpus_v, memory_mb=mem_v))
-        with open_run(EXPERIMENT, recorded, tgt, extra_columns=EXTRA_COLUMNS, run_id=run_id) as run:
+        with open_run(EXPERIMENT, recorded, tgt, extra_columns=EXTRA_COLUMNS, run_id=run_id,
+                      record=params) as run:
             run.note("skipped_runtimes", selection.skipped)
             dataset = {}
 

@@ -21,7 +21,6 @@ from edgebench.apps import APPS, HTTP_APPS, place_app
 from edgebench.errors import ConfigError, EdgebenchError
 from edgebench.experiments.common import as_list, check_apps, open_run, runtime_options, session
 from edgebench.experiments.parameters import Parameters, library, parsed
-from edgebench.results import new_run_id
 from edgebench.runtimes import RUNTIMES
 
 EXPERIMENT = "static_footprint"
@@ -51,12 +50,12 @@ class Params(Parameters):
 def run(p: Params) -> Path:
     """Measure, write data/static_footprint/<run_id>/, return that directory."""
     target, runtimes, app_names, builds = p.target, p.runtimes, p.app_names, p.builds
-    run_id = p.run_id or new_run_id()
+    run_id = p.measuring_run_id()
     params = dict(target=str(target), runtimes=runtimes, apps=app_names, docker_builds=builds,
                   profile=p.profile)
     options = runtime_options(p.require_kvm, p.nanos_accel)
     with session(target, runtimes, run_id, app_names, options) as (tgt, selection):
-        with open_run(EXPERIMENT, params, tgt, extra_columns=EXTRA_COLUMNS, run_id=run_id) as run:
+        with open_run(EXPERIMENT, params, tgt, extra_columns=EXTRA_COLUMNS, run_id=run_id, record=p) as run:
             run.note("skipped_runtimes", selection.skipped)
             for app_name in app_names:
                 base = dict(app=app_name, rep=1, cpus=None, memory_mb=None)

@@ -32,7 +32,7 @@ from edgebench.experiments.parameters import Limited, library, parsed
 from edgebench.experiments.protocols import fair_limits, package_all, published_limits, with_instance
 from edgebench.experiments.services import modes_of
 from edgebench.experiments.sweep import Point, artifact_for, sweep
-from edgebench.results import Run, new_run_id
+from edgebench.results import Run
 from edgebench.runtimes import RUNTIMES, Limits, Runtime, StartFailed
 from edgebench.tools.load import LoadSettings, Wrk
 
@@ -144,7 +144,7 @@ class Params(Limited):
 def run(params: Params) -> Path:
     """Every (runtime, network mode, protocol) `repetitions` times, runtimes interleaved."""
     reps, protocol_names, profile = params.reps, params.protocol_names, params.profile
-    run_id = params.run_id or new_run_id()
+    run_id = params.measuring_run_id()
     recorded = dict(target=str(params.target), runtimes=params.runtimes, repetitions=reps, protocols=protocol_names,
                     cpus=params.cpus, memory=params.memory, load_generator=str(params.load_generator),
                     profile=profile)
@@ -156,7 +156,8 @@ def run(params: Params) -> Path:
         for rt in selection.runtimes:
             rt.check_limits(APP, limits["fair"])
         with load_generator_for(tgt, params.load_generator) as (loadgen, shared), \
-                open_run(EXPERIMENT, recorded, tgt, extra_columns=EXTRA_COLUMNS, run_id=run_id) as run:
+                open_run(EXPERIMENT, recorded, tgt, extra_columns=EXTRA_COLUMNS, run_id=run_id,
+                         record=params) as run:
             run.note("skipped_runtimes", selection.skipped)
             run.note("limits", {k: v.as_dict() for k, v in limits.items()})
             run.note("load_generator", {"host": loadgen.host.name, "shares_target": shared})

@@ -28,7 +28,7 @@ from edgebench.experiments.common import (as_list, check_apps, check_protocols, 
 from edgebench.experiments.parameters import Parameters, library, parsed
 from edgebench.experiments.protocols import fair_limits, package_all, published_limits, with_instance
 from edgebench.experiments.sweep import Point, artifact_for, sweep
-from edgebench.results import Run, new_run_id
+from edgebench.results import Run
 from edgebench.runtimes import Limits, StartFailed
 from edgebench.runtimes.tags import is_alive
 from edgebench.targets import LOCAL_NAMES, connect
@@ -167,7 +167,7 @@ def run(params: HttpLoad) -> Path:
     """Measure, write data/<io_bound|cpu_bound>/<run_id>/, return that directory."""
     experiment, target, runtimes, app_names = params.EXPERIMENT, params.target, params.runtimes, params.app_names
     settings, open_settings, endpoint, path = params.load, params.open_settings, params.ENDPOINT, params.path
-    run_id = params.run_id or new_run_id()
+    run_id = params.measuring_run_id()
     recorded = dict(experiment=experiment, target=str(target), runtimes=runtimes, apps=app_names,
                     repetitions=params.reps, protocols=params.protocol_names, rich_cpus=params.rich_cpus,
                     rich_memory=params.rich_memory, constrained_cpus=params.constrained_cpus,
@@ -188,7 +188,8 @@ def run(params: HttpLoad) -> Path:
                     continue  # a level this runtime cannot boot at: its rows there fail with the reason
                 for app in app_names:
                     rt.check_limits(app, Limits(cpus=cpus, memory_mb=mem))
-        with open_run(experiment, recorded, tgt, extra_columns=EXTRA_COLUMNS, run_id=run_id) as run:
+        with open_run(experiment, recorded, tgt, extra_columns=EXTRA_COLUMNS, run_id=run_id,
+                      record=params) as run:
             run.note("skipped_runtimes", selection.skipped)
             run.note("load_generator", {"host": lg_host.name, "shares_target": shared,
                                         "facts": lg_host.facts(),

@@ -32,7 +32,7 @@ from edgebench.experiments.common import (as_list, check_protocols, check_repeti
 from edgebench.experiments.parameters import Limited, library, parsed
 from edgebench.experiments.protocols import batch_failure, fair_limits, package_all, published_limits, with_applied
 from edgebench.experiments.sweep import Point, artifact_for, sweep
-from edgebench.results import Run, new_run_id
+from edgebench.results import Run
 from edgebench.runtimes import Limits
 from edgebench.tools.counters import COLUMNS as PERF_COLUMNS
 from edgebench.tools.counters import EVENTS
@@ -182,7 +182,7 @@ def run(params: IomtBatch) -> Path:
     experiment, target, runtimes, entropy, seed = (params.EXPERIMENT, params.target, params.runtimes,
                                                    params.entropy, params.seed)
     cpus, memory = params.cpus or None, params.memory or None
-    run_id = params.run_id or new_run_id()
+    run_id = params.measuring_run_id()
     recorded = dict(experiment=experiment, target=str(target), runtimes=runtimes, workloads=params.workload_names,
                     sizes=params.size_plan, entropy=entropy, seed=seed, k=params.k, dims=params.dims,
                     iterations=params.iterations, protocols=params.protocol_names, cpus=cpus, memory=memory,
@@ -193,7 +193,8 @@ def run(params: IomtBatch) -> Path:
         cores = tgt.facts()["cores"]
         for rt in selection.runtimes:
             rt.check_limits(APP, Limits(cpus=cpus_v, memory_mb=mem_v))
-        with open_run(experiment, recorded, tgt, extra_columns=EXTRA_COLUMNS, run_id=run_id) as run:
+        with open_run(experiment, recorded, tgt, extra_columns=EXTRA_COLUMNS, run_id=run_id,
+                      record=params) as run:
             run.note("skipped_runtimes", selection.skipped)
             artifacts = package_all(run, tgt, selection.runtimes, [APP], params.docker_build)
 

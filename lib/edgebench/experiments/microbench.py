@@ -26,7 +26,7 @@ from edgebench.experiments.network import measure_docker_networking, network_poi
 from edgebench.experiments.parameters import Limited, library, parsed
 from edgebench.experiments.protocols import fair_limits, package_all, published_limits, with_applied
 from edgebench.experiments.sweep import Point, artifact_for, sweep
-from edgebench.results import Run, new_run_id
+from edgebench.results import Run
 from edgebench.runtimes import RUNTIMES, Limits
 from edgebench.tools import sysbench as sb
 
@@ -122,11 +122,11 @@ class _Bench:
 
 @contextmanager
 def _bench(experiment: str, params: dict, target, runtimes, cpus: float | None, memory_mb: float | None,
-           run_id: str) -> Iterator[_Bench]:
+           run_id: str, record) -> Iterator[_Bench]:
     with session(target, runtimes, run_id, [TOOL]) as (tgt, selection):
         cpus_v, mem_v, clip = resolve_limits(tgt, cpus, memory_mb)
         limit = max_threads(tgt)
-        with open_run(experiment, params, tgt, extra_columns=EXTRA_COLUMNS, run_id=run_id) as run:
+        with open_run(experiment, params, tgt, extra_columns=EXTRA_COLUMNS, run_id=run_id, record=record) as run:
             run.note("skipped_runtimes", selection.skipped)
             run.note("max_threads", limit)
             artifacts = package_all(run, tgt, selection.runtimes, [TOOL], "offline")
@@ -190,11 +190,11 @@ class LxdAppendix(Limited):
 def run_microbenchmarks(params: Microbenchmarks) -> Path:
     """Table 2 (sysbench CPU and memory) under both protocols, then Docker host vs bridge."""
     seconds, reps, cpus, memory = params.seconds, params.reps, params.cpus or None, params.memory or None
-    run_id = params.run_id or new_run_id()
+    run_id = params.measuring_run_id()
     recorded = dict(target=str(params.target), runtimes=params.runtimes, protocols=params.protocol_names, cpus=cpus,
                     memory=memory, repetitions=reps, network=params.network, profile=params.profile, seconds=seconds)
     with _bench(params.EXPERIMENT, recorded, params.target, params.runtimes, params.cpus_limit,
-                params.memory_limit_mb, run_id) as b:
+                params.memory_limit_mb, run_id, params) as b:
         cells = []
         for proto in params.protocol_names:
             if proto == "published":
@@ -235,12 +235,12 @@ def run_lxd_appendix(params: LxdAppendix) -> Path:
     as N grows, (c) memory and (d) CPU over thread counts, alternating runtimes."""
     cfg = APPENDIX[params.profile]
     seconds, cpus, memory = cfg["seconds"], params.cpus or None, params.memory or None
-    run_id = params.run_id or new_run_id()
+    run_id = params.measuring_run_id()
     recorded = dict(target=str(params.target), runtimes=params.runtimes, cpus=cpus, memory=memory,
                     repetitions=params.reps, file_counts=params.files, thread_counts=params.threads,
                     profile=params.profile, seconds=seconds)
     with _bench(params.EXPERIMENT, recorded, params.target, params.runtimes, params.cpus_limit,
-                params.memory_limit_mb, run_id) as b:
+                params.memory_limit_mb, run_id, params) as b:
         cells = [("fileio", n, None, sb.fileio(n, 1, seconds)) for n in params.files]
         cells += [("memory", None, t, sb.memory(t, "100G", seconds=seconds, block="1M")) for t in params.threads]
         cells += [("cpu", None, t, sb.cpu(t, events=cfg["cpu_events"])) for t in params.threads]

@@ -33,7 +33,6 @@ from edgebench.experiments.common import (check_apps, check_repetitions, open_ru
 from edgebench.experiments.parameters import Limited, library, parsed
 from edgebench.experiments.protocols import package_all, with_instance
 from edgebench.experiments.sweep import Point, artifact_for, sweep
-from edgebench.results import new_run_id
 from edgebench.runtimes import Limits, Runtime, StartFailed
 
 EXPERIMENT = "min_memory"
@@ -157,7 +156,7 @@ def run(params: Params) -> Path:
     data/min_memory/<run_id>/ and returns that directory."""
     settings, app_names, hold_s = params.settings, params.app_names, params.hold_s
     start_mb, ceiling_mb = params.start_mb, params.ceiling_mb
-    run_id = params.run_id or new_run_id()
+    run_id = params.measuring_run_id()
     recorded = dict(target=str(params.target), runtimes=params.runtimes, apps=app_names,
                     repetitions=settings.repetitions, cpus=params.cpus, start_mb=start_mb, ceiling_mb=ceiling_mb,
                     resolution_mb=settings.resolution_mb, hold_s=hold_s, docker_build=params.docker_build,
@@ -171,7 +170,8 @@ def run(params: Params) -> Path:
         def limits_at(mb: float) -> Limits:
             return Limits(cpus=cpus_v, memory_mb=mb, cpuset=pinned, swap=False, gomaxprocs=gomaxprocs)
 
-        with open_run(EXPERIMENT, recorded, tgt, extra_columns=EXTRA_COLUMNS, run_id=run_id) as run:
+        with open_run(EXPERIMENT, recorded, tgt, extra_columns=EXTRA_COLUMNS, run_id=run_id,
+                      record=params) as run:
             run.note("skipped_runtimes", selection.skipped)
             place_probe(tgt)
             artifacts = package_all(run, tgt, selection.runtimes, app_names, params.docker_build)

@@ -20,8 +20,11 @@ import functools
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Mapping, get_type_hints
 
+from edgebench import resume
 from edgebench.errors import ConfigError
 from edgebench.experiments.common import check_profile
+from edgebench.resume import Resumption
+from edgebench.results import new_run_id
 from edgebench.runtimes import requested_runtimes
 from edgebench.targets import Target
 from edgebench.units import parse_cpus, parse_memory_mb
@@ -50,6 +53,9 @@ class Parameters:
     runtimes: str = "auto"
     profile: str = "standard"
     run_id: str = ""
+    resume: str = ""  # "latest" or a run id: go on with that unfinished run (edgebench.resume)
+    resume_anyway: bool = False  # resume although parameters, code or device differ (recorded)
+    resumption: Resumption | None = parsed()
 
     def __post_init__(self):
         hints = _hints(type(self))
@@ -66,6 +72,19 @@ class Parameters:
         check_profile(self.profile)
         requested_runtimes(self.runtimes)  # an unknown name is refused here, before connecting
         self.check()
+        if self.resume:
+            if self.run_id:
+                raise ConfigError(f"run_id={self.run_id!r} replots a run and resume={self.resume!r} continues one; "
+                                  "give only one of them")
+            target = self.target if isinstance(self.target, str) else self.target.name
+            self.set(resumption=resume.resolve(self.EXPERIMENT, self.resume, target, resume.plain_given(self.given()),
+                                               type(self).__module__, self.resume_anyway))
+
+    def measuring_run_id(self) -> str:
+        """The run a measurement writes: the one it resumes, the run_id a Python caller chose, or a new one."""
+        if self.resumption is not None:
+            return self.resumption.run_id
+        return self.run_id or new_run_id()
 
     def check(self) -> None:
         """Check the values and set the parsed fields (with `self.set`); a ConfigError names what to change."""

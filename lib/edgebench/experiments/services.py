@@ -39,7 +39,7 @@ from edgebench.experiments.http_load import load_generator_for, loadgen_cpuset
 from edgebench.experiments.parameters import Limited, library, parsed
 from edgebench.experiments.protocols import fair_limits, package_all, published_limits, with_instance
 from edgebench.experiments.sweep import Point, artifact_for, sweep
-from edgebench.results import Run, new_run_id
+from edgebench.results import Run
 from edgebench.runtimes import RUNTIMES, Limits, Runtime, StartFailed
 from edgebench.tools.load import LoadSettings, RedisBenchmark, Wrk
 
@@ -201,7 +201,7 @@ class Params(Limited):
 def run(params: Params) -> Path:
     """Every (service, runtime, network mode, protocol) `repetitions` times, runtimes interleaved."""
     names, reps, protocol_names, profile = params.service_names, params.reps, params.protocol_names, params.profile
-    run_id = params.run_id or new_run_id()
+    run_id = params.measuring_run_id()
     recorded = dict(target=str(params.target), runtimes=params.runtimes, services=names, repetitions=reps,
                     protocols=protocol_names, cpus=params.cpus, memory=params.memory,
                     load_generator=str(params.load_generator), profile=profile)
@@ -212,7 +212,8 @@ def run(params: Params) -> Path:
         limits = {"fair": fair_limits(cpus_v, mem_v, cores), "published": published_limits(cpus_v, mem_v)}
         serving = [rt for rt in selection.runtimes if all(rt.runs(APPS[s]) for s in names)]
         with load_generator_for(tgt, params.load_generator) as (loadgen, shared), \
-                open_run(EXPERIMENT, recorded, tgt, extra_columns=EXTRA_COLUMNS, run_id=run_id) as run:
+                open_run(EXPERIMENT, recorded, tgt, extra_columns=EXTRA_COLUMNS, run_id=run_id,
+                         record=params) as run:
             run.note("skipped_runtimes", selection.skipped)
             run.note("absent_runtimes", {rt.name: f"{rt.name} runs no Linux tool binaries: Debian's "
                                                   f"{' and '.join(names)} cannot run there"

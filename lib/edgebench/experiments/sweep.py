@@ -11,12 +11,14 @@ marks the point's rows with what it saw (edgebench.tools.health).
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 from tqdm import tqdm
 
 from edgebench.errors import EdgebenchError
+from edgebench.resume import point_id
 from edgebench.results import Run
 from edgebench.runtimes import Artifact, Runtime
 
@@ -48,17 +50,28 @@ def points(runtimes: Sequence[Runtime], reps: int, outer: Sequence = (None,), in
 def sweep(run: Run, runtimes: Sequence[Runtime], *, reps: int, row_for: Callable[[Point], dict],
           measure: Callable[[Point, dict], None], failed: tuple[str, str], desc: str, progress: bool = True,
           outer: Sequence = (None,), inner: Sequence = (None,), protocols: Sequence = (None,)) -> None:
-    """Measure every point; `failed` = (metric, unit) of the row an error becomes."""
+    """Measure every point; `failed` = (metric, unit) of the row an error becomes. A point a
+    resumed run has already measured to its end is not measured again (edgebench.resume)."""
     metric, unit = failed
-    for point in tqdm(points(runtimes, reps, outer, inner, protocols), desc=desc, disable=not progress):
+    todo = [(p, point_id(desc, p.runtime.name, p.rep, p.protocol, p.outer, p.inner))
+            for p in points(runtimes, reps, outer, inner, protocols)]
+    done = sum(key in run.ended_points for _, key in todo)
+    if done:
+        print(f"[edgebench] {desc}: {done} of {len(todo)} points measured in an earlier sitting; "
+              f"measuring the other {len(todo) - done}", file=sys.stderr)
+    for point, key in tqdm([(p, k) for p, k in todo if k not in run.ended_points], desc=desc,
+                           disable=not progress):
         row = row_for(point)
-        run.begin_point()
+        run.begin_point(key)
+        ended = False
         try:
             measure(point, row)
+            ended = True
         except EdgebenchError as e:
             run.failed(metric=metric, unit=unit, error=str(e), **row)
+            ended = True
         finally:
-            run.end_point()
+            run.end_point(ended)
 
 
 def artifact_for(artifacts: dict, app: str, rt: Runtime) -> Artifact:

@@ -51,7 +51,7 @@ from edgebench.experiments.parameters import Limited, library, parsed
 from edgebench.experiments.protocols import fair_limits, package_all, published_limits, with_instance
 from edgebench.experiments.sweep import Point, artifact_for, sweep
 from edgebench.runtimes.image_registry import registry_host, serving, transfer_and_unpack
-from edgebench.results import Run, new_run_id
+from edgebench.results import Run
 from edgebench.runtimes import RUNTIMES, Limits, Runtime, StartFailed
 from edgebench.targets import Target, sh
 
@@ -269,7 +269,7 @@ def run(params: Params) -> Path:
     write data/time_to_ready/<run_id>/ and return that directory."""
     target, runtimes, app_names = params.target, params.runtimes, params.app_names
     protocol_names, cache_names, reps = params.protocol_names, params.cache_names, params.reps
-    run_id = params.run_id or new_run_id()
+    run_id = params.measuring_run_id()
     recorded = dict(target=str(target), runtimes=runtimes, apps=app_names, repetitions=reps,
                     protocols=protocol_names, cpus=params.cpus, memory=params.memory,
                     docker_build=params.docker_build, profile=params.profile, caches=cache_names,
@@ -285,7 +285,8 @@ def run(params: Params) -> Path:
         for rt in selection.runtimes:
             for app in app_names:
                 rt.check_limits(app, limits["fair"])
-        with open_run(EXPERIMENT, recorded, tgt, extra_columns=EXTRA_COLUMNS, run_id=run_id) as run:
+        with open_run(EXPERIMENT, recorded, tgt, extra_columns=EXTRA_COLUMNS, run_id=run_id,
+                      record=params) as run:
             run.note("skipped_runtimes", selection.skipped)
             run.note("limits", {k: v.as_dict() for k, v in limits.items()})
             if clip_note:
