@@ -20,7 +20,8 @@ def test_sensor_access_is_named_from_the_backend():
 
 
 def test_repetitions_protocols_and_limits_are_checked_when_the_record_is_made():
-    assert ha.Params().reps == ha.REPETITIONS and ha.Params(protocols="fair").protocol_names == ["fair"]
+    assert ha.Params().reps == ha.REPETITIONS["standard"] and ha.Params(profile="smoke").reps == 1
+    assert ha.Params(protocols="fair").protocol_names == ["fair"]
     with pytest.raises(ConfigError, match="unknown protocol 'fast'"):
         ha.Params(protocols="fast")
     with pytest.raises(ConfigError, match="repetitions=-1 must be at least 1"):

@@ -49,7 +49,7 @@ def test_completed_run(tmp_path):
     meta = load_meta(run.dir)
     assert meta["status"] == "completed"
     assert meta["ended_at"] >= meta["started_at"]
-    assert meta["rows"] == {"ok": 1, "failed": 0}
+    assert meta["rows"] == {"ok": 1, "failed": 0, "not measurable": 0}
     df = load_results(run.dir)
     assert df.loc[0, "target"] == "pi4" and df.loc[0, "build"] == "offline" and df.loc[0, "value"] == 1.5
 
@@ -108,7 +108,7 @@ def test_failed_rows_load_as_nan_not_zero(tmp_path):
     assert df.loc[0, "error"] == "OOM-killed in cgroup"
     assert df.loc[1, "value"] == 0 and df.loc[1, "error"] == ""
     assert math.isnan(df.loc[2, "value"])
-    assert load_meta(run.dir)["rows"] == {"ok": 2, "failed": 1}
+    assert load_meta(run.dir)["rows"] == {"ok": 2, "failed": 1, "not measurable": 0}
 
 
 def test_load_results_without_errors_gives_empty_strings_without_warnings(tmp_path):

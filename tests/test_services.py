@@ -83,7 +83,7 @@ def test_limits_are_checked_when_the_record_is_made():
         sv.Params(memory="256")
     with pytest.raises(ConfigError, match="cpus='one' is not a number"):
         sv.Params(cpus="one")
-    assert sv.Params(repetitions=0).reps == sv.REPETITIONS and sv.Params().service_names == ["redis", "nginx"]
+    assert sv.Params(repetitions=0).reps == sv.REPETITIONS["standard"] and sv.Params().service_names == ["redis", "nginx"]
 
 
 def test_plan_leaves_out_runtimes_that_run_no_linux_binaries_and_counts_docker_twice():

@@ -6,9 +6,11 @@ from types import SimpleNamespace
 
 import pytest
 
-from edgebench.errors import EdgebenchError
+from edgebench.errors import EdgebenchError, NotMeasurable
 from edgebench.experiments.sweep import artifact_for, points, sweep
 from edgebench.results import Run, load_meta, load_results
+from edgebench.runtimes import RUNTIMES
+from edgebench.targets import connect
 
 A, B, C = (SimpleNamespace(name=n) for n in "abc")
 
@@ -68,3 +70,26 @@ def test_a_missing_artifact_names_the_packaging():
     with pytest.raises(EdgebenchError, match="packaging failed"):
         artifact_for({}, "go-http", A)
     assert artifact_for({("go-http", "a"): "art"}, "go-http", A) == "art"
+
+
+def test_what_cannot_be_measured_is_neither_ok_nor_failed_and_pairs_that_cannot_run_are_left_out(tmp_path):
+    native, unikraft = (RUNTIMES[n](connect("local"), "t") for n in ("native", "unikraft"))
+    measured = []
+
+    def measure(p, row):
+        if p.runtime is native and p.inner == "node-http":
+            raise NotMeasurable("no power meter on local")
+        measured.append((p.runtime.name, p.inner))
+        run.add(metric="m", value=1.0, unit="ms", **row)
+
+    with Run("sweep_test", {}, {"target": "local"}, data_dir=tmp_path, run_id="r2") as run:
+        sweep(run, [native, unikraft], reps=1, inner=["go-http", "node-http"],
+              row_for=lambda p: dict(runtime=p.runtime.name, rep=p.rep, app=p.inner),
+              measure=measure, failed=("m", "ms"), desc="test", progress=False)
+    df = load_results(run.dir)
+    assert sorted(measured) == [("native", "go-http"), ("unikraft", "go-http")]
+    assert list(df.status.value_counts().sort_index().items()) == [("not measurable", 1), ("ok", 2)]
+    assert df[df.status == "not measurable"].error.iloc[0] == "no power meter on local"
+    meta = load_meta(run.dir)
+    assert meta["rows"] == {"ok": 2, "failed": 0, "not measurable": 1}
+    assert list(meta["notes"]["left_out"]) == ["node-http on unikraft"]  # no row, not a failure

@@ -9,6 +9,17 @@ class ConfigError(EdgebenchError, ValueError):
     """A parameter is wrong; raised before anything is started."""
 
 
+class NotMeasurable(EdgebenchError):
+    """What this device or runtime cannot measure, nothing having gone wrong: no power meter, no
+    NPB binaries, an app's clock inside a VM, a memory limit below what the runtime starts. A
+    sweep writes its rows with status `not measurable` and the reason, counted apart from failures."""
+
+
+class BelowMinimum(ConfigError, NotMeasurable):
+    """A memory limit below what a runtime can start anything with: refused before anything runs
+    when asked for alone, not measurable as one point of a sweep over memory."""
+
+
 class MissingTool(ConfigError):
     """A program an experiment runs is not on the host that must run it. `tool` names it, so
     callers (the test suite's need() gate, a sweep) can tell a missing part from a wrong parameter."""

@@ -32,6 +32,10 @@ from edgebench.tools.health import UNKNOWN
 
 CORE_COLUMNS = ["experiment", "run_id", "target", "platform", "app", "runtime", "protocol", "cpus", "memory_mb",
                 "rep", "metric", "value", "unit", "status", "error", "health", "point_id"]
+# A row's status: measured; something went wrong (the reason in `error`); or what this device or
+# runtime cannot measure (no power meter, an app's clock in a VM), the reason in `error`.
+NOT_MEASURABLE = "not measurable"
+STATUSES = ("ok", "failed", NOT_MEASURABLE)
 # One line per measured point that ended (edgebench.resume): what a resumed run does not measure again.
 POINTS_FILE = "points.jsonl"
 _RUN_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
@@ -96,7 +100,7 @@ class Run:
         self.columns = self.columns_for(extra_columns)
         self.target = target_facts.get("target", "local")
         self.platform = platform_of(target_facts)
-        self.counts = {"ok": 0, "failed": 0}
+        self.counts = dict.fromkeys(STATUSES, 0)
         self._raw_seq = max((int(p.name[:5]) for p in self.raw_dir.glob("[0-9]" * 5 + "-*")), default=0)
         self._lock = threading.Lock()
         # The device's health (edgebench.tools.health.HealthMonitor), set before `with`: sampled from
@@ -141,8 +145,8 @@ class Run:
     # -- rows ---------------------------------------------------------------------
     def add(self, *, metric: str, value: float | None, unit: str, status: str = "ok",
             error: str = "", **context) -> None:
-        if status not in ("ok", "failed"):
-            raise ValueError(f"status must be ok or failed, not {status!r}")
+        if status not in STATUSES:
+            raise ValueError(f"status must be one of {', '.join(STATUSES)}, not {status!r}")
         row = {c: "" for c in self.columns}
         row.update(experiment=self.experiment, run_id=self.run_id, target=self.target, platform=self.platform,
                    point_id=self.point)
@@ -162,6 +166,9 @@ class Run:
 
     def failed(self, *, metric: str, unit: str, error: str, **context) -> None:
         self.add(metric=metric, value=None, unit=unit, status="failed", error=error, **context)
+
+    def not_measurable(self, *, metric: str, unit: str, why: str, **context) -> None:
+        self.add(metric=metric, value=None, unit=unit, status=NOT_MEASURABLE, error=why, **context)
 
     def _flush(self) -> None:
         self._csv.flush()
@@ -232,7 +239,7 @@ class Run:
         # Counted from the file: a signal between a row's write and its tally cannot skew it.
         with open(self.dir / "results.csv", newline="") as f:
             statuses = [row["status"] for row in csv.DictReader(f)]
-        self.counts = {s: statuses.count(s) for s in ("ok", "failed")}
+        self.counts = {s: statuses.count(s) for s in STATUSES}
         now = utc_now()
         self.meta.update(status=status, ended_at=now, rows=dict(self.counts))
         if error:
@@ -334,7 +341,7 @@ def close_unfinished(experiment: str, since: str, status: str, error: str,
             statuses = [row.get("status") for row in csv.DictReader(f)]
         now = utc_now()
         meta.update(status=status, ended_at=now, error=error,
-                    rows={s: statuses.count(s) for s in ("ok", "failed")})
+                    rows={s: statuses.count(s) for s in STATUSES})
         _end_sitting(meta, status, now, error)
         tmp = run_dir / "meta.json.tmp"
         tmp.write_text(json.dumps(meta, indent=1, default=_jsonable))

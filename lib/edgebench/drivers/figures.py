@@ -36,7 +36,8 @@ from edgebench.errors import ConfigError
 from edgebench.experiments import EXPERIMENTS, NOTEBOOKS_DIR, experiment_of, for_notebook
 from edgebench.paths import FIGURES_DIR, PROJECT_ROOT
 from edgebench.provisioning import provision
-from edgebench.results import close_unfinished, find_run, load_meta, load_results, sitting_started, utc_now
+from edgebench.results import (NOT_MEASURABLE, STATUSES, close_unfinished, find_run, load_meta, load_results,
+                               sitting_started, utc_now)
 from edgebench.signals import Stopper
 from edgebench.targets import connect
 
@@ -203,25 +204,29 @@ def summary(experiments: list[str], since: dict[str, str] | None = None, target:
     """One line per experiment: its newest run's row counts (on `target`, if given). With
     `since` (experiment -> the time its notebook started), only a run that notebook made counts,
     never an older one."""
-    lines = [f"{'experiment':<20} {'ok':>5} {'failed':>6}  data / figures"]
+    lines = [f"{'experiment':<20} {'ok':>5} {'failed':>6} {'n/m':>5}  data / figures"]
     for exp in experiments:
         try:
             run_dir = find_run(exp, "latest", target=target)
             if since and sitting_started(load_meta(run_dir)) < since.get(exp, ""):
                 raise LookupError("older than this invocation")
         except Exception:
-            lines.append(f"{exp:<20} {'-':>5} {'-':>6}  no data{' from this run' if since else ''}")
+            lines.append(f"{exp:<20} {'-':>5} {'-':>6} {'-':>5}  no data{' from this run' if since else ''}")
             continue
         df = load_results(run_dir)
         meta = load_meta(run_dir)
-        ok, failed = (df["status"] == "ok").sum(), (df["status"] == "failed").sum()
-        lines.append(f"{exp:<20} {ok:>5} {failed:>6}  {_short(run_dir)}  "
+        ok, failed, unmeasurable = ((df["status"] == s).sum() for s in STATUSES)
+        lines.append(f"{exp:<20} {ok:>5} {failed:>6} {unmeasurable:>5}  {_short(run_dir)}  "
                      f"{_short(FIGURES_DIR / exp)}/")
         skipped = (meta.get("notes") or {}).get("skipped_runtimes") or {}
         for rt, why in skipped.items():
             lines.append(f"{'':<20} {rt} skipped: {why}")
+        for why, n in df[df["status"] == NOT_MEASURABLE]["error"].str[:110].value_counts().head(3).items():
+            lines.append(f"{'':<20} {n} not measurable here: {why}")
         if meta.get("status") != "completed":
             lines.append(f"{'':<20} run status: {meta.get('status')} {meta.get('error') or ''}")
+    lines.append("(n/m: rows this device or runtime cannot measure, such as energy without a power meter; "
+                 "not failures)")
     return "\n".join(lines)
 
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from edgebench.experiments import experiment_of, for_notebook
+from edgebench.experiments import estimate
 from edgebench.experiments.estimate import Work
 from edgebench.paths import DATA_DIR
 from edgebench.results import utc_now
@@ -42,7 +43,14 @@ class NotebookPlan:
             "runtimes " + ",".join(self.runtimes) if self.runtimes else "",
             "apps " + ",".join(w.apps) if w.apps else "", w.levels,
             f"{w.repetitions} reps" if w.repetitions else "") if x)
-        return f"{self.notebook:<30} {w.points:>5} points  ~{duration(self.estimate_s):>8}  {what}  [{self.basis}]"
+        line = f"{self.notebook:<30} {w.points:>5} points  ~{duration(self.estimate_s):>8}  {what}  [{self.basis}]"
+        left_out = {}
+        for rt in self.runtimes:
+            for app in w.apps or []:
+                if app not in estimate.runnable(rt, [app]):
+                    left_out.setdefault(app, []).append(rt)
+        return line + "".join(f"\n{'':<30} left out, as it cannot run there: {app} on {', '.join(rts)}"
+                              for app, rts in left_out.items())
 
 
 def duration(seconds: float) -> str:

@@ -21,8 +21,11 @@ from edgebench.targets import Target, connect
 from edgebench.tools.health import HealthMonitor
 from edgebench.units import as_list
 
-# quick: seconds per notebook, for tests and a first look. standard: the papers' settings.
+# smoke: one point per runtime, the smallest sizes and shortest windows, every notebook in minutes:
+# that every code path runs on this device, measuring nothing worth reading. quick: seconds per
+# notebook, for tests and a first look. standard: the papers' settings.
 PROFILES: dict[str, dict] = {
+    "smoke": {"repetitions": 1},
     "quick": {"repetitions": 3},
     "standard": {"repetitions": 20},
 }

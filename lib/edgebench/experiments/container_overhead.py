@@ -46,6 +46,9 @@ EXTRA_COLUMNS = ["benchmark", "operation", "point", "tool", "threads", "npb_clas
                  "cpus_applied", "memory_mb_applied", "cpuset_applied", "limits_note", "note"]
 
 PROFILE_SETTINGS = {
+    "smoke": Settings(repetitions=1, file_mb=4, record_kib=32, stream_mib=(25.4,), stream_ntimes=2,
+                      npb_classes=("S",), npb_benchmarks=("ep",), ab_requests=500, seconds=1,
+                      connections=10, idle_s=0.5),
     "quick": Settings(repetitions=2, file_mb=16, record_kib=32, stream_mib=(76.3,), stream_ntimes=10,
                       npb_classes=("S",), npb_benchmarks=npb.BENCHMARKS, ab_requests=2000, seconds=2,
                       connections=10, idle_s=1.0),

@@ -49,7 +49,7 @@ EXTRA_COLUMNS = ["network_mode", "dataset", "images", "features", "predictions_s
 FEATURES = "eigenfaces (48x48 equalised crop, PCA of the gallery) + k-NN"
 LFW_WHEEL = "scikit-image==0.24.0"   # its wheel carries skimage/data/lfw_subset.npy (1 MB)
 LFW_MEMBER = "skimage/data/lfw_subset.npy"
-REPETITIONS = {"quick": 3, "standard": 10}
+REPETITIONS = {"smoke": 1, "quick": 3, "standard": 10}
 IDENTITIES, GALLERY, PROBES, SEED = 10, 5, 10, 1
 IMAGE_TYPES = (".png", ".jpg", ".jpeg", ".pgm", ".bmp", ".tif", ".tiff", ".webp")
 GENERATE_TIMEOUT_S = 600

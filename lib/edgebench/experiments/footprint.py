@@ -57,6 +57,7 @@ def run(p: Params) -> Path:
     with session(target, runtimes, run_id, app_names, options) as (tgt, selection):
         with open_run(EXPERIMENT, params, tgt, extra_columns=EXTRA_COLUMNS, run_id=run_id, record=p) as run:
             run.note("skipped_runtimes", selection.skipped)
+            left_out = {}
             for app_name in app_names:
                 base = dict(app=app_name, rep=1, cpus=None, memory_mb=None)
                 try:
@@ -67,6 +68,9 @@ def run(p: Params) -> Path:
                                    runtime=rt.name, protocol="fair", **base)
                     continue
                 for rt in selection.runtimes:
+                    if not rt.runs(APPS[app_name]):  # a pair that cannot run is left out, not failed
+                        left_out[f"{app_name} on {rt.name}"] = f"{rt.name} runs {rt.runs_what()}"
+                        continue
                     for build in dict.fromkeys(rt.build_for(b) for b in builds):
                         row = dict(base, runtime=rt.name, build=build,
                                    protocol="published" if build == "published" else "fair")
@@ -85,6 +89,8 @@ def run(p: Params) -> Path:
                                 artifact=artifact.ref, **row)
                         for metric, value, unit, what in artifact.extra_sizes:
                             run.add(metric=metric, value=value, unit=unit, artifact=what, **row)
+            if left_out:
+                run.note("left_out", left_out)
             return run.dir
 
 

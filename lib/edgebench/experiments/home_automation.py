@@ -43,10 +43,10 @@ EXTRA_COLUMNS = ["network_mode", "sensor", "sensor_access", "build", "network", 
 PORT_BASE = 16600
 READY_TIMEOUT_S = 60
 CONNECTIONS = 4                          # a handful of clients: a house's phones and hubs
-WRK_DURATION_S = {"quick": 5, "standard": 30}
+WRK_DURATION_S = {"smoke": 1, "quick": 5, "standard": 30}
 # Each start carries a whole load run (a minute of wrk in standard): three per cell show the spread
 # without the start-time experiments' 20, which here would take hours.
-REPETITIONS = 3
+REPETITIONS = {"smoke": 1, "quick": 3, "standard": 3}  # the paper's 3; smoke: one
 
 
 def sensor_access(sensor: str) -> str:
@@ -122,7 +122,7 @@ class Params(Limited):
     """The parameters of notebook 13: how many starts, the protocols, the service's limits, wrk's host."""
     EXPERIMENT: ClassVar[str] = EXPERIMENT
 
-    repetitions: int = 0            # 0 takes REPETITIONS
+    repetitions: int = 0            # 0 takes the profile's (REPETITIONS)
     protocols: str = "published,fair"
     cpus: str = "1"                 # the service's CPUs (wrk gets the others under fair)
     memory: str = ""                # "" for no memory limit
@@ -135,7 +135,7 @@ class Params(Limited):
     protocol_names: list[str] = parsed()
 
     def check(self):
-        reps = check_repetitions(self.repetitions or REPETITIONS)
+        reps = check_repetitions(self.repetitions or REPETITIONS[self.profile])
         protocol_names = check_protocols(self.protocols)
         self.limits()  # parsed once; refused here, before connecting
         self.set(reps=reps, protocol_names=protocol_names)

@@ -43,7 +43,7 @@ EXTRA_COLUMNS = ["scenario", "endpoint", "iter", "build", "network", "threads", 
                  "loadgen_cpuset", "limits_note", "load_tool", "offered_rps", "offered_share"]
 PORT_BASE = 18300
 # The paper's constrained sweep; quick keeps one level the apps live at and one near the edge.
-MEMORY_LEVELS = {"standard": "512m,256m,128m,64m", "quick": "256m,64m"}
+MEMORY_LEVELS = {"standard": "512m,256m,128m,64m", "quick": "256m,64m", "smoke": "128m"}
 READY_TIMEOUT_S = 60
 # (metric, key in the report, unit, scale from microseconds)
 LATENCY_METRICS = [("latency_mean", "mean", "ms"), ("latency_stdev", "stdev", "ms"),

@@ -45,13 +45,15 @@ SIZES = {
     "standard": {"lzw": "10KB,100KB,1MB,10MB,100MB", "aes": "100KB,1MB,10MB,100MB",
                  "kmeans": "1K,10K,100K,1M"},
     "quick": {"lzw": "10KB,1MB", "aes": "100KB,1MB", "kmeans": "1K,10K"},
+    "smoke": {"lzw": "10KB", "aes": "100KB", "kmeans": "1K"},
 }
 # Table 5 counts faults for LZW and AES from 100 KB up.
 PAGE_FAULT_SIZES = {
     "standard": {"lzw": "100KB,1MB,10MB,100MB", "aes": "100KB,1MB,10MB,100MB"},
     "quick": {"lzw": "100KB,4MB", "aes": "100KB,4MB"},
+    "smoke": {"lzw": "100KB", "aes": "100KB"},
 }
-REPETITIONS = {"standard": 5, "quick": 2}
+REPETITIONS = {"standard": 5, "quick": 2, "smoke": 1}
 ENTROPIES = ("random", "sensor")
 EXTRA_COLUMNS = ["workload", "input_size", "input_bytes", "points", "entropy", "seed", "checksum",
                  "input_checksum", "build", "accelerator", "perf_scope", "counting_cgroup", "cpus_applied",

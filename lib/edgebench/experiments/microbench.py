@@ -34,9 +34,10 @@ TOOL = "sysbench"
 EXTRA_COLUMNS = ["benchmark", "point", "threads", "files", "total", "build", "cpus_applied",
                  "memory_mb_applied", "cpuset_applied", "limits_note", "note"]
 TABLE2_POINTS = [("1MB / 10T", "1M", 10), ("10MB / 100T", "10M", 100), ("100MB / 1000T", "100M", 1000)]
-SECONDS = {"quick": 1, "standard": 10}
-REPETITIONS = {"quick": 2, "standard": 5}
+SECONDS = {"smoke": 1, "quick": 1, "standard": 10}
+REPETITIONS = {"smoke": 1, "quick": 2, "standard": 5}
 APPENDIX = {
+    "smoke": {"files": [8], "threads": [1], "cpu_events": 500, "seconds": 1},
     "quick": {"files": [8, 32], "threads": [1, 16, 256], "cpu_events": 2000, "seconds": 1},
     "standard": {"files": [16, 64, 256], "threads": [1, 10, 100, 1000, 10000], "cpu_events": 20000,
                  "seconds": 5},

@@ -106,8 +106,8 @@ class Bench:
         meter failed (never zero)."""
         row = dict(row, operation=row.get("operation") or "all")
         if measurement is None:
-            for r in energy.missing_rows(self.meter_reason):
-                self.run.failed(metric=r["metric"], unit=r["unit"], error=r["error"], **row)
+            for r in energy.missing_rows(self.meter_reason):  # no meter here: nothing went wrong
+                self.run.not_measurable(metric=r["metric"], unit=r["unit"], why=r["error"], **row)
             return
         for r in energy.measurement_rows(measurement, self.idle_w):
             if r.get("value") is None:
@@ -273,7 +273,7 @@ def measure_hpc(b: Bench, benchmarks: list[str], classes: list[str], artifacts: 
     for (bench, cls), why in missing.items():
         for rt in b.runtimes:
             for proto in b.protocols:
-                b.run.failed(metric="time", unit="s", error=why, runtime=rt.name, protocol=proto, rep=1,
+                b.run.not_measurable(metric="time", unit="s", why=why, runtime=rt.name, protocol=proto, rep=1,
                              benchmark="hpc", app=f"npb-{bench}", operation=bench, npb_class=cls,
                              point=f"{bench.upper()}.{cls}", tool=f"NPB {npb.VERSION} (OpenMP)", cpus=b.cpus,
                              memory_mb=b.memory_mb)

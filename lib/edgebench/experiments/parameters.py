@@ -48,6 +48,8 @@ class Parameters:
     """What every experiment takes. Subclasses add theirs and check them in `check()`."""
 
     EXPERIMENT: ClassVar[str] = ""  # data/<EXPERIMENT>/ and figures/<EXPERIMENT>/
+    # The smoke profile's one point per runtime: these replace a parameter left at its default.
+    SMOKE: ClassVar[dict[str, Any]] = {"apps": "go-http", "protocols": "fair"}
 
     target: str = field(default="local", metadata={"also": Target})  # or a connected Target (Python callers)
     runtimes: str = "auto"
@@ -70,6 +72,11 @@ class Parameters:
                                       f"is not {_article(kind)} {kind.__name__}; "
                                       f"give one (the default is {f.default!r})")
         check_profile(self.profile)
+        if self.profile == "smoke":
+            defaults = {f.name: f.default for f in dataclasses.fields(self) if f.init}
+            for name, value in self.SMOKE.items():
+                if name in defaults and getattr(self, name) == defaults[name]:
+                    object.__setattr__(self, name, value)
         requested_runtimes(self.runtimes)  # an unknown name is refused here, before connecting
         self.check()
         if self.resume:

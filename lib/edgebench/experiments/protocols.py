@@ -87,6 +87,8 @@ def package_all(run: Run, target: Target, runtimes, apps, docker_build: str, pre
             artifacts.failures.update({(app, rt.name): str(e) for rt in runtimes})
             continue
         for rt in runtimes:
+            if not rt.runs(record):  # left out of the sweep (experiments.sweep), not a failure
+                continue
             try:
                 artifacts[(app, rt.name)] = rt.package(built, rt.build_for(docker_build))
             except EdgebenchError as e:

@@ -50,20 +50,20 @@ EXTRA_COLUMNS = ["test", "network_mode", "build", "network", "accelerator", "cpu
 PORT_BASE = 16400
 READY_TIMEOUT_S = 30
 CONNECTIONS, PIPELINE = 30, 16          # the page's settings
-REQUESTS = {"quick": 20_000, "standard": 100_000}
+REQUESTS = {"smoke": 5_000, "quick": 20_000, "standard": 100_000}
 # `fair` measures each Redis test for at least this long: the page's 100k requests last 33-170 ms
 # at 0.6 M req/s, shorter than a shared machine's noise (three runs by hand gave GET 250k-625k).
 # A first run at the page's count measures the rate; the kept run asks for enough requests to
 # last the window. `published` keeps the page's command.
-MIN_WINDOW_S = {"quick": 2.0, "standard": 10.0}
+MIN_WINDOW_S = {"smoke": 0.5, "quick": 2.0, "standard": 10.0}
 WINDOW_MARGIN = 1.5
 WINDOW_ATTEMPTS = 3  # runs that measure the rate before the kept one; short of it, the row says so
-LIMIT_S = {"quick": 120, "standard": 600}  # per redis-benchmark run (both tests)
+LIMIT_S = {"smoke": 60, "quick": 120, "standard": 600}  # per redis-benchmark run (both tests)
 WRK_THREADS = 14                         # the page's nginx load: wrk -t14 -c30 -d1m
-WRK_DURATION_S = {"quick": 5, "standard": 60}
+WRK_DURATION_S = {"smoke": 1, "quick": 5, "standard": 60}
 # Each start carries a whole load run (a minute of wrk in standard): three per cell show the spread
 # without the start-time experiments' 20, which here would take hours.
-REPETITIONS = 3
+REPETITIONS = {"smoke": 1, "quick": 3, "standard": 3}  # the paper's 3; smoke: one
 
 
 def modes_of(rt: Runtime) -> tuple[str, ...]:
@@ -174,7 +174,7 @@ class Params(Limited):
     EXPERIMENT: ClassVar[str] = EXPERIMENT
 
     services: str = "all"
-    repetitions: int = 0            # 0 takes REPETITIONS
+    repetitions: int = 0            # 0 takes the profile's (REPETITIONS)
     protocols: str = "published,fair"
     cpus: str = "1"                 # one core, as the page
     memory: str = ""                # "" for no memory limit, as the page
@@ -188,7 +188,7 @@ class Params(Limited):
     protocol_names: list[str] = parsed()
 
     def check(self):
-        reps = check_repetitions(self.repetitions or REPETITIONS)
+        reps = check_repetitions(self.repetitions or REPETITIONS[self.profile])
         names = as_list(self.services, list(SERVICES))
         unknown = [s for s in names if s not in SERVICES]
         if unknown:

@@ -2,8 +2,11 @@
 
 It owns what the experiments used to copy: the order (runtimes alternate, and their order turns
 with each repetition, A B then B A, so drift favours none), the progress bar, and turning an
-error a measurement raises into a `failed` row with the reason, after which the sweep goes on.
+error a measurement raises into a `failed` row with the reason (a `not measurable` one for what the
+device or runtime cannot measure, errors.NotMeasurable), after which the sweep goes on.
 Experiments supply two functions: `row_for(point)` (the row's columns) and `measure(point, row)`.
+A point whose row names an app its runtime cannot run (node-http on unikraft) is left out, said
+once and noted in the run (`left_out`), not measured into failed rows.
 Each point is bracketed by `run.begin_point()` / `run.end_point()`: the run's health monitor checks
 there, while nothing of the point runs yet, whether other processes keep the device busy, and
 marks the point's rows with what it saw (edgebench.tools.health).
@@ -17,7 +20,8 @@ from typing import Any, Callable, Sequence
 
 from tqdm import tqdm
 
-from edgebench.errors import EdgebenchError
+from edgebench.apps import APPS
+from edgebench.errors import EdgebenchError, NotMeasurable
 from edgebench.resume import point_id
 from edgebench.results import Run
 from edgebench.runtimes import Artifact, Runtime
@@ -53,8 +57,17 @@ def sweep(run: Run, runtimes: Sequence[Runtime], *, reps: int, row_for: Callable
     """Measure every point; `failed` = (metric, unit) of the row an error becomes. A point a
     resumed run has already measured to its end is not measured again (edgebench.resume)."""
     metric, unit = failed
-    todo = [(p, point_id(desc, p.runtime.name, p.rep, p.protocol, p.outer, p.inner))
-            for p in points(runtimes, reps, outer, inner, protocols)]
+    todo, left_out = [], {}
+    for p in points(runtimes, reps, outer, inner, protocols):
+        app = APPS.get(row_for(p).get("app") or "")
+        if app is not None and not p.runtime.runs(app):  # a pair that cannot run: not a failure
+            left_out[f"{app.name} on {p.runtime.name}"] = f"{p.runtime.name} runs {p.runtime.runs_what()}"
+            continue
+        todo.append((p, point_id(desc, p.runtime.name, p.rep, p.protocol, p.outer, p.inner)))
+    if left_out:
+        print(f"[edgebench] {desc}: left out, as they cannot run: "
+              + "; ".join(f"{pair} ({why})" for pair, why in left_out.items()), file=sys.stderr)
+        run.note("left_out", {**(run.meta.get("notes") or {}).get("left_out", {}), **left_out})
     done = sum(key in run.ended_points for _, key in todo)
     if done:
         print(f"[edgebench] {desc}: {done} of {len(todo)} points measured in an earlier sitting; "
@@ -66,6 +79,9 @@ def sweep(run: Run, runtimes: Sequence[Runtime], *, reps: int, row_for: Callable
         ended = False
         try:
             measure(point, row)
+            ended = True
+        except NotMeasurable as e:
+            run.not_measurable(metric=metric, unit=unit, why=str(e), **row)
             ended = True
         except EdgebenchError as e:
             run.failed(metric=metric, unit=unit, error=str(e), **row)

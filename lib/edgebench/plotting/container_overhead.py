@@ -95,7 +95,7 @@ def missing_panels(table: pd.DataFrame, df: pd.DataFrame) -> dict[tuple[str, str
     for (bench, proto), g in tried.groupby(["benchmark", "protocol"]):
         if (bench, proto) in have:
             continue
-        errors = g[g["status"] == "failed"]["error"].dropna().astype(str).value_counts()
+        errors = g[g["status"] != "ok"]["error"].dropna().astype(str).value_counts()
         out[(bench, proto)] = (errors.index[0] if not errors.empty
                                else "native or every container lacks a successful row")
     return out
@@ -125,14 +125,14 @@ def edp_table(df: pd.DataFrame, reference: pd.DataFrame) -> pd.DataFrame:
     df = _labelled(df)
     rows = df[(df["metric"] == "edp") & (df["status"] == "ok") & df["value"].notna()]
     if rows.empty:
-        failed = df[(df["metric"] == "edp") & (df["status"] == "failed")]
+        failed = df[(df["metric"] == "edp") & (df["status"] != "ok")]
         why = "; ".join(sorted(set(failed["error"].astype(str))))[:400] or "no energy rows"
         raise NoData(f"no energy measured, so no EDP: {why}")
     return _relative(rows, dict.fromkeys(BENCHMARK_ORDER, False), reference, "edp_change_pct", "edp_change_pct")
 
 
 def failure_summary(df: pd.DataFrame) -> str:
-    failed = df[df["status"] == "failed"]
+    failed = df[df["status"] != "ok"]
     return "; ".join(sorted(set(failed["error"].astype(str))))[:500] or "no rows"
 
 

@@ -11,7 +11,7 @@ import pandas as pd
 from edgebench.errors import EdgebenchError
 from edgebench.plotting.style import (COLD, EMULATED, FIRST, HEALTH_LABEL, HEALTH_MARK, base_runtime, failed_runtimes,
                                       in_runtime_order, runtime_colour)
-from edgebench.results import load_meta
+from edgebench.results import NOT_MEASURABLE, load_meta
 from edgebench.tools.health import BUSY, MARKED, THROTTLED, UNKNOWN, flags
 
 
@@ -24,7 +24,7 @@ def ok_rows(df: pd.DataFrame, metric: str) -> pd.DataFrame:
     figure drawn from no data is a defect, not an empty plot."""
     sel = df[(df["metric"] == metric) & (df["status"] == "ok") & df["value"].notna()]
     if sel.empty:
-        failed = df[(df["metric"] == metric) & (df["status"] == "failed")]
+        failed = df[(df["metric"] == metric) & (df["status"] != "ok")]
         why = "; ".join(sorted(set(failed["error"].astype(str))))[:500] if not failed.empty else "no rows"
         raise NoData(f"no successful '{metric}' measurements to plot ({why})")
     return sel
@@ -169,6 +169,17 @@ def run_notes(run_dir, df: pd.DataFrame | None = None) -> str:
     # Available, but this experiment's programs cannot run there (a unikernel runs no Linux tools).
     for name, why in (notes.get("absent_runtimes") or {}).items():
         lines.append(f"- **{name}** not in this experiment: {why}")
+    left_out = notes.get("left_out") or {}
+    if left_out:  # app and runtime pairs that cannot run: left out of the sweep, not failed
+        lines.append(f"- Left out, as they cannot run: {'; '.join(f'{pair} ({why})' for pair, why in left_out.items())}")
+    if df is not None and "status" in df.columns:
+        nm = df[df["status"] == NOT_MEASURABLE]
+        if not nm.empty:
+            reasons = nm["error"].astype(str).str[:160].value_counts()
+            more = f" ({len(reasons) - 3} more reasons in the table)" if len(reasons) > 3 else ""
+            lines.append(f"- **{len(nm)} rows not measurable here** (not failures; "
+                         f"{', '.join(in_runtime_order(nm['runtime'].dropna().unique()))}): "
+                         + "; ".join(f"{why} ({n})" for why, n in reasons.head(3).items()) + more)
     if df is not None and "accelerator" in df.columns:
         for rt, accels in df.dropna(subset=["accelerator"]).groupby("runtime")["accelerator"]:
             kinds = ", ".join(sorted(set(accels.astype(str))))

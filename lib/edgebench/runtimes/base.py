@@ -25,7 +25,7 @@ from typing import ClassVar
 
 from edgebench.apps import BuiltApp, place_probe
 from edgebench.cgroups import FaultCounters, NativeCgroup, create_counting_cgroup, read_fault_counters
-from edgebench.errors import ConfigError, EdgebenchError
+from edgebench.errors import BelowMinimum, ConfigError, EdgebenchError
 from edgebench.provisioning.needs import Preparation, TargetNeeds
 from edgebench.python_apps import python_env
 from edgebench.runtimes.contract import (Artifact, Availability, BatchOutcome, BatchResult, Instance, LaunchPlan,
@@ -256,7 +256,7 @@ class Runtime(ABC):
 
     def check_limits(self, app: str, limits: Limits) -> None:
         if self.below_minimum(limits):
-            raise ConfigError(f"memory {limits.memory_mb:g} MiB is below what {self.name} can start "
+            raise BelowMinimum(f"memory {limits.memory_mb:g} MiB is below what {self.name} can start "
                               f"{app} with (minimum {self.min_memory_mb:g} MiB); raise the memory limit")
         if limits.network is not None and limits.network not in self.network_modes:
             has = (f"it has {', '.join(self.network_modes)}" if self.network_modes

@@ -678,7 +678,7 @@ def find_meter(target: Target, spec: str | None = "auto", *, root: str = DEFAULT
 # -- result rows ---------------------------------------------------------------------------
 
 def missing_rows(reason: str) -> list[dict]:
-    """Every energy metric, missing with the reason (the caller writes them as failed rows)."""
+    """Every energy metric, missing with the reason (the caller writes them as not measurable)."""
     return [{"metric": metric, "value": None, "unit": unit, "note": "", "error": reason}
             for metric, unit in METRICS]
 

@@ -49,6 +49,7 @@ class LoadSettings:
 
 # `standard` is the paper's -t4 -c100 -d30s; `quick` is for tests and a first look.
 LOAD_PROFILES = {
+    "smoke": LoadSettings(threads=2, connections=16, duration_s=1, warmup_s=0),
     "quick": LoadSettings(threads=2, connections=16, duration_s=1, warmup_s=1),
     "standard": LoadSettings(threads=4, connections=100, duration_s=30, warmup_s=5),
 }

@@ -36,6 +36,7 @@ class OpenLoopSettings:
 
 
 OPEN_LOOP_PROFILES = {
+    "smoke": OpenLoopSettings(("100%",), duration_s=1, connections=16),
     "quick": OpenLoopSettings(("50%", "100%"), duration_s=3, connections=16),
     "standard": OpenLoopSettings(("25%", "50%", "75%", "90%", "100%"), duration_s=20, connections=100, threads=4),
 }
