@@ -18,11 +18,12 @@ from pathlib import Path
 
 import pytest
 from edgebench import resume
+from edgebench.drivers import plan
 from edgebench.errors import ConfigError
 from edgebench.experiments import time_to_ready
 from edgebench.experiments.sweep import sweep
 from edgebench.paths import PROJECT_ROOT
-from edgebench.results import POINTS_FILE, Run, ended_points, load_meta
+from edgebench.results import POINTS_FILE, Run, ended_points, load_meta, time_in_points
 
 from test_stop_figures import data_lines, processes_with_env
 
@@ -231,3 +232,12 @@ def test_make_figures_stopped_twice_and_resumed_measures_each_point_once(tmp_pat
     out, err = make_figures(stopped, "RESUME=latest").communicate(timeout=300)
     assert "completed with these settings; skipped (RESUME)" in err, err[-2000:]
     assert len(run_points(run_dir)) == POINTS
+
+
+def test_the_time_in_points_is_what_the_harness_share_is_taken_from(tmp_path):
+    with Run("exp", {}, FACTS, data_dir=tmp_path) as run:
+        swept(run, measure_into(run))
+    n, seconds = time_in_points(run.dir)
+    assert n == 12 and 0 < seconds < 5
+    assert time_in_points(run.dir, since="9999") == (0, 0.0)  # a later sitting measured none of them
+    assert plan.harness_share(10.0, 9.0) == pytest.approx(0.1) and plan.harness_share(1.0, 2.0) == 0.0

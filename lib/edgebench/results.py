@@ -365,6 +365,19 @@ def _end_sitting(meta: dict, status: str, when: str, error: str | None) -> None:
         sitting.update(status=status, ended_at=when, **({"error": error} if error else {}))
 
 
+def time_in_points(run_dir: Path, since: str = "") -> tuple[int, float]:
+    """The points of the run that ended at or after `since` (an ISO time, as utc_now writes
+    them) and the seconds they took, start to end: the time spent measuring (starting and
+    stopping the app for the point included); the rest of a notebook's wall time is the harness's."""
+    n, seconds = 0, 0.0
+    for record in ended_points(run_dir).values():
+        if (record.get("started_at") or "") >= since:
+            n += 1
+            seconds += (datetime.fromisoformat(record["ended_at"]) -
+                        datetime.fromisoformat(record["started_at"])).total_seconds()
+    return n, seconds
+
+
 def ended_points(run_dir: Path) -> dict[str, dict]:
     """point_id -> its line in points.jsonl, for every point of the run that ended."""
     path = Path(run_dir) / POINTS_FILE

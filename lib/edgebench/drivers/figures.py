@@ -37,7 +37,7 @@ from edgebench.experiments import EXPERIMENTS, NOTEBOOKS_DIR, experiment_of, for
 from edgebench.paths import FIGURES_DIR, PROJECT_ROOT
 from edgebench.provisioning import provision
 from edgebench.results import (NOT_MEASURABLE, STATUSES, close_unfinished, find_run, load_meta, load_results,
-                               sitting_started, utc_now)
+                               sitting_started, time_in_points, utc_now)
 from edgebench.signals import Stopper
 from edgebench.targets import connect
 
@@ -200,23 +200,27 @@ def run_headless(goal: str, nb: Path, parameters: dict, quiet: bool = False) -> 
     return 0
 
 
-def summary(experiments: list[str], since: dict[str, str] | None = None, target: str | None = None) -> str:
-    """One line per experiment: its newest run's row counts (on `target`, if given). With
-    `since` (experiment -> the time its notebook started), only a run that notebook made counts,
-    never an older one."""
-    lines = [f"{'experiment':<20} {'ok':>5} {'failed':>6} {'n/m':>5}  data / figures"]
+def summary(experiments: list[str], since: dict[str, str] | None = None, target: str | None = None,
+            harness: dict[str, float] | None = None) -> str:
+    """One line per experiment: its newest run's row counts (on `target`, if given) and, from
+    `harness`, the share of its notebook's time spent outside measured points. With `since`
+    (experiment -> the time its notebook started), only a run that notebook made counts, never an
+    older one."""
+    harness = harness or {}
+    lines = [f"{'experiment':<20} {'ok':>5} {'failed':>6} {'n/m':>5} {'harness':>7}  data / figures"]
     for exp in experiments:
         try:
             run_dir = find_run(exp, "latest", target=target)
             if since and sitting_started(load_meta(run_dir)) < since.get(exp, ""):
                 raise LookupError("older than this invocation")
         except Exception:
-            lines.append(f"{exp:<20} {'-':>5} {'-':>6} {'-':>5}  no data{' from this run' if since else ''}")
+            lines.append(f"{exp:<20} {'-':>5} {'-':>6} {'-':>5} {'-':>7}  no data{' from this run' if since else ''}")
             continue
         df = load_results(run_dir)
         meta = load_meta(run_dir)
         ok, failed, unmeasurable = ((df["status"] == s).sum() for s in STATUSES)
-        lines.append(f"{exp:<20} {ok:>5} {failed:>6} {unmeasurable:>5}  {_short(run_dir)}  "
+        share = f"{harness[exp]:.0%}" if exp in harness else "-"
+        lines.append(f"{exp:<20} {ok:>5} {failed:>6} {unmeasurable:>5} {share:>7}  {_short(run_dir)}  "
                      f"{_short(FIGURES_DIR / exp)}/")
         skipped = (meta.get("notes") or {}).get("skipped_runtimes") or {}
         for rt, why in skipped.items():
@@ -226,8 +230,17 @@ def summary(experiments: list[str], since: dict[str, str] | None = None, target:
         if meta.get("status") != "completed":
             lines.append(f"{'':<20} run status: {meta.get('status')} {meta.get('error') or ''}")
     lines.append("(n/m: rows this device or runtime cannot measure, such as energy without a power meter; "
-                 "not failures)")
+                 "not failures. harness: the share of the notebook's time outside its measured points)")
     return "\n".join(lines)
+
+
+def measured_points(experiment: str, since: str, target: str) -> tuple[int, float]:
+    """Points the notebook that started at `since` measured, and their seconds (results.time_in_points)."""
+    try:
+        run_dir = find_run(experiment, "latest", target=target)
+    except ConfigError:
+        return 0, 0.0
+    return time_in_points(run_dir, since) if sitting_started(load_meta(run_dir)) >= since else (0, 0.0)
 
 
 def planned(todo: list[Path], per_notebook: dict[Path, dict], params: dict) -> dict[Path, "plan.NotebookPlan"]:
@@ -314,11 +327,12 @@ def main(argv=None) -> int:
         return 0 if plans or not todo else 1
     progress = plan.Progress(list(plans.values())) if plans else None
     stopper = Stopper().install()
-    failures, ran, since = [], [], {}
+    failures, ran, since, timing = [], [], {}, {}
     for nb in todo:
         if stopper.stopped:
             break
         start, started_at = time.monotonic(), utc_now()
+        timing.pop(experiment_of(nb), None)
         ran.append(nb)
         since[experiment_of(nb)] = started_at
         print(f"== {nb.name} {per_notebook[nb]}", file=sys.stderr, flush=True)
@@ -326,14 +340,19 @@ def main(argv=None) -> int:
             progress.begin(plans[nb])
         try:
             out = run_notebook(nb, per_notebook[nb], log_output=not args.quiet, stopper=stopper)
-            print(f"== {nb.name} done in {time.monotonic() - start:.0f} s -> {_short(out)}",
+            wall = time.monotonic() - start
+            in_points = measured_points(experiment_of(nb), started_at, target)
+            timing[experiment_of(nb)] = plan.harness_share(wall, in_points[1])
+            print(f"== {nb.name} done in {wall:.0f} s -> {_short(out)}; {in_points[0]} points measured in "
+                  f"{in_points[1]:.0f} s, {plan.harness_share(wall, in_points[1]):.0%} of the time outside them",
                   file=sys.stderr)
             if plans:
-                plan.record(plans[nb], time.monotonic() - start, "completed")
+                plan.record(plans[nb], wall, "completed", in_points=in_points)
                 progress.end(plans[nb])
         except BaseException as e:  # papermill's PapermillExecutionError carries the cell's traceback
             if plans:
-                plan.record(plans[nb], time.monotonic() - start, "interrupted" if stopper.stopped else "failed")
+                plan.record(plans[nb], time.monotonic() - start, "interrupted" if stopper.stopped else "failed",
+                            in_points=measured_points(experiment_of(nb), started_at, target))
                 progress.end(plans[nb])
             if not stopper.stopped and not isinstance(e, Exception):
                 raise
@@ -352,7 +371,7 @@ def main(argv=None) -> int:
     if progress:
         progress.close()
     print("\n" + summary([experiment_of(nb) for nb in completed + ran], None if args.replot else since,
-                         None if args.replot else target), flush=True)
+                         None if args.replot else target, timing), flush=True)
     if stopper.stopped:
         print(f"\nstopped by {stopper.name}: {len(ran)} of {len(todo)} notebooks started", flush=True)
         return stopper.exit_code

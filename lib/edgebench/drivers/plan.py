@@ -64,16 +64,27 @@ def history_path(data_dir: Path | None = None) -> Path:
     return Path(data_dir or DATA_DIR) / HISTORY_FILE
 
 
-def record(plan: NotebookPlan, seconds: float, status: str, data_dir: Path | None = None) -> None:
-    """Append one notebook's wall time (what the next estimate on this device starts from)."""
+def record(plan: NotebookPlan, seconds: float, status: str, data_dir: Path | None = None,
+           in_points: tuple[int, float] | None = None) -> None:
+    """Append one notebook's wall time (what the next estimate on this device starts from) and,
+    given `in_points` (points measured, their seconds), the share of it spent outside them."""
     path = history_path(data_dir)
     path.parent.mkdir(parents=True, exist_ok=True)
     entry = {"experiment": plan.experiment, "target": plan.target, "profile": plan.profile,
              "runtimes": plan.runtimes, "points": plan.work.points, "model_s": round(plan.work.seconds, 1),
              "seconds": round(seconds, 1), "status": status, "finished_at": utc_now(),
              "params": {k: v for k, v in plan.params.items() if isinstance(v, (str, int, float, bool, type(None)))}}
+    if in_points is not None:
+        entry.update(points_measured=in_points[0], in_points_s=round(in_points[1], 1),
+                     harness_share=round(harness_share(seconds, in_points[1]), 3))
     with open(path, "a") as f:
         f.write(json.dumps(entry) + "\n")
+
+
+def harness_share(wall_s: float, in_points_s: float) -> float:
+    """The share of a notebook's wall time spent outside its measured points: connecting,
+    building and packaging, image imports, VM kits, waits, teardown, the kernel and the figures."""
+    return max(0.0, 1 - in_points_s / wall_s) if wall_s > 0 else float("nan")
 
 
 def history(data_dir: Path | None = None) -> list[dict]:
@@ -97,7 +108,8 @@ def from_history(experiment: str, target: str, profile: str, runtimes: list[str]
     """The newest completed run of this notebook on this device with this profile, scaled by
     points (and preferring one with the same runtimes)."""
     same = [e for e in entries if e.get("experiment") == experiment and e.get("target") == target
-            and e.get("profile") == profile and e.get("status") == "completed" and e.get("points")]
+            and e.get("profile") == profile and e.get("status") == "completed" and e.get("points")
+            and not (e.get("params") or {}).get("resume")]  # a resumed sitting measured only some points
     if not same:
         return None
     best = ([e for e in same if e.get("runtimes") == runtimes] or same)[-1]
