@@ -342,10 +342,12 @@ def main(argv=None) -> int:
             out = run_notebook(nb, per_notebook[nb], log_output=not args.quiet, stopper=stopper)
             wall = time.monotonic() - start
             in_points = measured_points(experiment_of(nb), started_at, target)
-            timing[experiment_of(nb)] = plan.harness_share(wall, in_points[1])
-            print(f"== {nb.name} done in {wall:.0f} s -> {_short(out)}; {in_points[0]} points measured in "
-                  f"{in_points[1]:.0f} s, {plan.harness_share(wall, in_points[1]):.0%} of the time outside them",
-                  file=sys.stderr)
+            measured = ""
+            if not args.replot:
+                timing[experiment_of(nb)] = plan.harness_share(wall, in_points[1])
+                measured = (f"; {in_points[0]} points measured in {in_points[1]:.0f} s, "
+                            f"{timing[experiment_of(nb)]:.0%} of the time outside them")
+            print(f"== {nb.name} done in {wall:.0f} s -> {_short(out)}{measured}", file=sys.stderr)
             if plans:
                 plan.record(plans[nb], wall, "completed", in_points=in_points)
                 progress.end(plans[nb])

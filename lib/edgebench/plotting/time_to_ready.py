@@ -67,6 +67,8 @@ def ttr_figure(df: pd.DataFrame, reference: pd.DataFrame):
                 ys = k + rng.uniform(-0.15, 0.15, len(v))
                 ax.scatter(v, ys, s=8, alpha=0.7, **runtime_artist(rt))
                 mark_health(ax, v, ys, launches.get("health"))
+                if rt.endswith((COLD, FIRST)):
+                    continue  # the paper's median once per runtime, on its warm row: it timed no variants
                 paper = table[(table["app"] == app) & (table["runtime"] == rt)]["published_median_ms"].dropna()
                 mark_paper_values(ax, paper[:1], [k - 0.35] * len(paper[:1]), rt, PAPER)
             ax.set_yticks(range(len(runtimes)), runtimes, fontsize=8)
