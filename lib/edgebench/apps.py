@@ -64,6 +64,8 @@ class Readiness:
 
 HTTP_READY = Readiness("/io")
 TCP_CONNECT = Readiness(None)   # an accepted connection is ready (a server with no line protocol)
+# A Go TLS server (net/http over tls.NewListener) answers a plain HTTP request with a 400 line.
+TLS_ANSWERS = Readiness(None, send="GET / HTTP/1.0\\r\\n\\r\\n", expect="HTTP/1.0 400")
 APP_KINDS = ("http", "tcp", "batch", "tool")
 
 
@@ -112,7 +114,10 @@ APPS: dict[str, App] = {
     # Paper 001's home automation: per HTTPS request a DHT11 reading (the kernel's IIO driver, or
     # simulated with its timing) and an LED decision; ready when it accepts a connection (the
     # probe speaks no TLS).
-    "home-automation": App("home-automation", "go", APPS_DIR / "home-automation", ".", readiness=TCP_CONNECT,
+    # Ready when its TLS server answers: a plain HTTP request gets Go's "400: an HTTP request to an
+    # HTTPS server". A TCP connect is not enough: a VM's user-mode network (linux-vm, unikraft)
+    # accepts on the host before the guest listens, and the first TLS request then hung or was reset.
+    "home-automation": App("home-automation", "go", APPS_DIR / "home-automation", ".", readiness=TLS_ANSWERS,
                            endpoints=("/reading", "/stats"), container_port=8443),
     # Batch workloads (LZW, AES, k-means) for the IoMT and page-fault experiments.
     "iomt": App("iomt", "go", APPS_DIR / "iomt", ".", kind="batch", readiness=None),

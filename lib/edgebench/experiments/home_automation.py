@@ -18,6 +18,7 @@ core(s) and wrk (when it shares the machine) to the others.
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import ClassVar
@@ -43,6 +44,8 @@ EXTRA_COLUMNS = ["network_mode", "sensor", "sensor_access", "build", "network", 
 PORT_BASE = 16600
 READY_TIMEOUT_S = 60
 CONNECTIONS = 4                          # a handful of clients: a house's phones and hubs
+# /stats after a load: a service under software emulation may still be closing the load's connections.
+STATS_TRIES = 3
 WRK_DURATION_S = {"smoke": 1, "quick": 5, "standard": 30}
 # Each start carries a whole load run (a minute of wrk in standard): three per cell show the spread
 # without the start-time experiments' 20, which here would take hours.
@@ -58,12 +61,16 @@ def sensor_access(sensor: str) -> str:
     return "unknown"
 
 
-def service_stats(host, url: str) -> dict:
-    """The service's counters (GET /stats over TLS; its certificate is its own, hence -k)."""
-    r = host.run(["curl", "-sSk", "--max-time", "10", url], timeout=30, check=False)
-    if not r.ok:
-        raise EdgebenchError(f"GET {url} failed after the load: {(r.stderr or r.stdout).strip()[-300:]}")
-    return json.loads(r.stdout)
+def service_stats(host, url: str, tries: int = 1) -> dict:
+    """The service's counters (GET /stats over TLS; its certificate is its own, hence -k). After
+    a load, `tries` gives a service still working through the load's last connections time."""
+    for attempt in range(tries):
+        r = host.run(["curl", "-sSk", "--max-time", "10", url], timeout=30, check=False)
+        if r.ok:
+            return json.loads(r.stdout)
+        time.sleep(2 * (attempt + 1) if attempt + 1 < tries else 0)
+    raise EdgebenchError(f"GET {url} failed{' after the load' if tries > 1 else ''} "
+                         f"({tries} tries): {(r.stderr or r.stdout).strip()[-300:]}")
 
 
 def measure(run: Run, rt: Runtime, artifact, limits: Limits, port: int, row: dict, wrk: Wrk, address: str,
@@ -86,11 +93,14 @@ def measure(run: Run, rt: Runtime, artifact, limits: Limits, port: int, row: dic
             run.save_raw(f"wrk-{label}", command="wrk", stderr=str(e))
             run.failed(metric="throughput", unit="req/s", error=str(e), **row)
             return
-        after = service_stats(wrk.host, f"{base}/stats")
+        try:
+            after, stats_error = service_stats(wrk.host, f"{base}/stats", tries=STATS_TRIES), ""
+        except EdgebenchError as e:  # the load was measured: its rows stay, the counters' say why not
+            after, stats_error = None, f"{e}; the service's last output: {rt.app_output(instance)[-300:]!r}"
         run.save_raw(f"wrk-{label}", command=report.command, stdout=report.stdout, stderr=report.stderr,
-                     stats_before=before, stats_after=after)
-        served = after["requests"] - before["requests"]
-        cells = dict(row, sensor=after["sensor"], sensor_access=sensor_access(after["sensor"]),
+                     stats_before=before, stats_after=after, stats_error=stats_error or None)
+        sensor = (after or before)["sensor"]
+        cells = dict(row, sensor=sensor, sensor_access=sensor_access(sensor),
                      note=f"wrk -t{threads} -c{CONNECTIONS} -d{duration_s}s {base}/reading" + (
                          f", pinned to cores {loadgen_cores}" if loadgen_cores else ""))
         run.add(metric="throughput", value=report.requests_per_second, unit="req/s", **cells)
@@ -98,6 +108,12 @@ def measure(run: Run, rt: Runtime, artifact, limits: Limits, port: int, row: dic
             value = report.latency_us.get(key)
             run.add(metric=f"latency_{key}", value=value / 1000 if value is not None else None, unit="ms", **cells)
         run.add(metric="errors", value=report.error_count, unit="count", **cells)
+        if after is None:
+            for metric in ("fresh_sensor_reads", "sensor_per_request", "handler_rest_per_request"):
+                run.failed(metric=metric, unit="ms" if "per_request" in metric else "count", error=stats_error,
+                           **cells)
+            return
+        served = after["requests"] - before["requests"]
         run.add(metric="fresh_sensor_reads", value=after["fresh_reads"] - before["fresh_reads"], unit="count", **cells)
         # The mean time a request takes, from the closed loop itself: wrk keeps CONNECTIONS requests
         # in flight, so (Little's law) each takes connections / throughput on average. wrk's own mean
