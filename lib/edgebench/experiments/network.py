@@ -17,6 +17,7 @@ from tqdm import tqdm
 from edgebench.apps import APPS, place_app
 from edgebench.errors import EdgebenchError
 from edgebench.experiments.http_load import load_generator_for
+from edgebench.resume import point_id
 from edgebench.results import Run
 from edgebench.runtimes import Limits, Runtime
 from edgebench.targets import sh
@@ -72,32 +73,43 @@ def measure_docker_networking(run: Run, target, selection, reps: int, seconds: i
         address = target.address
         steps = [(rep, p) for rep in range(1, reps + 1) for p in (points if rep % 2 else points[::-1])]
         for k, (rep, (rt, mode, point)) in enumerate(tqdm(steps, desc="network", disable=not progress)):
-            run.begin_point()  # its own loop, not experiments.sweep: each point still gets a quiet check
-            artifact = artifacts[rt.name]
-            row = dict(base, runtime=rt.name, point=point, rep=rep, build=artifact.build,
-                       note=f"iperf3 -c {address} -t {seconds}, from {host.name}")
-            try:
-                instance, _ = rt.start(artifact, Limits(network=mode), PORT_BASE + k % 50,
-                                       timeout_s=READY_TIMEOUT_S)
-            except EdgebenchError as e:
-                run.failed(metric="network_throughput", unit="Gbps", error=f"iperf3 server: {e}", **row)
+            key = point_id("network", rt.name, rep, None, point, None)
+            if key in run.ended_points:  # measured in an earlier sitting (edgebench.resume)
                 continue
+            run.begin_point(key)  # its own loop, not experiments.sweep: each point still gets a quiet check
+            ended = False
             try:
-                cmd = ["iperf3", "-c", address, "-p", str(instance.port), "-t", str(seconds), "-J"]
-                r = host.run(cmd, timeout=seconds + 60, check=False)
-                run.save_raw(f"iperf3-{point}-{rep}", command=sh(cmd), stdout=r.stdout, stderr=r.stderr,
-                             exit_code=r.exit_code)
+                _iperf3_point(run, rt, artifacts[rt.name], mode, point, rep, base, host, address, seconds,
+                              PORT_BASE + k % 50)
+                ended = True
             finally:
-                rt.stop(instance)
-            try:
-                report = json.loads(r.stdout)
-                received = report["end"]["sum_received"]["bits_per_second"]
-                rtt_us = report["end"]["streams"][0]["sender"].get("mean_rtt")
-            except (ValueError, KeyError, IndexError):
-                run.failed(metric="network_throughput", unit="Gbps",
-                           error=f"iperf3 gave no report: {(r.stderr or r.stdout)[-300:]}", **row)
-                continue
-            run.add(metric="network_throughput", value=received / 1e9, unit="Gbps", **row)
-            run.add(metric="network_rtt", value=rtt_us / 1000 if rtt_us is not None else None, unit="ms",
-                    **dict(row, note=row["note"] + "; mean TCP RTT of the stream (tcp_info)"))
-        run.end_point()
+                run.end_point(ended)
+
+
+def _iperf3_point(run, rt, artifact, mode, point: str, rep: int, base: dict, host, address: str, seconds: int,
+                  port: int) -> None:
+    row = dict(base, runtime=rt.name, point=point, rep=rep, build=artifact.build,
+               note=f"iperf3 -c {address} -t {seconds}, from {host.name}")
+    try:
+        instance, _ = rt.start(artifact, Limits(network=mode), port, timeout_s=READY_TIMEOUT_S)
+    except EdgebenchError as e:
+        run.failed(metric="network_throughput", unit="Gbps", error=f"iperf3 server: {e}", **row)
+        return
+    try:
+        cmd = ["iperf3", "-c", address, "-p", str(instance.port), "-t", str(seconds), "-J"]
+        r = host.run(cmd, timeout=seconds + 60, check=False)
+        run.save_raw(f"iperf3-{point}-{rep}", command=sh(cmd), stdout=r.stdout, stderr=r.stderr,
+                     exit_code=r.exit_code)
+    finally:
+        rt.stop(instance)
+    try:
+        report = json.loads(r.stdout)
+        received = report["end"]["sum_received"]["bits_per_second"]
+        rtt_us = report["end"]["streams"][0]["sender"].get("mean_rtt")
+    except (ValueError, KeyError, IndexError):
+        run.failed(metric="network_throughput", unit="Gbps",
+                   error=f"iperf3 gave no report: {(r.stderr or r.stdout)[-300:]}", **row)
+        return
+    run.add(metric="network_throughput", value=received / 1e9, unit="Gbps", **row)
+    run.add(metric="network_rtt", value=rtt_us / 1000 if rtt_us is not None else None, unit="ms",
+            **dict(row, note=row["note"] + "; mean TCP RTT of the stream (tcp_info)"))

@@ -20,6 +20,7 @@ from edgebench.experiments.http_load import load_generator_for, loadgen_cpuset
 from edgebench.experiments.protocols import fair_limits, package_all, published_limits, with_applied, with_instance
 from edgebench.experiments.sweep import Point, artifact_for, sweep
 from edgebench.paths import TOOLS_DIR
+from edgebench.resume import point_id
 from edgebench.results import Run
 from edgebench.runtimes import Limits, StartFailed
 from edgebench.targets import sh
@@ -338,17 +339,28 @@ def measure_network(b: Bench, app_names: list[str], load_generator) -> None:
             ab, no_ab = None, str(e)
         for k, (rep, app, (rt, mode, label), proto) in enumerate(tqdm(order, desc="network (ab)",
                                                                      disable=not b.progress)):
+            if not rt.runs(APPS[app]):
+                continue  # left out, as the sweep leaves such pairs out
+            key = point_id("network (ab)", rt.name, rep, proto, label, app)
+            if key in b.run.ended_points:  # measured in an earlier sitting (edgebench.resume)
+                continue
             row = dict(runtime=rt.name, protocol=proto, rep=rep, cpus=b.cpus, memory_mb=b.memory_mb,
                        benchmark="network", app=app, point=label, network=mode, connections=s.connections,
                        tool="ab", load_tool="ab", limits_note=b.clip,
                        energy_meter=b.meter.describe() if b.meter else None)
+            b.run.begin_point(key)
+            ended = False
             try:
                 if ab is None:
                     raise EdgebenchError(no_ab)
                 _ab_point(b, ab, wrk, shared, rt, artifact_for(artifacts, app, rt), mode, row,
                           PORT_BASE + k % 200, f"{app}-{label}-{proto}-{rep}")
+                ended = True
             except EdgebenchError as e:
                 b.run.failed(metric="requests_per_second", unit="req/s", error=str(e), **row)
+                ended = True
+            finally:
+                b.run.end_point(ended)
 
 
 def _ab_point(b: Bench, ab, wrk, shared: bool, rt, artifact, mode, row: dict, port: int, tag: str) -> None:

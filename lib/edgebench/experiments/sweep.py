@@ -63,7 +63,7 @@ def sweep(run: Run, runtimes: Sequence[Runtime], *, reps: int, row_for: Callable
         if app is not None and not p.runtime.runs(app):  # a pair that cannot run: not a failure
             left_out[f"{app.name} on {p.runtime.name}"] = f"{p.runtime.name} runs {p.runtime.runs_what()}"
             continue
-        todo.append((p, point_id(desc, p.runtime.name, p.rep, p.protocol, p.outer, p.inner)))
+        todo.append((p, point_id(desc, runtime_key(p.runtime), p.rep, p.protocol, p.outer, p.inner)))
     if left_out:
         print(f"[edgebench] {desc}: left out, as they cannot run: "
               + "; ".join(f"{pair} ({why})" for pair, why in left_out.items()), file=sys.stderr)
@@ -88,6 +88,13 @@ def sweep(run: Run, runtimes: Sequence[Runtime], *, reps: int, row_for: Callable
             ended = True
         finally:
             run.end_point(ended)
+
+
+def runtime_key(rt: Runtime) -> str:
+    """The runtime in a point's identity: a VM runtime measured once per machine type (boot time's
+    pc and microvm) is one runtime with two machines."""
+    machine = getattr(rt, "machine", None)
+    return f"{rt.name}@{machine}" if isinstance(machine, str) and machine else rt.name
 
 
 def artifact_for(artifacts: dict, app: str, rt: Runtime) -> Artifact:
