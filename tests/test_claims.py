@@ -8,11 +8,13 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
+from edgebench import claims
 from edgebench.claims import (CONTRADICTED, HOLDS, INCONCLUSIVE, NOT_MEASURABLE, Claim, decide, judge, load_claims,
                               parse_conditions)
 from edgebench.drivers import verdicts as drv
 from edgebench.errors import ConfigError
 from edgebench.experiments import EXPERIMENTS
+from edgebench.plotting.tables import spread
 from edgebench.reference import load_reference
 
 
@@ -155,3 +157,15 @@ def test_the_papers_claims_are_catalogued_each_with_an_experiment_that_exists():
     assert {c.paper for c in claims} == {"000", "001", "002", "003", "004"}
     assert {c.experiment for c in claims if c.experiment} <= set(EXPERIMENTS)
     assert all(c.quote and c.where and c.statement for c in claims)
+
+
+def test_the_median_interval_of_the_tables_covers_the_median_and_needs_three_runs():
+    rng = np.random.default_rng(1)
+    values = rng.normal(100, 10, 20)
+    low, high = claims.median_interval(values)
+    assert low < np.median(values) < high and high - low < 20
+    assert all(np.isnan(claims.median_interval([1.0, 2.0])))
+    assert claims.median_interval([5.0, 5.0, 5.0]) == (5.0, 5.0)
+    # What the tables take it from: spread() beside the median and quartiles.
+    s = spread(pd.Series(values))
+    assert (s["ci_low"], s["ci_high"]) == (low, high) and s["q1"] < s["median"] < s["q3"]

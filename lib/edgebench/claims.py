@@ -210,6 +210,20 @@ def ratio_effect(a: pd.DataFrame, b: pd.DataFrame,
     return effect, low, high, min(len(va), len(vb)), False
 
 
+def median_interval(values) -> tuple[float, float]:
+    """The 95% bootstrap interval of the median of repeated measurements (NaN for fewer than
+    MIN_N): what every table beside a median gives, by the verdicts' rule."""
+    v = np.asarray(values, dtype=float)
+    v = v[np.isfinite(v)]
+    if len(v) < MIN_N:
+        return math.nan, math.nan
+    if np.all(v == v[0]):
+        return float(v[0]), float(v[0])
+    result = stats.bootstrap((v,), np.median, vectorized=True, n_resamples=RESAMPLES, confidence_level=CONFIDENCE,
+                             method="percentile", random_state=SEED)
+    return float(result.confidence_interval.low), float(result.confidence_interval.high)
+
+
 def median_effect(a: pd.DataFrame) -> tuple[float, float, float, int]:
     va = a["value"].to_numpy(float)
     low, high = _interval((va,), np.median, paired=False)

@@ -87,7 +87,8 @@ def phase_table(df: pd.DataFrame) -> pd.DataFrame:
     for (app, var, phase, start), g in rows.groupby(["app", "variant", "phase", "phase_from"]):
         s = spread(g["value"].astype(float))
         out.append({"app": app, "runtime": g["runtime"].iloc[0], "variant": var, "phase": phase, "phase_from": start,
-                    "median_ms": s["median"], "q1_ms": s["q1"], "q3_ms": s["q3"], "starts": s["n"],
+                    "median_ms": s["median"], "ci95_low_ms": s["ci_low"], "ci95_high_ms": s["ci_high"],
+                    "q1_ms": s["q1"], "q3_ms": s["q3"], "starts": s["n"],
                     "left_out": int(g["left_out"].iloc[0]),
                     "time_to_ready_ms": ready.get((app, var), np.nan), "order": order.get(phase, 99)})
     table = sort_by_runtime(pd.DataFrame(out), ["app", "runtime", "variant", "order"])

@@ -52,7 +52,8 @@ def http_table(df: pd.DataFrame, reference: pd.DataFrame) -> pd.DataFrame:
         s = spread(g["value"])
         sel = ok[(ok[KEYS] == pd.Series(key, index=KEYS)).all(axis=1)]
         med = lambda m: sel[sel["metric"] == m]["value"].median()  # noqa: E731
-        rows.append(dict(zip(KEYS, key), n=s["n"], rps_median=s["median"], rps_q1=s["q1"], rps_q3=s["q3"],
+        rows.append(dict(zip(KEYS, key), n=s["n"], rps_median=s["median"], rps_ci95_low=s["ci_low"],
+                         rps_ci95_high=s["ci_high"], rps_q1=s["q1"], rps_q3=s["q3"],
                          rps_iqr=s["iqr"], latency_mean_ms=med("latency_mean"),
                          latency_stdev_ms=med("latency_stdev"), latency_p50_ms=med("latency_p50"),
                          latency_p90_ms=med("latency_p90"), latency_p99_ms=med("latency_p99"),

@@ -29,7 +29,8 @@ def min_memory_table(df: pd.DataFrame) -> pd.DataFrame:
     for (app, rt), g in found.groupby(["app", "runtime"]):
         s = spread(g["value"].astype(float))
         mine = trials[(trials["app"] == app) & (trials["runtime"] == rt)]
-        rows.append({"app": app, "runtime": rt, "min_MiB": s["median"], "lowest_MiB": s["min"],
+        rows.append({"app": app, "runtime": rt, "min_MiB": s["median"], "ci95_low_MiB": s["ci_low"],
+                     "ci95_high_MiB": s["ci_high"], "lowest_MiB": s["min"],
                      "highest_MiB": s["max"], "searches": s["n"], "trials": len(mine),
                      "bound": ", ".join(sorted(set(g["bound"].astype(str))))})
     return sort_by_runtime(pd.DataFrame(rows), ["app", "runtime"])

@@ -30,7 +30,8 @@ def throughput_table(df: pd.DataFrame) -> pd.DataFrame:
         s = spread(g["value"].astype(float))
         mine = p99[(p99["app"] == app) & (p99["test"] == test) & (p99["protocol"] == protocol) & (p99["label"] == lab)]
         out.append({"app": app, "test": test, "protocol": protocol, "runtime": g["runtime"].iloc[0], "label": lab,
-                    "median_rps": s["median"], "min_rps": s["min"], "max_rps": s["max"], "runs": s["n"],
+                    "median_rps": s["median"], "ci95_low_rps": s["ci_low"], "ci95_high_rps": s["ci_high"],
+                    "min_rps": s["min"], "max_rps": s["max"], "runs": s["n"],
                     "p99_ms": mine["value"].astype(float).median() if len(mine) else np.nan})
     table = pd.DataFrame(out)
     table["vs_native"] = ratio_to_baseline(table, "median_rps", table["label"] == BASELINE, ["app", "test", "protocol"])

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from edgebench.claims import median_interval
 from edgebench.errors import EdgebenchError
 from edgebench.plotting.style import (COLD, EMULATED, FIRST, HEALTH_LABEL, HEALTH_MARK, base_runtime, failed_runtimes,
                                       in_runtime_order, runtime_colour)
@@ -31,10 +32,13 @@ def ok_rows(df: pd.DataFrame, metric: str) -> pd.DataFrame:
 
 
 def spread(values: pd.Series) -> dict:
-    """Median and quartiles of repeated runs: robust to the one slow run, never below the data."""
+    """Median and quartiles of repeated runs (robust to the one slow run, never below the data),
+    and the median's 95% bootstrap interval (claims.median_interval; NaN below 3 runs)."""
     v = values.dropna()
     q1, q3 = v.quantile(0.25), v.quantile(0.75)
-    return {"n": len(v), "median": v.median(), "q1": q1, "q3": q3, "iqr": q3 - q1, "min": v.min(), "max": v.max()}
+    low, high = median_interval(v.to_numpy(float))
+    return {"n": len(v), "median": v.median(), "q1": q1, "q3": q3, "iqr": q3 - q1, "min": v.min(), "max": v.max(),
+            "ci_low": low, "ci_high": high}
 
 
 def sort_by_runtime(table: pd.DataFrame, by: list[str], ascending=True) -> pd.DataFrame:

@@ -26,8 +26,8 @@ def ttr_table(df: pd.DataFrame, reference: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for key, g in ttr.groupby(keys):
         s = spread(g["value"])
-        row = dict(zip(keys, key), n=s["n"], median_ms=s["median"], q1_ms=s["q1"], q3_ms=s["q3"],
-                   min_ms=s["min"], max_ms=s["max"])
+        row = dict(zip(keys, key), n=s["n"], median_ms=s["median"], ci95_low_ms=s["ci_low"],
+                   ci95_high_ms=s["ci_high"], q1_ms=s["q1"], q3_ms=s["q3"], min_ms=s["min"], max_ms=s["max"])
         same = lambda t: t[(t[keys] == pd.Series(key, index=keys)).all(axis=1)]  # noqa: E731
         # A VM's boot, on the host's clock (console lines): its /init runs, then the app starts.
         for metric, col in (("time_to_guest_init", "guest_init_median_ms"), ("time_to_app_exec", "app_exec_median_ms"),
