@@ -560,3 +560,10 @@ def test_the_page_faults_figure_says_which_runtime_it_cannot_draw_and_why():
     assert page_faults.undrawn(table, "faults_cgroup", missing) == [
         "docker, fair: dockerd uses the systemd cgroup driver; counting needs cgroupfs"]
     assert page_faults.undrawn(table.dropna(), "faults_cgroup", missing) == []
+
+
+def test_page_faults_findings_say_why_there_is_no_growth_at_one_size():
+    faults = pd.DataFrame({"workload": ["lzw"] * 2, "input_size": ["100KB"] * 2, "runtime": ["native", "docker"],
+                           "protocol": ["fair"] * 2, "faults_cgroup": [10.0, 12.0]})
+    text = page_faults.faults_findings(faults)
+    assert "No growth to compare" in text and "100KB" in text

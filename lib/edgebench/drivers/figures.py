@@ -206,7 +206,7 @@ def summary(experiments: list[str], since: dict[str, str] | None = None, target:
     `harness`, the share of its notebook's time spent outside measured points. With `since`
     (experiment -> the time its notebook started), only a run that notebook made counts, never an
     older one."""
-    harness = harness or {}
+    harness, skipped = harness or {}, {}
     lines = [f"{'experiment':<20} {'ok':>5} {'failed':>6} {'n/m':>5} {'harness':>7}  data / figures"]
     for exp in experiments:
         try:
@@ -222,13 +222,16 @@ def summary(experiments: list[str], since: dict[str, str] | None = None, target:
         share = f"{harness[exp]:.0%}" if exp in harness else "-"
         lines.append(f"{exp:<20} {ok:>5} {failed:>6} {unmeasurable:>5} {share:>7}  {_short(run_dir)}  "
                      f"{_short(FIGURES_DIR / exp)}/")
-        skipped = (meta.get("notes") or {}).get("skipped_runtimes") or {}
-        for rt, why in skipped.items():
-            lines.append(f"{'':<20} {rt} skipped: {why}")
+        for rt, why in ((meta.get("notes") or {}).get("skipped_runtimes") or {}).items():
+            skipped.setdefault((rt, why), []).append(exp)
         for why, n in df[df["status"] == NOT_MEASURABLE]["error"].str[:110].value_counts().head(3).items():
             lines.append(f"{'':<20} {n} not measurable here: {why}")
         if meta.get("status") != "completed":
             lines.append(f"{'':<20} run status: {meta.get('status')} {meta.get('error') or ''}")
+    # Said once, not under every notebook: a runtime this device lacks is absent from each.
+    for (rt, why), exps in skipped.items():
+        where = "every notebook" if len(exps) == len(experiments) > 1 else ", ".join(exps)
+        lines.append(f"{rt} not measured in {where}: {why}")
     lines.append("(n/m: rows this device or runtime cannot measure, such as energy without a power meter; "
                  "not failures. harness: the share of the notebook's time outside its measured points)")
     return "\n".join(lines)

@@ -123,6 +123,7 @@ class IomtBatch(Limited):
     """The parameters of notebooks 05 (IoMT latency, Table 4) and 06 (page faults, Table 5): one
     record, two tables of input sizes."""
     SIZE_TABLE: ClassVar[dict] = SIZES  # the profile's sizes when `sizes` is ""
+    SMOKE: ClassVar[dict] = {**Limited.SMOKE, "workloads": "lzw"}  # one workload, one size
 
     workloads: str = "all"
     repetitions: int = 0            # 0 takes the profile's

@@ -48,7 +48,8 @@ class Parameters:
     """What every experiment takes. Subclasses add theirs and check them in `check()`."""
 
     EXPERIMENT: ClassVar[str] = ""  # data/<EXPERIMENT>/ and figures/<EXPERIMENT>/
-    # The smoke profile's one point per runtime: these replace a parameter left at its default.
+    # The smoke profile's one point per runtime: these replace a parameter left at its default (or
+    # at "all", which make figures passes when APPS is not set).
     SMOKE: ClassVar[dict[str, Any]] = {"apps": "go-http", "protocols": "fair"}
 
     target: str = field(default="local", metadata={"also": Target})  # or a connected Target (Python callers)
@@ -75,7 +76,7 @@ class Parameters:
         if self.profile == "smoke":
             defaults = {f.name: f.default for f in dataclasses.fields(self) if f.init}
             for name, value in self.SMOKE.items():
-                if name in defaults and getattr(self, name) == defaults[name]:
+                if name in defaults and getattr(self, name) in (defaults[name], "all"):
                     object.__setattr__(self, name, value)
         requested_runtimes(self.runtimes)  # an unknown name is refused here, before connecting
         self.check()

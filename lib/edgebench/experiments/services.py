@@ -172,6 +172,7 @@ def expand_cores(cpuset: str | None) -> list[int]:
 class Params(Limited):
     """The parameters of notebook 12: which services, how many starts, the protocols and the limits."""
     EXPERIMENT: ClassVar[str] = EXPERIMENT
+    SMOKE: ClassVar[dict] = {**Limited.SMOKE, "services": "redis"}
 
     services: str = "all"
     repetitions: int = 0            # 0 takes the profile's (REPETITIONS)
