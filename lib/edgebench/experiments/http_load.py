@@ -90,6 +90,7 @@ class HttpLoad(Parameters):
     """The parameters of notebooks 03 (I/O-bound) and 04 (CPU-bound): one record, two endpoints."""
     ENDPOINT: ClassVar[str] = ""
     TITLE: ClassVar[str] = ""
+    SMOKE: ClassVar[dict] = {**Parameters.SMOKE, "open_loop": "none"}  # the closed loop's one point
 
     apps: str = "all"
     repetitions: int = 0            # 0: one wrk run per cell (35 s each in standard); more gives a spread
@@ -129,6 +130,8 @@ class HttpLoad(Parameters):
         constrained = parse_cpus(self.constrained_cpus)
         asked = [("rich", parse_cpus(self.rich_cpus), parse_memory_mb(self.rich_memory))]
         asked += [("constrained", constrained, parse_memory_mb(level)) for level in levels]
+        if self.profile == "smoke" and len(asked) > 1:
+            asked = asked[1:]  # one point per runtime: the constrained level, whose limits are read back
         if self.iterations < 1:
             raise ConfigError(f"iterations={self.iterations!r} must be at least 1 (the paper used 100)")
         if self.repetitions < 0:
@@ -310,9 +313,10 @@ def plan(params: HttpLoad, runtimes: list[str]) -> estimate.Work:
     closed_s = load.warmup_s + load.duration_s
     opened = params.open_settings
     open_s = len(opened.rates) * opened.duration_s if opened else 0.0
-    cells = (1 + len(levels)) * len(apps) * params.reps
+    cells = len(params.asked) * len(apps) * params.reps
     busy = cells * (len(protocols) * closed_s + open_s)
     return estimate.Work(points=cells * len(protocols) * len(runtimes),
                          seconds=estimate.model_seconds(runtimes, len(apps), cells * len(protocols), busy, apps),
-                         apps=apps, levels=f"rich + memory {','.join(levels)}, protocols {','.join(protocols)}",
+                         apps=apps, levels=("rich + " if params.asked[0][0] == "rich" else "")
+                         + f"memory {','.join(levels)}, protocols {','.join(protocols)}",
                          repetitions=params.reps)

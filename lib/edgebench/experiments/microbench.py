@@ -138,6 +138,7 @@ def _bench(experiment: str, params: dict, target, runtimes, cpus: float | None, 
 class Microbenchmarks(Limited):
     """The parameters of notebook 08: Table 2 under both protocols, then Docker host vs bridge."""
     EXPERIMENT: ClassVar[str] = "microbenchmarks"
+    SMOKE: ClassVar[dict] = {**Limited.SMOKE, "network": False}  # sysbench's points only
 
     repetitions: int = 0            # 0 takes the profile's
     protocols: str = "fair,published"

@@ -49,7 +49,7 @@ class Settings:
 
 
 PROFILE_SETTINGS = {
-    "smoke": Settings(repetitions=1, resolution_mb=16, trial_timeout_s=30),
+    "smoke": Settings(repetitions=1, resolution_mb=32, trial_timeout_s=30),
     "quick": Settings(repetitions=1, resolution_mb=4, trial_timeout_s=30),
     "standard": Settings(repetitions=3, resolution_mb=1, trial_timeout_s=60),
 }
