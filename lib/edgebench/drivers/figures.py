@@ -346,13 +346,13 @@ def main(argv=None) -> int:
             wall = time.monotonic() - start
             in_points = measured_points(experiment_of(nb), started_at, target)
             measured = ""
-            if not args.replot:
+            if not args.replot and in_points[0]:  # footprint measures as it packages: no points
                 timing[experiment_of(nb)] = plan.harness_share(wall, in_points[1])
                 measured = (f"; {in_points[0]} points measured in {in_points[1]:.0f} s, "
                             f"{timing[experiment_of(nb)]:.0%} of the time outside them")
             print(f"== {nb.name} done in {wall:.0f} s -> {_short(out)}{measured}", file=sys.stderr)
             if plans:
-                plan.record(plans[nb], wall, "completed", in_points=in_points)
+                plan.record(plans[nb], wall, "completed", in_points=in_points if in_points[0] else None)
                 progress.end(plans[nb])
         except BaseException as e:  # papermill's PapermillExecutionError carries the cell's traceback
             if plans:
