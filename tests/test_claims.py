@@ -169,3 +169,11 @@ def test_the_median_interval_of_the_tables_covers_the_median_and_needs_three_run
     # What the tables take it from: spread() beside the median and quartiles.
     s = spread(pd.Series(values))
     assert (s["ci_low"], s["ci_high"]) == (low, high) and s["q1"] < s["median"] < s["q3"]
+
+
+def test_the_ratio_interval_beside_a_ratio_to_native_holds_it():
+    rng = np.random.default_rng(2)
+    a, b = rng.normal(90, 5, 10), rng.normal(100, 5, 10)
+    low, high = claims.ratio_interval(a, b)
+    assert low < np.median(a) / np.median(b) < high and 0.7 < low and high < 1.1
+    assert all(np.isnan(claims.ratio_interval(a, [100.0, 101.0])))

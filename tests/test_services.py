@@ -150,6 +150,7 @@ def test_table_is_relative_to_native_per_test_and_protocol():
     assert list(table.index) == ["native", "docker (bridge)", "docker (host)"]
     assert table.loc["docker (bridge)", "vs_native"] == pytest.approx(401.5 / 801.5)
     assert table.loc["native", "p99_ms"] == 1.5 and table.loc["native", "runs"] == 2
+    assert pd.isna(table.loc["docker (bridge)", "vs_native_ci95_low"])  # two runs give no interval
     findings = services_findings(table.reset_index(), load_reference("services"))
     assert "docker (bridge) 0.50x" in findings  # one test: no name and "1.3-1.8x the throughput of container" in findings
     assert throughput_figure(table.reset_index()).axes

@@ -224,6 +224,16 @@ def median_interval(values) -> tuple[float, float]:
     return float(result.confidence_interval.low), float(result.confidence_interval.high)
 
 
+def ratio_interval(a, b) -> tuple[float, float]:
+    """The 95% bootstrap interval of median(a) / median(b), unpaired (NaN below MIN_N values on
+    either side): what a table's ratio to native gives beside it."""
+    va, vb = (np.asarray(x, dtype=float) for x in (a, b))
+    va, vb = va[np.isfinite(va)], vb[np.isfinite(vb)]
+    if len(vb) and np.median(vb) == 0:
+        return math.nan, math.nan
+    return _interval((va, vb), lambda x, y: np.median(x) / np.median(y), paired=False)
+
+
 def median_effect(a: pd.DataFrame) -> tuple[float, float, float, int]:
     va = a["value"].to_numpy(float)
     low, high = _interval((va,), np.median, paired=False)

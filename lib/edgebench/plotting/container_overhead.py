@@ -9,6 +9,7 @@ import textwrap
 import numpy as np
 import pandas as pd
 
+from edgebench.claims import ratio_interval
 from edgebench.plotting.style import (EMULATED, PROTOCOL_TITLE, figure_legend, in_runtime_order, mark_health,
                                       mark_paper_values, protocol_grid, protocols_in, runtime_artist)
 from edgebench.plotting.tables import NoData, mark_emulated
@@ -58,6 +59,15 @@ def _relative(rows: pd.DataFrame, higher_better: dict, reference: pd.DataFrame, 
     ratio = table["median"] / table["native_median"]
     better = table["benchmark"].map(higher_better).fillna(True).astype(bool)
     table[column] = np.where(better, (1 - ratio) * 100, (ratio - 1) * 100)
+    # Its 95% interval, from the ratio's (claims.ratio_interval): the same transform, ends swapped
+    # where higher is better.
+    values = {key: g["value"].to_numpy(float) for key, g in rows.groupby([*keys, "label"])}
+    intervals = np.array([ratio_interval(values[(*(getattr(r, k) for k in keys), r.label)],
+                                         values.get((*(getattr(r, k) for k in keys), BASELINE), []))
+                          for r in table.itertuples()], dtype=float).reshape(-1, 2)
+    low, high = intervals[:, 0], intervals[:, 1]
+    table[f"{column}_ci95_low"] = np.where(better, (1 - high) * 100, (low - 1) * 100)
+    table[f"{column}_ci95_high"] = np.where(better, (1 - low) * 100, (high - 1) * 100)
     # The paper measured Docker (its default bridge for HTTP): its numbers sit on those rows.
     docker = table["label"].isin(["docker", "docker (bridge)"])
     table["published_pct"] = [(_paper_value(reference, ref_metric, r.benchmark, r.operation) if d else np.nan)

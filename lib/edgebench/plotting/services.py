@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from edgebench.claims import ratio_interval
 from edgebench.plotting.style import PROTOCOL_TITLE, plt, protocols_in, runtime_colour
 from edgebench.plotting.tables import NoData, mark_emulated, mark_health, ok_rows, sort_by_runtime, spread, ratio_to_baseline
 
@@ -25,8 +26,9 @@ def throughput_table(df: pd.DataFrame) -> pd.DataFrame:
     rows = rows.assign(label=label(rows))
     p99 = df[(df["metric"] == "latency_p99") & (df["status"] == "ok")]
     p99 = p99.assign(label=label(mark_emulated(p99)))
-    out = []
+    out, values = [], {}
     for (app, test, protocol, lab), g in rows.groupby(["app", "test", "protocol", "label"]):
+        values[(app, test, protocol, lab)] = g["value"].astype(float).to_numpy()
         s = spread(g["value"].astype(float))
         mine = p99[(p99["app"] == app) & (p99["test"] == test) & (p99["protocol"] == protocol) & (p99["label"] == lab)]
         out.append({"app": app, "test": test, "protocol": protocol, "runtime": g["runtime"].iloc[0], "label": lab,
@@ -35,6 +37,9 @@ def throughput_table(df: pd.DataFrame) -> pd.DataFrame:
                     "p99_ms": mine["value"].astype(float).median() if len(mine) else np.nan})
     table = pd.DataFrame(out)
     table["vs_native"] = ratio_to_baseline(table, "median_rps", table["label"] == BASELINE, ["app", "test", "protocol"])
+    intervals = [ratio_interval(values[(r.app, r.test, r.protocol, r.label)],
+                                values.get((r.app, r.test, r.protocol, BASELINE), [])) for r in table.itertuples()]
+    table["vs_native_ci95_low"], table["vs_native_ci95_high"] = zip(*intervals) if intervals else ((), ())
     table = mark_health(table, rows, ["app", "test", "protocol", "label"])
     return sort_by_runtime(table, ["app", "protocol", "test", "runtime", "label"])
 
