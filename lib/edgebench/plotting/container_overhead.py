@@ -178,6 +178,7 @@ def _relative_figure(table: pd.DataFrame, column: str, ylabel: str, title: str):
                         bar.set_hatch("xx")
                         bar.set_edgecolor("red")
                         bar.set_alpha(0.5)
+                draw_interval(ax, x, g, column)
                 mark_health(ax, x, g[column], g.get("health"))
                 mark_paper_values(ax, x, g["published_pct"], label, PAPER)
             ax.axhline(0, color="black", linewidth=0.8)
@@ -186,11 +187,25 @@ def _relative_figure(table: pd.DataFrame, column: str, ylabel: str, title: str):
             ax.set_ylabel(ylabel)
             ax.set_title(f"{bench}, {PROTOCOL_TITLE.get(proto, proto)}", fontsize=9)
             ax.grid(axis="y", alpha=0.3)
+    if f"{column}_ci95_low" in table and table[f"{column}_ci95_low"].notna().any():
+        title += "\nwhiskers: the 95% interval (bootstrap, where both sides ran 3 times or more)"
     if "sanity" in table and table["sanity"].fillna("").astype(bool).any():
         title += "\nred cross-hatched bars: ruled out (a container ahead of native on the same kernel), see the findings"
     fig.suptitle(title, fontsize=10)
     figure_legend(fig)
     return fig
+
+
+def draw_interval(ax, x: np.ndarray, g: pd.DataFrame, column: str) -> None:
+    """Whiskers from the table's 95% interval of `column`, where it has one."""
+    low, high = (g.get(f"{column}_ci95_{end}") for end in ("low", "high"))
+    if low is None or high is None:
+        return
+    value, low, high = (s.astype(float).to_numpy() for s in (g[column], low, high))
+    ok = np.isfinite(value) & np.isfinite(low) & np.isfinite(high)
+    if ok.any():
+        ax.errorbar(x[ok], value[ok], yerr=[np.clip(value - low, 0, None)[ok], np.clip(high - value, 0, None)[ok]],
+                    fmt="none", ecolor="black", elinewidth=0.8, capsize=2)
 
 
 def overhead_figure(table: pd.DataFrame):
