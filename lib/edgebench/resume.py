@@ -27,7 +27,7 @@ import csv
 import functools
 import hashlib
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -51,7 +51,6 @@ class Resumption:
     run_dir: Path
     completed: bool                      # nothing left to measure
     differences: tuple[str, ...] = ()    # went on anyway (resume_anyway) despite these
-    why_not: str = field(default="", compare=False)
 
     @property
     def run_id(self) -> str:

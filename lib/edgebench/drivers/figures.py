@@ -320,10 +320,11 @@ def main(argv=None) -> int:
     except ConfigError as e:
         print(f"make figures: {e}", file=sys.stderr)
         return 2
-    completed = [nb for nb in todo if already_completed(nb, per_notebook[nb])]
+    done = {nb: already_completed(nb, per_notebook[nb]) for nb in todo}
+    completed = [nb for nb in todo if done[nb]]
     for nb in completed:
-        print(f"== {nb.name}: its run {already_completed(nb, per_notebook[nb]).name} completed with these "
-              "settings; skipped (RESUME)", file=sys.stderr, flush=True)
+        print(f"== {nb.name}: its run {done[nb].name} completed with these settings; skipped (RESUME)",
+              file=sys.stderr, flush=True)
     todo = [nb for nb in todo if nb not in completed]
     plans = {} if args.replot or not todo else planned(todo, per_notebook, params)
     if args.plan_only:
