@@ -13,6 +13,7 @@ import pytest
 
 from edgebench import cgroups
 from edgebench.apps import APPS, place_app
+from edgebench.experiments.iomt import batch_args
 from edgebench.runtimes import DockerRuntime, Limits, LxdRuntime, NativeRuntime
 
 pytestmark = pytest.mark.integration
@@ -120,6 +121,30 @@ def test_docker_limits_on_systemds_cgroup_driver(debian_v2, node_http):
             assert_limited(debian_v2, instance)
         finally:
             runtime.stop(instance)
+    finally:
+        runtime.cleanup()
+
+
+def test_docker_batch_counted_on_systemds_cgroup_driver(debian_v2):
+    """A finished container's faults: its scope goes with it, so it runs in a slice of its own whose
+    memory.stat keeps the counts, and perf counts that slice system-wide (these were missing on
+    every Docker row of page faults on the arm64 board)."""
+    debian_v2.run(["sh", "-c", "command -v perf || DEBIAN_FRONTEND=noninteractive "
+                   "apt-get install -y -q --no-install-recommends linux-perf"], timeout=900)
+    runtime = DockerRuntime(debian_v2)
+    try:
+        artifact = runtime.package(place_app(debian_v2, APPS["iomt"]), "offline")
+        result = runtime.run_batch(artifact, batch_args("lzw", 200_000, 7, "sensor", 3, 2, 5),
+                                   Limits(cpus=1, memory_mb=128, swap=False), timeout_s=300, protocol="fair")
+        assert result.ok, result.stderr
+        assert result.cgroup_faults.source.startswith("/sys/fs/cgroup/eb_"), result.cgroup_faults
+        assert result.cgroup_faults.source.endswith(".slice/memory.stat")
+        assert result.cgroup_faults.pgfault > 100, result.cgroup_faults
+        assert result.perf_scope.startswith("cgroup eb_") and result.perf_scope.endswith(".slice (system-wide)")
+        assert result.perf["page-faults"].value > 100, result.perf
+        # The slice went with the run.
+        assert DockerRuntime.leftovers(debian_v2, runtime.run_tag) == []
+        assert not debian_v2.run(["test", "-d", result.cgroup_faults.source.rpartition("/")[0]], check=False).ok
     finally:
         runtime.cleanup()
 

@@ -9,6 +9,7 @@ counters) for v1 and v2, so the two layouts are handled in one place.
 
 from __future__ import annotations
 
+import re
 import shlex
 from dataclasses import dataclass
 
@@ -436,6 +437,46 @@ def read_fault_counters(target: Target, relpath: str, settle: bool = True) -> Fa
         return FaultCounters(None, None, path, f"{prefix}pgfault in {path} stayed {minor} for 3 s "
                              "(the cgroup's counts never arrived)")
     return FaultCounters(minor, major, path)
+
+
+# -- counting under systemd's cgroup driver ----------------------------------------------------
+# Docker on systemd's driver (Debian's and Raspberry Pi OS's docker.io on cgroup v2) places a
+# container in a scope that goes with it, and takes only a slice as its --cgroup-parent. An empty
+# slice of the run's own outlives the scope, and its memory.stat keeps what the container counted.
+
+def slice_unit(name: str) -> str:
+    """The slice named after `name`: a '-' in a slice's name means nesting, so every other
+    character than letters, digits and '_' becomes '_'."""
+    return re.sub(r"[^A-Za-z0-9_]", "_", name) + ".slice"
+
+
+def slice_glob(prefix: str) -> str:
+    """The slices whose `name` starts with `prefix`, as a systemctl pattern."""
+    return slice_unit(prefix).removesuffix(".slice") + "*.slice"
+
+
+def start_counting_slice(target: Target, unit: str) -> str:
+    """Start an empty slice (systemd makes one without a unit file); return its cgroup relative to
+    the cgroup root, as perf -G and memory.stat want it."""
+    target.run(["systemctl", "start", unit], timeout=60)
+    path = target.run(["systemctl", "show", "--property=ControlGroup", "--value", unit]).stdout.strip()
+    if not path:
+        target.run(["systemctl", "stop", unit], check=False, timeout=60)
+        raise ConfigError(f"systemd on {target.name} started {unit} but gave it no cgroup")
+    return path.lstrip("/")
+
+
+def stop_counting_slices(target: Target, pattern: str) -> None:
+    """Stop the slices matching `pattern` (a unit name or a glob); systemd removes their cgroups."""
+    target.run(["systemctl", "stop", pattern], check=False, timeout=60)
+
+
+def counting_slices(target: Target, pattern: str) -> list[str]:
+    """The active slices matching `pattern`; none where systemd is not init."""
+    r = target.run(["sh", "-c", "command -v systemctl >/dev/null || exit 0; "
+                    'systemctl list-units --type=slice --plain --no-legend "$1" 2>/dev/null', "slices", pattern],
+                   check=False, timeout=30)
+    return [line.split()[0] for line in r.stdout.splitlines() if line.strip()]
 
 
 def remove_cgroup_everywhere(target: Target, relpath: str) -> None:

@@ -70,7 +70,7 @@ def counts_figure(table: pd.DataFrame, metric: str, ylabel: str, paper_column: s
 
 def undrawn(table: pd.DataFrame, metric: str, missing: pd.DataFrame | None) -> list[str]:
     """'runtime, protocol: why' for each runtime a protocol's panels cannot draw: rows there, none
-    with a value of `metric` (Docker under systemd's cgroup driver has no cgroup to count)."""
+    with a value of `metric` (Docker without root on the device has no cgroup to count)."""
     if metric not in table:
         return []
     out = []

@@ -21,7 +21,8 @@ from pathlib import Path
 
 from edgebench import rootfs
 from edgebench.apps import BuiltApp
-from edgebench.cgroups import AppliedLimits, kernel_oom_kill, memory_thrash, read_limits, remove_cgroup_everywhere
+from edgebench.cgroups import (AppliedLimits, counting_slices, kernel_oom_kill, memory_thrash, read_limits,
+                              remove_cgroup_everywhere, slice_glob, slice_unit, start_counting_slice, stop_counting_slices)
 from edgebench.errors import ConfigError, EdgebenchError
 from edgebench.paths import DOCKERFILES_DIR
 from edgebench.runtimes import docker_daemon
@@ -84,7 +85,9 @@ class DockerRuntime(Runtime):
                         f'{{{{.Names}}}}\t{{{{.Label "{LABEL}"}}}}'], check=False, timeout=30)
         rows = [line.partition("\t") for line in r.stdout.splitlines()]
         found = [f"container {name}" for name, _, tag in rows if tag.startswith(tag_prefix)]
-        return found + [f"image {ref}" for ref in first_start_refs(target, tag_prefix)]
+        slices = counting_slices(target, slice_glob(f"eb-{tag_prefix}"))
+        return (found + [f"image {ref}" for ref in first_start_refs(target, tag_prefix)]
+                + [f"counting slice {unit}" for unit in slices])
 
     def availability(self) -> Availability:
         if not self.target.which("docker"):
@@ -287,6 +290,9 @@ class DockerRuntime(Runtime):
         counting = plan.state.pop("counting_cgroup", None)
         if counting:
             remove_cgroup_everywhere(self.target, counting)
+        counting_slice = plan.state.pop("counting_slice", None)
+        if counting_slice:
+            stop_counting_slices(self.target, counting_slice)
 
     def cleanup(self) -> None:
         super().cleanup()
@@ -295,6 +301,8 @@ class DockerRuntime(Runtime):
         ids = r.stdout.split()
         if ids:
             self.target.run(["docker", "rm", "-f", "-v", *ids], timeout=60, check=False)
+        if getattr(self, "_cgroup_driver", "") == "systemd":
+            stop_counting_slices(self.target, slice_glob(f"eb-{self.run_tag}-"))
         # The run's registry tags (first starts); untagging leaves the build's tag and its image.
         refs = first_start_refs(self.target, self.run_tag)
         if refs:
@@ -347,11 +355,18 @@ class DockerRuntime(Runtime):
                           stdout_path=f"{self.logs_dir()}/{name}.out",
                           stderr_path=f"{self.logs_dir()}/{name}.err", state={"container": name})
         parent = []
-        if self.cgroup_driver() != "cgroupfs":
-            plan.counting_note = (f"dockerd uses the {self.cgroup_driver() or 'unknown'} cgroup driver; "
-                                  "counting needs cgroupfs (dockerd --exec-opt native.cgroupdriver=cgroupfs)")
+        driver = self.cgroup_driver()
+        if driver not in ("cgroupfs", "systemd"):
+            plan.counting_note = (f"dockerd uses the {driver or 'unknown'} cgroup driver; counting needs "
+                                  "cgroupfs or systemd")
         elif not self.target.is_root:
             plan.counting_note = f"creating a cgroup parent needs root on {self.target.name}"
+        elif driver == "systemd":
+            # The container's scope goes when it exits; the run's own slice keeps the counts.
+            unit = slice_unit(name)
+            plan.state["counting_slice"] = unit
+            plan.counting_cgroup = start_counting_slice(self.target, unit)
+            parent = [f"--cgroup-parent={unit}"]
         else:
             # The container's own cgroup is removed when it exits; its parent keeps the counts.
             plan.counting_cgroup = self.prepare_counting(self.counting_cgroup_name(name))
