@@ -74,8 +74,8 @@ compare: setup ## Runs side by side (devices, dates, versions) as ratios to each
 		$(if $(filter command line environment,$(origin RUNTIMES)),--runtimes '$(RUNTIMES)') \
 		$(if $(filter command line environment,$(origin PROFILE)),--profile '$(PROFILE)'))
 
-verdicts: setup ## Every claim of the papers (data/reference/claims.csv) judged on TARGET's latest runs, with 95% intervals: figures/verdicts/
-	$(PY) -m edgebench.drivers.verdicts --target '$(TARGET)'
+verdicts: setup ## Every claim of the papers (data/reference/claims.csv) judged on TARGET's latest runs, with 95% intervals, and which runtimes serve within TOLERANCE (0.05) of native: figures/verdicts/
+	$(PY) -m edgebench.drivers.verdicts --target '$(TARGET)' $(if $(TOLERANCE),--tolerance '$(TOLERANCE)')
 
 report: setup ## Static HTML site of every experiment with data, from the file system: figures/report/index.html
 	$(PY) -m edgebench.drivers.report

@@ -288,6 +288,14 @@ def run_dirs(experiment: str, data_dir: Path = DATA_DIR) -> list[Path]:
     return sorted(dirs, key=lambda d: json.loads((d / "meta.json").read_text()).get("started_at") or "")
 
 
+def latest_run(experiment: str, target: str | None, profile: str = "any", data_dir: Path = DATA_DIR) -> Path | None:
+    """The newest run of the experiment on the target (any target: None), made with that profile."""
+    dirs = [d for d in run_dirs(experiment, data_dir)
+            if (target is None or run_target(load_meta(d)) == target)
+            and (profile == "any" or (load_meta(d).get("parameters") or {}).get("profile") == profile)]
+    return dirs[-1] if dirs else None
+
+
 def find_run(experiment: str, run_id: str = "latest", data_dir: Path = DATA_DIR, target: str | None = None) -> Path:
     """'latest' -> the most recent run of the experiment (on `target`, if given: a device measuring
     beside this one in the same data/ may have started a newer one); otherwise that run's directory."""

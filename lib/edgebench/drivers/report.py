@@ -24,6 +24,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from edgebench.answer import sentences as answer_sentences
 from edgebench.drivers.verdicts import counts as verdict_counts
 from edgebench.experiments import EXPERIMENTS
 from edgebench.papers import papers_of
@@ -315,8 +316,19 @@ def verdicts_section(table: pd.DataFrame | None, href: str = "verdicts.html") ->
             f"<table><tr><th></th>{head}</tr>{rows}</table>")
 
 
+def answer_section(table: pd.DataFrame | None, href: str = "verdicts.html") -> str:
+    """Below the verdicts: edgebench's own answer for the device, one line per app and memory level
+    (make verdicts writes it; its page has the table with every interval)."""
+    if table is None or table.empty:
+        return ""
+    items = "".join(f"<li>{html.escape(line)}</li>" for line in answer_sentences(table))
+    return (f"<h2>edgebench's answer for this device</h2><p>Which runtimes serve within the tolerance of native's "
+            f'throughput and p99 latency; <a href="{html.escape(href)}">the table</a> gives every interval, time to '
+            f"ready and memory floor.</p><ul>{items}</ul>")
+
+
 def index_html(pages: list[Page], experiments: list[str], papers: dict[str, list] | None = None,
-               verdicts: pd.DataFrame | None = None) -> str:
+               verdicts: pd.DataFrame | None = None, answer: pd.DataFrame | None = None) -> str:
     """The front page: the verdicts on the papers' claims, the device(s) and how their VMs ran, the
     profiles, the papers, and one card per experiment page with its main figure and the first line
     of its findings."""
@@ -344,7 +356,7 @@ def index_html(pages: list[Page], experiments: list[str], papers: dict[str, list
     intro = ("<h1>edgebench report</h1><p>Each experiment's notebook as <code>make figures</code> ran it, without "
              "code: its tables (measured beside published), its figures, the device and run, and links to the "
              "raw data.</p>")
-    body = (intro + verdicts_section(verdicts) + _devices_table(pages) + _papers_list(papers or {})
+    body = (intro + verdicts_section(verdicts) + answer_section(answer) + _devices_table(pages) + _papers_list(papers or {})
             + "<h2>Experiments</h2>"
             + f'<div class="cards">{"".join(cards)}</div>')
     return _document("edgebench report", body, None)
@@ -368,7 +380,10 @@ def build(figures_dir: Path = FIGURES_DIR, data_dir: Path = DATA_DIR, out_dir: P
     papers = {name: papers_of(EXPERIMENTS[name].references) for name in names if name in EXPERIMENTS}
     verdicts_csv = figures_dir / "verdicts" / "verdicts.csv"
     verdicts = pd.read_csv(verdicts_csv, dtype={"paper": str}) if verdicts_csv.exists() else None
-    index.write_text(index_html(pages, names, papers, verdicts))
+    answer_csv = figures_dir / "verdicts" / "answer.csv"
+    answer = pd.read_csv(answer_csv, keep_default_na=True).fillna({"why": "", "accelerator": ""}) \
+        if answer_csv.exists() else None
+    index.write_text(index_html(pages, names, papers, verdicts, answer))
     return index
 
 

@@ -23,7 +23,7 @@ from edgebench.drivers.figures import run_headless
 from edgebench.errors import ConfigError, EdgebenchError
 from edgebench.experiments import NOTEBOOKS_DIR
 from edgebench.paths import DATA_DIR, FIGURES_DIR
-from edgebench.results import load_meta, load_results, run_dirs, run_target
+from edgebench.results import latest_run, load_meta, load_results
 from edgebench.units import as_list
 
 COLUMNS = ["claim_id", "paper", "verdict", "effect", "ci_low", "ci_high", "n", "reason", "repetitions_to_settle",
@@ -31,14 +31,6 @@ COLUMNS = ["claim_id", "paper", "verdict", "effect", "ci_low", "ci_high", "n", "
 
 
 NOTEBOOK = NOTEBOOKS_DIR / "00_verdicts.ipynb"
-
-
-def latest_run(experiment: str, target: str | None, profile: str = "any", data_dir: Path = DATA_DIR) -> Path | None:
-    """The newest run of the experiment on the target (any target: None), made with that profile."""
-    dirs = [d for d in run_dirs(experiment, data_dir)
-            if (target is None or run_target(load_meta(d)) == target)
-            and (profile == "any" or (load_meta(d).get("parameters") or {}).get("profile") == profile)]
-    return dirs[-1] if dirs else None
 
 
 def verdicts(claims: list[Claim], target: str | None = None, data_dir: Path = DATA_DIR,
@@ -104,12 +96,17 @@ def collect(target: str = "local", runtimes: str = "all", profile: str = "any", 
     return verdicts(chosen, target or None, data_dir, profile)
 
 
-def save(table: pd.DataFrame, out: Path | None = None) -> Path:
-    """verdicts.csv and verdicts.md in figures/verdicts/ (or `out`)."""
+def save(table: pd.DataFrame, out: Path | None = None, answer_table: pd.DataFrame | None = None,
+         answer_text: str = "") -> Path:
+    """verdicts.csv and verdicts.md in figures/verdicts/ (or `out`), and edgebench's own answer
+    (answer.csv, answer.md) when given."""
     out = Path(out or FIGURES_DIR / "verdicts")
     out.mkdir(parents=True, exist_ok=True)
     table.to_csv(out / "verdicts.csv", index=False)
     (out / "verdicts.md").write_text("# Verdicts on the papers' claims\n\n" + markdown(table))
+    if answer_table is not None:
+        answer_table.to_csv(out / "answer.csv", index=False)
+        (out / "answer.md").write_text("# edgebench's answer for this device\n\n" + answer_text + "\n")
     return out / "verdicts.csv"
 
 
@@ -119,6 +116,8 @@ def main(argv=None) -> int:
     ap.add_argument("--runtimes", default="all", help="'all' or the runtimes whose claims to judge")
     ap.add_argument("--profile", default="any", help="'any', or only runs made with 'quick' or 'standard'")
     ap.add_argument("--papers", default="all", help="'all' or papers such as 000,002")
+    ap.add_argument("--tolerance", type=float, default=0.05,
+                    help="edgebench's answer: the share of native's throughput and p99 a runtime may lose (0.05)")
     ap.add_argument("--quiet", action="store_true", help="do not stream the notebook's output")
     args = ap.parse_args(argv)
     try:  # a catalogue that does not load, or a selection of no claim, is refused before a kernel starts
@@ -126,7 +125,12 @@ def main(argv=None) -> int:
     except EdgebenchError as e:
         print(f"make verdicts: {e}", file=sys.stderr)
         return 2
-    params = dict(target=args.target, runtimes=args.runtimes, profile=args.profile, papers=args.papers)
+    if not 0 < args.tolerance < 1:
+        print(f"make verdicts: tolerance {args.tolerance:g} is not a share of native; give one such as 0.05",
+              file=sys.stderr)
+        return 2
+    params = dict(target=args.target, runtimes=args.runtimes, profile=args.profile, papers=args.papers,
+                  tolerance=args.tolerance)
     return run_headless("verdicts", NOTEBOOK, params, args.quiet)
 
 
