@@ -567,3 +567,25 @@ def test_page_faults_findings_say_why_there_is_no_growth_at_one_size():
                            "protocol": ["fair"] * 2, "faults_cgroup": [10.0, 12.0]})
     text = page_faults.faults_findings(faults)
     assert "No growth to compare" in text and "100KB" in text
+
+
+def test_services_bars_draw_the_95_interval_where_three_runs_or_more():
+    from edgebench.plotting import services as ps
+    rows = [dict(app="redis", test=test, protocol="fair", runtime=rt, network_mode="", rep=rep, metric="throughput",
+                 unit="req/s", status="ok", error="", health="", value=base * (1 + 0.05 * rep))
+            for test in ("get", "set") for rt, base, reps in (("native", 500e3, 5), ("docker", 300e3, 2))
+            for rep in range(1, reps + 1)]
+    table = ps.throughput_table(pd.DataFrame(rows))
+    fig = ps.throughput_figure(table)
+    thick = [c for c in fig.axes[0].collections if max(c.get_linewidths(), default=0) >= 3]
+    assert len(thick) == 2  # native's GET and SET; docker ran twice, too few for an interval
+    assert "95% CI" in fig.axes[0].get_ylabel()
+    style.plt.close(fig)
+
+
+def test_parts_of_a_time_never_take_a_runtimes_colour():
+    """Boot phases, a start's pull and run, a request's parts: shades apart from every runtime's."""
+    parts = [np.array(mcolors.to_rgb(c)) for c in style.part_colours(6)]
+    for name, colour in runtime_colours().items():
+        nearest = min(np.linalg.norm(p - np.array(mcolors.to_rgb(colour))) for p in parts)
+        assert nearest > 0.25, f"a part's shade is close to {name}'s colour"

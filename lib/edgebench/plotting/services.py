@@ -75,12 +75,16 @@ def throughput_figure(table: pd.DataFrame):
                     ax.bar(xi + offset, r.median_rps / 1000, width * 0.95, color=runtime_colour(r.runtime),
                            hatch=HATCHES[k % len(HATCHES)], edgecolor="black", linewidth=0.4)
                     ax.vlines(xi + offset, r.min_rps / 1000, r.max_rps / 1000, color="black", linewidth=0.8)
+                    if np.isfinite(r.ci95_low_rps):  # 3 repetitions or more
+                        ax.vlines(xi + offset, r.ci95_low_rps / 1000, r.ci95_high_rps / 1000, color="black",
+                                  linewidth=3)
                     if np.isfinite(r.vs_native) and lab != BASELINE:
-                        ax.text(xi + offset, r.median_rps / 1000, f"{r.vs_native:.2f}x", ha="center", va="bottom",
+                        top = np.nanmax([r.median_rps, r.max_rps, r.ci95_high_rps])  # above the whiskers
+                        ax.text(xi + offset, top / 1000, f"{r.vs_native:.2f}x", ha="center", va="bottom",
                                 fontsize=7)
             ax.set_xticks(x, labels, rotation=20, ha="right")
             ax.set_title(f"{app} ({LOADS.get(app, '')}), {PROTOCOL_TITLE.get(protocol, protocol)}", fontsize=9)
-            ax.set_ylabel("thousand requests/s (median, range)")
+            ax.set_ylabel("thousand requests/s\n(median; thin: range, thick: 95% CI)")
         if len(tests) > 1:
             handles = [plt.Rectangle((0, 0), 1, 1, facecolor="white", edgecolor="black", hatch=HATCHES[k])
                        for k in range(len(tests))]
