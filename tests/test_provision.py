@@ -408,6 +408,29 @@ def test_table_has_a_row_for_every_runtime_and_tool():
         assert "ops missing" in nanos.detail and "qemu-system-x86_64" in nanos.detail and "kvm: yes" in nanos.detail
 
 
+def test_named_runtimes_keep_the_tools_but_not_the_other_runtimes():
+    """`make figures RUNTIMES=native,docker`: LXD's base image (debootstrap, 10 minutes on an
+    emulated Pi) and the VMs' kits are not set up; wrk and perf are."""
+    t = scripted(missing=("wrk", "lxd", "qemu-system-x86"), commands=("docker", "dockerd", "curl"))
+    report = pv.provision(t, check=True, runtimes=("native", "docker"), tools=True, **QUIET)
+    assert report.would_install == ["wrk"]
+    names = {r.name for r in report.rows}
+    assert {"native", "docker", "wrk", "perf"} <= names and not {"lxd", "linux-vm", "qemu-system-x86_64"} & names
+    assert not any("LXD" in a or "lxd" in a for a in report.actions), report.actions
+    bare = pv.provision(scripted(missing=("wrk",)), check=True, runtimes=("native", "docker"), **QUIET)
+    assert bare.would_install == [] and "wrk" not in {r.name for r in bare.rows}  # the test devices' way
+
+
+def test_make_figures_provisions_only_runtimes_named_one_by_one(monkeypatch):
+    from edgebench.drivers import figures
+    calls = []
+    monkeypatch.setattr(figures.provision, "main", lambda argv: calls.append(argv) or 0)
+    for runtimes in ("native,docker", "auto", "auto,docker-crun", None):
+        figures.provision_first("pi", runtimes=runtimes)
+    assert calls[0][-3:] == ["--runtimes", "native,docker", "--with-tools"]
+    assert all("--runtimes" not in argv for argv in calls[1:])
+
+
 # -- this machine --------------------------------------------------------------------------
 
 ROW = re.compile(r"^(runtime|tool)\s+(\S+)\s+(ok|missing)\s+(.*)$")

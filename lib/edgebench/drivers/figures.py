@@ -262,10 +262,14 @@ def planned(todo: list[Path], per_notebook: dict[Path, dict], params: dict) -> d
     return plans
 
 
-def provision_first(target: str, for_tests: bool = False) -> None:
+def provision_first(target: str, for_tests: bool = False, runtimes: str | None = None) -> None:
     """What `make figures` does before measuring: install and start what is missing on the
-    target, saying only what changed; a target that cannot be provisioned goes on with what it has."""
-    code = provision.main(["--target", target, "--before-run", *(["--for-tests"] if for_tests else [])])
+    target, saying only what changed; a target that cannot be provisioned goes on with what it has.
+    Runtimes named one by one (RUNTIMES=native,docker) are the only ones set up, with every tool;
+    'auto' or 'all' sets up every runtime."""
+    names = [r.strip() for r in (runtimes or "").split(",") if r.strip()]
+    only = [] if not names or {"auto", "all"} & set(names) else ["--runtimes", ",".join(names), "--with-tools"]
+    code = provision.main(["--target", target, "--before-run", *(["--for-tests"] if for_tests else []), *only])
     if code == 1:
         raise ConfigError(f"provisioning {target} failed (see above)")
 
@@ -296,7 +300,7 @@ def main(argv=None) -> int:
         return fleet.run_fleet(devices, args, passed=PASSED_THROUGH)
     if args.provision and not args.replot:
         try:
-            provision_first(args.target or "local")
+            provision_first(args.target or "local", runtimes=args.runtimes)
         except ConfigError as e:
             print(f"make figures: {e}", file=sys.stderr)
             return 1

@@ -150,11 +150,14 @@ class Provisioner:
     """Runs the plan on one target. `run()` returns the Report; `--check` changes nothing."""
 
     def __init__(self, target: Target, check: bool = False, log: Callable[[str], None] | None = None,
-                 for_tests: bool = False, before_run: bool = False, runtimes: tuple[str, ...] | None = None):
+                 for_tests: bool = False, before_run: bool = False, runtimes: tuple[str, ...] | None = None,
+                 tools: bool | None = None):
         self.target = target
-        # Only these runtimes' packages and preparation, and no tools (a test device that exercises
-        # Docker and LXD need not install the rest); None: everything.
+        # Only these runtimes' packages and preparation (None: every runtime's), and the tools or not:
+        # by default not when runtimes are named (a test device that exercises Docker and LXD needs no
+        # more); `make figures RUNTIMES=native,docker` names them and keeps the tools.
         self.runtimes = tuple(runtimes) if runtimes else None
+        self.tools = self.runtimes is None if tools is None else tools
         self.before_run = before_run
         self.check = check
         self.for_tests = for_tests
@@ -197,7 +200,8 @@ class Provisioner:
         if family is None or not self.survey.get("apt_get"):
             name = self.survey.get("os_name") or self.survey.get("os_id") or "this system"
             raise UnsupportedTarget(unsupported_message(f"{self.target.name} ({name})", self.arch))
-        needs = None if self.runtimes is None else [runtime_needs(self.arch)[r] for r in self.runtimes]
+        needs = None if self.runtimes is None else [*(runtime_needs(self.arch)[r] for r in self.runtimes),
+                                                    *(TOOL_NEEDS if self.tools else ())]
         packages, unresolved = packages_for(family, self.arch, facts.get("kernel") or "", self.for_tests, needs)
         names = sorted({p.name for p in packages} | {c for p in packages for c in p.conflicts})
         installed = self.dpkg_installed(names)
@@ -332,7 +336,7 @@ class Provisioner:
     def prepare_tools(self) -> None:
         """The tools that no package provides (oha from crates.io); some not for `make test`."""
         rep = self.report
-        for needs in TOOL_NEEDS if self.runtimes is None else ():
+        for needs in TOOL_NEEDS if self.tools else ():
             if needs.prepare is None:
                 continue
             name = needs.versions[0].name if needs.versions else needs.purpose
@@ -353,7 +357,12 @@ class Provisioner:
         needs = runtime_needs(self.arch)
         rows = [self.runtime_row(name, cls, facts, states, needs[name]) for name, cls in RUNTIMES.items()
                 if self.runtimes is None or name in self.runtimes]
-        for v in versions if self.runtimes is None else ():
+        # Named runtimes: the other runtimes' programs are not asked for, so not listed.
+        mine = {v.name for n in TOOL_NEEDS for v in n.versions} | {
+            v.name for r in (self.runtimes or RUNTIMES) for v in needs[r].versions}
+        for v in versions if self.tools else ():
+            if v.name not in mine:
+                continue
             s = states[v.name]
             rows.append(Row("tool", v.name, True, s.version) if s.ok else
                         Row("tool", v.name, False, self.missing_tool_reason(v.name, s, plan)))
@@ -393,17 +402,18 @@ class Provisioner:
 
 
 def provision(target: Target, check: bool = False, log: Callable[[str], None] | None = None,
-              for_tests: bool = False, before_run: bool = False, runtimes: tuple[str, ...] | None = None) -> Report:
+              for_tests: bool = False, before_run: bool = False, runtimes: tuple[str, ...] | None = None,
+              tools: bool | None = None) -> Report:
     """Provision `target` (or only look, with check=True). Raises UnsupportedTarget or
     ProvisionError before changing anything when it cannot; with before_run=True, a target
     without root is only looked at (what is missing is reported, nothing is raised). `runtimes`:
-    only those runtimes' parts, no tools."""
+    only those runtimes' parts, and no tools unless `tools` is True."""
     if runtimes:
         unknown = [r for r in runtimes if r not in RUNTIMES]
         if unknown:
             raise EdgebenchError(f"unknown runtime(s) {', '.join(unknown)}; choose from {', '.join(RUNTIMES)}")
     return Provisioner(target, check=check, log=log, for_tests=for_tests, before_run=before_run,
-                       runtimes=runtimes).run()
+                       runtimes=runtimes, tools=tools).run()
 
 
 def main(argv=None) -> int:
@@ -420,12 +430,15 @@ def main(argv=None) -> int:
                          "and go on (exit 0) when something cannot be installed or there is no root")
     ap.add_argument("--runtimes", default="",
                     help="only these runtimes' packages and set-up, no tools (e.g. docker,lxd)")
+    ap.add_argument("--with-tools", action="store_true",
+                    help="with --runtimes: the tools too (what `make figures RUNTIMES=...` provisions)")
     args = ap.parse_args(argv)
     opts = {"accept_new_host_key": True} if args.accept_new_host_key else {}  # only SSH targets use it
     try:
         with connect(args.target, **opts) as target:
             report = provision(target, check=args.check, for_tests=args.for_tests, before_run=args.before_run,
-                               runtimes=tuple(r.strip() for r in args.runtimes.split(",") if r.strip()) or None)
+                               runtimes=tuple(r.strip() for r in args.runtimes.split(",") if r.strip()) or None,
+                               tools=True if args.with_tools else None)
     except UnsupportedTarget as e:
         print(f"edgebench provision: {e}", file=sys.stderr)
         return 0 if args.before_run else 2  # the run goes on with what the target has
