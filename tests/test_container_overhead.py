@@ -3,6 +3,8 @@ and EDP arithmetic of the tables; one quick real run of every benchmark in nativ
 
 from __future__ import annotations
 
+import json
+
 import pandas as pd
 import pytest
 from conftest import need, need_tool
@@ -12,6 +14,7 @@ from edgebench.plotting import container_overhead as plot
 from edgebench.plotting.tables import NoData
 from edgebench.reference import load_reference
 from edgebench.results import load_results
+from edgebench.tools import fio
 
 
 @pytest.mark.parametrize("kwargs, message", [
@@ -207,3 +210,23 @@ def test_published_disk_rows_come_from_iozone_as_the_paper_ran_it(local, docker_
     assert set(zip(rows["runtime"], rows["operation"])) == {(r, op) for r in ("native", "docker")
                                                             for op in ("write", "rewrite", "read", "reread")}
     assert (rows["value"] > 0).all()
+
+
+@pytest.mark.integration
+def test_fair_disk_operations_last_the_window_with_one_file_size_for_every_runtime(local, docker_ready, no_leftovers):
+    """fio's first write and cold read are sized once (a calibration run natively) to last the
+    profile's window; re-write and re-read go round the files for it. Each row says its window."""
+    need_tool(local, "fio")
+    run_dir = co.run(co.Params(runtimes="native,docker", profile="quick", repetitions=1, protocols="fair",
+                               benchmarks="disk", progress=False))
+    df = load_results(run_dir)
+    disk = df[(df["benchmark"] == "disk") & (df["metric"] == "throughput")]
+    assert (disk["status"] == "ok").all() and len(disk) == 8
+    assert disk["file_mb"].nunique() == 1 and disk["file_mb"].iloc[0] >= 16  # the same files for both
+    window = co.PROFILE_SETTINGS["quick"].seconds
+    capped = disk["file_mb"].iloc[0] == fio.MAX_FILE_MB
+    assert capped or (disk["window_s"] >= 0.9 * window).all(), disk[["runtime", "operation", "window_s"]]
+    assert (disk[disk["operation"].isin(["rewrite", "reread"])]["window_s"] >= 0.99 * window).all()
+    notes = json.loads((run_dir / "meta.json").read_text())["notes"]
+    assert "fio under fair: files of" in str(notes.get("disk_window"))
+    assert any("disk-fio-calibration-native" in p.name for p in (run_dir / "raw").iterdir())

@@ -66,6 +66,21 @@ def test_iozone_command_is_the_papers_with_one_file_per_process():
     assert "-e" not in fio.iozone_command("/scratch", 100, 32, 4, include_flush=False)
 
 
+def test_a_window_makes_the_rewrite_and_reread_go_round_their_files():
+    ops = dict(fio.operations("/scratch", 100, 32, 4, window_s=3))
+    for op in fio.OPERATIONS:
+        timed = "--time_based" in ops[op] and "--runtime=3s" in ops[op]
+        assert timed == (op in ("rewrite", "reread")), op  # a first write or a cold read happens once
+    assert "--time_based" not in fio.steps_words("/scratch", 100, 32, 4)
+
+
+def test_files_are_grown_for_the_window_never_shrunk_and_capped():
+    assert fio.file_mb_for(2, 16, 0.1) == 480          # 16 MB in 0.1 s: 2 s x 1.5 margin
+    assert fio.file_mb_for(2, 16, 3.0) == 16           # already long enough
+    assert fio.file_mb_for(10, 100, 0.05) == fio.MAX_FILE_MB
+    assert fio.file_mb_for(2, 16, 0.0) == fio.MAX_FILE_MB  # a run fio timed at 0 ms
+
+
 # -- fio's output ------------------------------------------------------------------------
 
 @pytest.mark.parametrize("op", fio.OPERATIONS)
@@ -185,6 +200,20 @@ def test_the_four_operations_with_real_fio(local, tmp_path):
         r = subprocess.run(fio.cleanup_argv(str(tmp_path), THREADS), capture_output=True, text=True, timeout=60)
         assert r.returncode == 0, r.stderr[-1000:]
         assert files_in(tmp_path) == []
+
+
+@pytest.mark.integration
+def test_a_windowed_rewrite_and_reread_last_the_window_with_real_fio(local, tmp_path):
+    need_tool(local, "fio")
+    for op, argv in fio.operations(str(tmp_path), FILE_MB, 32, THREADS, window_s=1):
+        r = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, f"{op}: {r.stderr[-1000:]}"
+        parsed = fio.parse_fio(r.stdout)
+        if op in ("rewrite", "reread"):
+            assert parsed["runtime_s"] >= 0.99 and parsed["io_mib"] >= THREADS * FILE_MB, (op, parsed)
+        else:
+            assert parsed["io_mib"] == THREADS * FILE_MB, op
+    subprocess.run(fio.cleanup_argv(str(tmp_path), THREADS), capture_output=True, timeout=60, check=True)
 
 
 @pytest.mark.integration

@@ -42,13 +42,13 @@ from edgebench.tools import energy, npb, stream
 EXPERIMENT = "container_overhead"
 BENCHMARKS = ("disk", "memory", "hpc", "network")
 EXTRA_COLUMNS = ["benchmark", "operation", "point", "tool", "threads", "npb_class", "array_mib", "storage",
-                 "network", "load_tool", "connections", "duration_s", "energy_meter", "build", "accelerator",
+                 "network", "load_tool", "connections", "duration_s", "file_mb", "window_s", "energy_meter", "build", "accelerator",
                  "cpus_applied", "memory_mb_applied", "cpuset_applied", "limits_note", "note"]
 
 PROFILE_SETTINGS = {
     "smoke": Settings(repetitions=1, file_mb=4, record_kib=32, stream_mib=(25.4,), stream_ntimes=2,
                       npb_classes=("S",), npb_benchmarks=("ep",), ab_requests=500, seconds=1,
-                      connections=10, idle_s=0.5),
+                      connections=10, idle_s=0.5, size_files_for_window=False),
     "quick": Settings(repetitions=2, file_mb=16, record_kib=32, stream_mib=(76.3,), stream_ntimes=10,
                       npb_classes=("S",), npb_benchmarks=npb.BENCHMARKS, ab_requests=2000, seconds=2,
                       connections=10, idle_s=1.0),
@@ -129,7 +129,7 @@ def settings_for(profile: str, stream_mib: str = "", npb_classes: str = "", npb_
     if file_mb:
         if file_mb < 1:
             raise ConfigError(f"file_mb={file_mb!r}: whole MB per thread's file, at least 1")
-        s = replace(s, file_mb=file_mb)
+        s = replace(s, file_mb=file_mb, size_files_for_window=False)
     return s
 
 
@@ -196,8 +196,10 @@ def plan(params: Params, runtimes: list[str]) -> estimate.Work:
     points, seconds, levels = 0, estimate.SESSION_S + s.idle_s, []
     runs = reps * len(protocols)
     if "disk" in parts:
-        # fio's four operations over PAPER_THREADS files (published: IOZone, only where installed).
-        per_run = 4 * (PAPER_THREADS * s.file_mb / PLAN_DISK_MB_PER_S + 1)
+        # fio's four operations over PAPER_THREADS files (published: IOZone, only where installed),
+        # each at least the profile's window under fair, after one calibration run.
+        window = s.seconds if s.size_files_for_window else 0
+        per_run = 4 * (max(PAPER_THREADS * s.file_mb / PLAN_DISK_MB_PER_S, window) + 1)
         points += 4 * runs * len(tools)
         seconds += estimate.model_seconds(tools, 1, runs, per_run * reps * ("fair" in protocols)) - estimate.SESSION_S
         levels.append(f"disk {s.file_mb} MB x {PAPER_THREADS}")

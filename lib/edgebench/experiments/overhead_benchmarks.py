@@ -48,6 +48,9 @@ class Settings:
     seconds: int                       # fair: ab -t and wrk -d
     connections: int
     idle_s: float                      # the power meter's idle baseline
+    # fair: every disk operation lasts `seconds` or more (the files grown by fair_file_mb, re-write
+    # and re-read going round them); not when the user chose file_mb, kept then as asked, nor in smoke.
+    size_files_for_window: bool = True
 
 
 # A published IOZone run: the target's own iozone, else the one provisioning fetched (edgebench.tools.iozone).
@@ -117,9 +120,10 @@ class Bench:
                 self.run.add(metric=r["metric"], value=r["value"], unit=r["unit"],
                              **dict(row, note="; ".join(x for x in (row.get("note"), r.get("note")) if x)))
 
-    def batch(self, p: Point, artifact, words: list[str], row: dict, tag: str, timeout_s: float = 1800):
-        """One run through tools/steps, metered; raw output kept. Returns (steps, row) or None
-        (then its failed row is written)."""
+    def batch(self, p: Point, artifact, words: list[str], row: dict, tag: str, timeout_s: float = 1800,
+              energy: bool = True):
+        """One run through tools/steps, metered (its energy rows added unless energy=False); raw
+        output kept. Returns (steps, row); raises EdgebenchError when a step failed."""
         rt = p.runtime
         limits = self.limits(p.protocol)
         with self.metered() as m:
@@ -136,29 +140,55 @@ class Bench:
         if bad or not result.ok:
             why = (bad[0]["stderr"] or bad[0]["stdout"])[-400:] if bad else f"exit {result.exit_code}"
             raise EdgebenchError(f"{steps[-1]['argv'][0] if steps else 'the program'} failed: {why}")
-        self.add_energy(m, row)
+        if energy:
+            self.add_energy(m, row)
         return steps, row
 
 
 # -- disk --------------------------------------------------------------------------------
 
+def fair_file_mb(b: Bench, artifacts: dict) -> int:
+    """Each thread's file size under fair, the same for every runtime: the profile's, grown until
+    the first write and the cold read last the profile's window on the first runtime (native where
+    it runs, the fastest), as the HTTP loads' windows do. One calibration run, kept in raw/."""
+    s = b.settings
+    rt = next((r for r in b.runtimes if r.name == "native"), b.runtimes[0])
+    words = fio.steps_words(rt.scratch_dir(), s.file_mb, s.record_kib, PAPER_THREADS)
+    try:
+        steps, _ = b.batch(Point(rt, 0, "fair", None, None), artifact_for(artifacts, "fio", rt), words, {},
+                           f"disk-fio-calibration-{rt.name}", energy=False)
+        shortest = min(fio.parse_fio(step["stdout"])["runtime_s"]
+                       for (op, _), step in zip(fio.operations("", 1, 1, 1), steps) if op in fio.ONE_PASS)
+    except EdgebenchError as e:  # the sweep's own run of it will fail and say why, row by row
+        b.run.note("disk_window", f"fio's calibration on {rt.name} failed ({e}); files of {s.file_mb} MB as asked")
+        return s.file_mb
+    file_mb = fio.file_mb_for(s.seconds, s.file_mb, shortest)
+    b.run.note("disk_window", f"fio under fair: files of {file_mb} MB per thread (the profile's {s.file_mb} MB took "
+               f"{shortest:.3g} s on {rt.name} for the shortest one-pass operation; each should last "
+               f"{s.seconds} s or more{'; capped at ' + str(fio.MAX_FILE_MB) + ' MB' if file_mb == fio.MAX_FILE_MB else ''})"
+               f"; re-write and re-read go round them for {s.seconds} s")
+    return file_mb
+
+
 def measure_disk(b: Bench, artifacts: dict) -> None:
     s = b.settings
-    label = f"{s.file_mb} MB x {PAPER_THREADS} threads, {s.record_kib} KiB records"
     storage = {rt.name: rt.scratch_storage() for rt in b.runtimes}
+    fair_mb = fair_file_mb(b, artifacts) if "fair" in b.protocols and s.size_files_for_window else s.file_mb
+    window = s.seconds if s.size_files_for_window else 0
 
     def row_for(p: Point) -> dict:
         tool = "fio" if p.protocol == "fair" else "iozone"
-        return b.base_row(p, "disk", app=tool, tool=tool, point=label, threads=PAPER_THREADS,
-                          storage=storage[p.runtime.name])
+        mb = fair_mb if p.protocol == "fair" else s.file_mb
+        return b.base_row(p, "disk", app=tool, tool=tool, point=f"{mb} MB x {PAPER_THREADS} threads, "
+                          f"{s.record_kib} KiB records", threads=PAPER_THREADS, storage=storage[p.runtime.name])
 
     def measure(p: Point, row: dict) -> None:
         rt = p.runtime
         directory = rt.scratch_dir()
         if p.protocol == "fair":
             artifact = artifact_for(artifacts, "fio", rt)
-            ops = fio.operations(directory, s.file_mb, s.record_kib, PAPER_THREADS)
-            words = fio.steps_words(directory, s.file_mb, s.record_kib, PAPER_THREADS)
+            ops = fio.operations(directory, fair_mb, s.record_kib, PAPER_THREADS, window)
+            words = fio.steps_words(directory, fair_mb, s.record_kib, PAPER_THREADS, window)
         else:
             artifact = artifact_for(artifacts, IOZONE.name, rt)
             ops = None
@@ -172,7 +202,7 @@ def measure_disk(b: Bench, artifacts: dict) -> None:
             return
         for (op, _argv), step in zip(ops, steps):
             parsed = fio.parse_fio(step["stdout"])
-            at = dict(row, operation=op)
+            at = dict(row, operation=op, file_mb=fair_mb, window_s=parsed["runtime_s"])
             b.run.add(metric="throughput", value=parsed["bw_mib_s"], unit="MiB/s", **at)
             b.run.add(metric="iops", value=parsed["iops"], unit="1/s", **at)
             b.run.add(metric="step_time", value=step["elapsed_ns"] / 1e9, unit="s",

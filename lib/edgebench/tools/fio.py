@@ -42,13 +42,36 @@ _FIO_FLAGS = {
 }
 
 
-def operations(directory: str, file_mb: int, record_kib: int, threads: int) -> list[tuple[str, list[str]]]:
+# The operations that can go round their files for as long as asked and stay what they are (a
+# re-write, a warm re-read); the first write and the cold read happen once per file, so their
+# window is the files' size over the rate (`file_mb_for` sizes it).
+LOOPABLE = ("rewrite", "reread")
+ONE_PASS = ("write", "read")
+# The most a fair run writes per thread's file when sizing it for a window: 1 GiB, 4 GiB in all.
+MAX_FILE_MB = 1024
+GROWTH_MARGIN = 1.5  # sized for 1.5x the window, so the next run's own spread stays above it
+
+
+def operations(directory: str, file_mb: int, record_kib: int, threads: int,
+               window_s: float = 0) -> list[tuple[str, list[str]]]:
     """(operation, fio argv) for write, re-write, read, re-read, to run in this order: each relies
-    on the files the one before left. `threads` jobs, each with its own file of file_mb MiB."""
+    on the files the one before left. `threads` jobs, each with its own file of file_mb MiB.
+    window_s > 0: the re-write and re-read go round their files for that long (fio --time_based)."""
     common = ["--output-format=json", f"--directory={directory}", f"--numjobs={threads}",
               f"--size={file_mb}M", f"--bs={record_kib}k", "--ioengine=psync", "--group_reporting",
               f"--filename_format={FIO_FILENAME_FORMAT}"]
-    return [(op, ["fio", f"--name={op}", *common, *_FIO_FLAGS[op]]) for op in OPERATIONS]
+    timed = ["--time_based", f"--runtime={window_s:g}s"] if window_s > 0 else []
+    return [(op, ["fio", f"--name={op}", *common, *_FIO_FLAGS[op], *(timed if op in LOOPABLE else [])])
+            for op in OPERATIONS]
+
+
+def file_mb_for(window_s: float, file_mb: int, shortest_s: float) -> int:
+    """Each thread's file size that makes the one-pass operations (write, cold read) last
+    `window_s`, from the shortest of them at `file_mb` (never smaller, at most MAX_FILE_MB)."""
+    if shortest_s >= window_s:
+        return file_mb
+    wanted = file_mb * window_s * GROWTH_MARGIN / max(shortest_s, 1e-3)
+    return int(min(MAX_FILE_MB, max(file_mb, -(-wanted // 1))))
 
 
 def cleanup_argv(directory: str, threads: int) -> list[str]:
@@ -60,10 +83,10 @@ def cleanup_argv(directory: str, threads: int) -> list[str]:
             "--ioengine=psync", "--create_only=1", "--unlink=1"]
 
 
-def steps_words(directory: str, file_mb: int, record_kib: int, threads: int) -> list[str]:
+def steps_words(directory: str, file_mb: int, record_kib: int, threads: int, window_s: float = 0) -> list[str]:
     """Every operation as one step, in order, then the cleanup: step i is operations()[i]."""
     words: list[str] = []
-    for _, argv in operations(directory, file_mb, record_kib, threads):
+    for _, argv in operations(directory, file_mb, record_kib, threads, window_s):
         words += [*argv, SEP]
     return [*words, *cleanup_argv(directory, threads)]
 
