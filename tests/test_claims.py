@@ -4,6 +4,7 @@ the repetitions that would settle it) and not measurable here, each from the int
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pandas as pd
@@ -130,9 +131,22 @@ def test_make_verdicts_judges_each_claim_on_the_latest_run_of_its_experiment(tmp
     assert local.reason.iloc[1] == "no edgebench experiment measures it"
     latest = drv.verdicts(claims, data_dir=tmp_path / "data")  # the newest of any device: the emulated one
     assert latest.verdict.iloc[0] == NOT_MEASURABLE and "emulated device" in latest.reason.iloc[0]
-    assert "| P000-99 (Fig. 3) | statement | [holds](../time_to_ready/) |" in drv.markdown(local)
+    assert "| P000-99 (Fig. 3) | statement | [holds](../time_to_ready/time_to_ready.png) |" in drv.markdown(local)
     with pytest.raises(ConfigError, match="leave run_id at 'latest'"):  # refused, not ignored
         drv.collect("local", run_id="20261126T1000Z", data_dir=tmp_path / "data")
+
+
+def test_each_verdict_links_a_figure_its_experiments_notebook_saves():
+    # The name a notebook's save_figure(fig, experiment, "name", ...) gives (as the .ipynb's JSON escapes it).
+    saved = {exp.name: set(re.findall(r'save_figure\([^,]+, [^,]+, \\"(\w+)\\"', exp.notebook_path.read_text()))
+             for exp in EXPERIMENTS.values()}
+    for name in ("io_bound", "cpu_bound"):  # show_http_load saves them under the experiment's name
+        saved[name] |= {name, f"{name}_open_loop"}
+    for c in load_claims():
+        link = drv.figure_of(c)
+        if c.experiment:
+            name = link.rsplit("/", 1)[1].removesuffix(".png")
+            assert name in saved[c.experiment], (c.claim_id, link, saved[c.experiment])
 
 
 def test_a_runtime_against_itself_and_a_choice_of_values():

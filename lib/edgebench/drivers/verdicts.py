@@ -32,6 +32,27 @@ COLUMNS = ["claim_id", "paper", "verdict", "effect", "ci_low", "ci_high", "n", "
 
 NOTEBOOK = NOTEBOOKS_DIR / "00_verdicts.ipynb"
 
+# The figure each experiment's notebook saves (save_figure's name) that shows a claim's metric:
+# the metric's own where a notebook draws several, else the experiment's main figure.
+MAIN_FIGURE = {"static_footprint": "footprint", "time_to_ready": "time_to_ready", "io_bound": "io_bound",
+               "cpu_bound": "cpu_bound", "iomt": "iomt_latency", "page_faults": "page_faults",
+               "lxd_appendix": "lxd_appendix", "microbenchmarks": "sysbench_table2",
+               "container_overhead": "overhead", "min_memory": "min_memory", "boot_time": "boot_phases",
+               "services": "services_throughput", "home_automation": "home_automation_latency",
+               "face_recognition": "face_recognition_time"}
+METRIC_FIGURE = {("time_to_ready", "first_start"): "first_start", ("page_faults", "perf_cache_misses"): "cache_misses",
+                 ("microbenchmarks", "network_rtt"): "network", ("microbenchmarks", "network_throughput"): "network",
+                 ("container_overhead", "edp"): "edp", ("boot_time", "vmm_part"): "vmm_guest_split",
+                 ("boot_time", "guest_part"): "vmm_guest_split", ("boot_time", "total_boot"): "vmm_guest_split"}
+
+
+def figure_of(claim: Claim) -> str:
+    """The figure beside verdicts.md that shows the claim (its experiment's folder if none)."""
+    if not claim.experiment:
+        return ""
+    name = METRIC_FIGURE.get((claim.experiment, claim.metric)) or MAIN_FIGURE.get(claim.experiment)
+    return f"../{claim.experiment}/{name}.png" if name else f"../{claim.experiment}/"
+
 
 def verdicts(claims: list[Claim], target: str | None = None, data_dir: Path = DATA_DIR,
              profile: str = "any") -> pd.DataFrame:
@@ -48,7 +69,7 @@ def verdicts(claims: list[Claim], target: str | None = None, data_dir: Path = DA
         verdict = judge(claim, df, emulated)
         out.append({**asdict(verdict), "statement": claim.statement, "where": claim.where,
                     "experiment": claim.experiment, "run": run_id,
-                    "figures": f"../{claim.experiment}/" if claim.experiment else ""})
+                    "figures": figure_of(claim)})
     return pd.DataFrame(out, columns=COLUMNS)
 
 
