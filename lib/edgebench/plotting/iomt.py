@@ -9,25 +9,67 @@ from edgebench.experiments.iomt import LABELS, parse_size
 from edgebench.plotting.style import (PROTOCOL_TITLE, figure_legend, in_runtime_order, mark_health, mark_paper_values,
                                       protocol_grid, protocol_line, protocols_in, readable_log_ticks)
 from edgebench.plotting.tables import (NoData, beside_published, mark_emulated, mark_health as health_column, ok_rows,
-                                       sort_by_runtime)
+                                       sort_by_runtime, spread)
 
 KEYS = ["workload", "input_size", "runtime", "protocol"]
 PAPER_TABLE_4 = "paper 001, Table 4"
 
 
-def workload_medians(df: pd.DataFrame, metrics: list[str]) -> pd.DataFrame:
+def workload_medians(df: pd.DataFrame, metrics: list[str], spread_of: list[str] | tuple = ()) -> pd.DataFrame:
     """Median per (workload, size, runtime, protocol) of each metric, with n and failed runs of
-    the first; `size_n` is the size as a number, to sort and plot by."""
+    the first; `size_n` is the size as a number, to sort and plot by. Each metric in `spread_of`
+    (those a figure draws) also gets its spread over the runs (spread_columns)."""
     df = mark_emulated(df)
     base = ok_rows(df, metrics[0])
     table = base.groupby(KEYS)["value"].agg(["median", "count"]).rename(columns={"median": metrics[0], "count": "n"})
     for m in metrics[1:]:
         sel = df[(df["metric"] == m) & (df["status"] == "ok")]
         table = table.join(sel.groupby(KEYS)["value"].median().rename(m), how="left")
+    for m in spread_of:
+        table = table.join(spread_columns(df, m), how="left")
     failed = df[(df["metric"] == metrics[0]) & (df["status"] == "failed")].groupby(KEYS).size()
     table = table.join(failed.rename("failed"), how="left").fillna({"failed": 0}).reset_index()
     table["size_n"] = table["input_size"].map(parse_size)
     return sort_by_runtime(health_column(table, df, KEYS), ["workload", "size_n", "runtime", "protocol"])
+
+
+# The spread drawn around each median, best first: the median's 95% interval (bootstrap, NaN below
+# 3 runs), else the lowest and highest run (with 2 runs, both runs), which always exist. The note
+# is a y label's second line: short enough (28 characters) for a 3.2-inch panel.
+INTERVALS = {"ci95": ("bars: its 95% CI", "ci_low", "ci_high"),
+             "range": ("bars: range of runs", "min", "max")}
+
+
+def spread_columns(df: pd.DataFrame, metric: str) -> pd.DataFrame:
+    """Per (workload, size, runtime, protocol): `{metric}_ci95_low`/`_high` and `{metric}_min`/`_max`
+    over the successful runs (tables.spread), indexed like workload_medians' table."""
+    sel = df[(df["metric"] == metric) & (df["status"] == "ok")]
+    columns = [f"{metric}_{kind}_{end}" for kind in INTERVALS for end in ("low", "high")]
+    rows = {key: spread(g) for key, g in sel.groupby(KEYS)["value"]}
+    if not rows:
+        return pd.DataFrame(columns=columns, index=pd.MultiIndex.from_tuples([], names=KEYS), dtype=float)
+    out = pd.DataFrame.from_dict(rows, orient="index")
+    out.index = pd.MultiIndex.from_tuples(out.index, names=KEYS)
+    return pd.DataFrame({f"{metric}_{kind}_{end}": out[name] for kind, (_, low, high) in INTERVALS.items()
+                         for end, name in (("low", low), ("high", high))}, index=out.index)
+
+
+def interval_kind(table: pd.DataFrame, column: str) -> str | None:
+    """The one spread a figure draws for `column` (a key of INTERVALS): the 95% interval where
+    every drawn median has one, else the range; None where the table has neither."""
+    drawn = table[column].notna() if column in table else pd.Series(False, index=table.index)
+    if not drawn.any():
+        return None
+    for kind in INTERVALS:
+        ends = [f"{column}_{kind}_low", f"{column}_{kind}_high"]
+        if set(ends) <= set(table.columns) and table.loc[drawn, ends].notna().all(axis=None):
+            return kind
+    return None
+
+
+def interval_note(kind: str | None) -> str:
+    """What a panel's points and bars are, for its axis label."""
+    return "median" + (f", {INTERVALS[kind][0]}" if kind else "")
 
 
 def beside_paper(table: pd.DataFrame, reference: pd.DataFrame, metric: str, column: str) -> pd.DataFrame:
@@ -52,40 +94,57 @@ def size_axis(ax, workload: str) -> None:
     ax.grid(alpha=0.3)
 
 
-def lines_over_size(ax, sub: pd.DataFrame, column: str, protocol: str, scale: float = 1.0) -> None:
-    """One line per runtime of `column` over input size."""
+def lines_over_size(ax, sub: pd.DataFrame, column: str, protocol: str, scale: float = 1.0,
+                    interval: str | None = None) -> None:
+    """One line per runtime of `column` over input size; with `interval` (a key of INTERVALS,
+    from interval_kind) each median carries its bars, in the runtime's colour."""
     if column not in sub:  # a counter this machine never recorded
         return
     for rt in in_runtime_order(sub["runtime"]):
         g = sub[sub["runtime"] == rt].sort_values("size_n").dropna(subset=[column])
-        if not g.empty:
-            ax.plot(g["size_n"], g[column] * scale, label=rt, **protocol_line(rt, protocol))
-            mark_health(ax, g["size_n"], g[column] * scale, g.get("health"))
+        if g.empty:
+            continue
+        y = g[column].to_numpy(float) * scale
+        if interval:
+            low, high = (g[f"{column}_{interval}_{end}"].to_numpy(float) * scale for end in ("low", "high"))
+            yerr = [np.clip(y - low, 0, None), np.clip(high - y, 0, None)]
+            ax.errorbar(g["size_n"], y, yerr=yerr, capsize=2.5, elinewidth=1, label=rt,
+                        **protocol_line(rt, protocol))
+            y = np.fmax(y, high)  # the dagger above the bar, not on it
+        else:
+            ax.plot(g["size_n"], y, label=rt, **protocol_line(rt, protocol))
+        mark_health(ax, g["size_n"], y, g.get("health"))
 
 
 # -- Table 4: end-to-end latency ------------------------------------------------------
 
+LATENCY_DRAWN = ["end_to_end_latency", "startup_overhead"]
+
+
 def latency_table(df: pd.DataFrame, reference: pd.DataFrame) -> pd.DataFrame:
     """Medians in seconds: end-to-end, the program's own time, its work phase and the start-up
-    overhead (end-to-end minus the program's time), with Table 4's value beside."""
+    overhead (end-to-end minus the program's time), with Table 4's value beside; the two the
+    figure draws also with their spread (spread_columns)."""
     table = workload_medians(df, ["end_to_end_latency", "program_time", "work_time", "startup_overhead",
-                                  "throughput"])
+                                  "throughput"], spread_of=LATENCY_DRAWN)
     return beside_paper(table, reference, "end_to_end_latency", "published_s").drop(columns="size_n")
 
 
 def latency_figure(table: pd.DataFrame):
     """Per workload two rows, one column per protocol: end-to-end latency over input size
-    (log-log, Table 4 as crosses), and the part that is not the program's own time."""
+    (log-log, Table 4 as crosses), and the part that is not the program's own time; each median
+    with its bars (interval_kind), which the row's label names."""
     if table.empty:
         raise NoData("IoMT latency table is empty")
     table = table.assign(size_n=table["input_size"].map(parse_size))
+    e2e, startup = (interval_kind(table, c) for c in LATENCY_DRAWN)
     fig, axes, workloads, protocols = workload_grid(table, 2)
     for i, w in enumerate(workloads):
         for j, proto in enumerate(protocols):
             top, bottom = axes[2 * i][j], axes[2 * i + 1][j]
             sub = table[(table["workload"] == w) & (table["protocol"] == proto)]
-            lines_over_size(top, sub, "end_to_end_latency", proto)
-            lines_over_size(bottom, sub, "startup_overhead", proto, scale=1000)
+            lines_over_size(top, sub, "end_to_end_latency", proto, interval=e2e)
+            lines_over_size(bottom, sub, "startup_overhead", proto, scale=1000, interval=startup)
             paper = table[table["workload"] == w].dropna(subset=["published_s"])
             paper = paper.drop_duplicates(["input_size", "runtime"])
             for rt in in_runtime_order(paper["runtime"]):
@@ -97,8 +156,8 @@ def latency_figure(table: pd.DataFrame):
             # Log too: a VM's start-up under TCG (10-20 s) beside native's milliseconds.
             bottom.set_yscale("log")
             top.set_yscale("log")
-        axes[2 * i][0].set_ylabel("end-to-end latency (s, log)")
-        axes[2 * i + 1][0].set_ylabel("start-up + teardown (ms, log)")
+        axes[2 * i][0].set_ylabel(f"end-to-end latency (s, log)\n{interval_note(e2e)}")
+        axes[2 * i + 1][0].set_ylabel(f"start-up + teardown (ms, log)\n{interval_note(startup)}")
     for ax in np.ravel(axes):
         readable_log_ticks(ax)  # once every column has widened its row's shared range
     fig.suptitle("IoMT workloads: launch to exit, and the part that is not the program's own time")

@@ -9,20 +9,25 @@ import numpy as np
 import pandas as pd
 
 from edgebench.experiments.iomt import LABELS, parse_size
-from edgebench.plotting.iomt import beside_paper, lines_over_size, size_axis, workload_grid, workload_medians
-from edgebench.plotting.style import PROTOCOL_TITLE, figure_legend, in_runtime_order, mark_paper_values
+from edgebench.plotting.iomt import (beside_paper, interval_kind, interval_note, lines_over_size, size_axis,
+                                     workload_grid, workload_medians)
+from edgebench.plotting.style import (PROTOCOL_TITLE, figure_legend, in_runtime_order, mark_paper_values,
+                                      readable_log_ticks)
 from edgebench.plotting.tables import NoData, mark_emulated
 
 FAULT_METRICS = ["perf_page_faults", "faults_cgroup", "faults_inprocess", "launcher_faults", "perf_cache_misses"]
+# The counts a figure may draw (counted_faults picks one of the first two), kept with their spread.
+DRAWN = ["perf_page_faults", "faults_cgroup", "perf_cache_misses"]
 PAPER_TABLE_5 = "paper 001, Table 5"
 CACHE_MISS_WORKLOADS = ("lzw", "aes")  # the workloads the paper's Fig. 1 shows
 
 
 def faults_table(df: pd.DataFrame, reference: pd.DataFrame) -> pd.DataFrame:
     """Median fault counts per source, faults per MB of input, and Table 5 beside. `perf_page_faults`
-    is what perf counted: the run's cgroup under `fair`, the launch command under `published`."""
+    is what perf counted: the run's cgroup under `fair`, the launch command under `published`. The
+    counts the figures draw also with their spread over the runs (iomt.spread_columns)."""
     present = [m for m in FAULT_METRICS if m in set(df["metric"])]
-    table = workload_medians(df, ["end_to_end_latency"] + present)
+    table = workload_medians(df, ["end_to_end_latency"] + present, spread_of=[m for m in DRAWN if m in present])
     table = beside_paper(table, reference, "page_faults", "published_faults")
     mb = table["size_n"].where(table["workload"] != "kmeans") / 1e6
     for metric, column in (("perf_page_faults", "perf_faults_per_MB"), ("faults_cgroup", "cgroup_faults_per_MB")):
@@ -48,13 +53,16 @@ def missing_counters(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def counts_figure(table: pd.DataFrame, metric: str, ylabel: str, paper_column: str | None):
-    """One row per workload, one column per protocol: `metric` over input size, log-log."""
+    """One row per workload, one column per protocol: `metric` over input size, log-log, each
+    median with its bars (iomt.interval_kind), which the row's label names."""
     table = table.assign(size_n=table["input_size"].map(parse_size))
+    interval = interval_kind(table, metric)
     fig, axes, workloads, protocols = workload_grid(table, 1)
     for i, w in enumerate(workloads):
         for j, proto in enumerate(protocols):
             ax = axes[i][j]
-            lines_over_size(ax, table[(table["workload"] == w) & (table["protocol"] == proto)], metric, proto)
+            lines_over_size(ax, table[(table["workload"] == w) & (table["protocol"] == proto)], metric, proto,
+                            interval=interval)
             if paper_column:
                 paper = table[table["workload"] == w].dropna(subset=[paper_column])
                 paper = paper.drop_duplicates(["input_size", "runtime"])
@@ -64,7 +72,9 @@ def counts_figure(table: pd.DataFrame, metric: str, ylabel: str, paper_column: s
             size_axis(ax, w)
             ax.set_yscale("log")
             ax.set_title(f"{LABELS.get(w, w)}, {PROTOCOL_TITLE.get(proto, proto)}", fontsize=9)
-        axes[i][0].set_ylabel(f"{ylabel}, log")
+        axes[i][0].set_ylabel(f"{ylabel}, log\n{interval_note(interval)}")
+    for ax in np.ravel(axes):
+        readable_log_ticks(ax)  # no 2x10^2, 3x10^2, ... printed over each other in a row under a decade or two
     return fig
 
 
