@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from edgebench.experiments.boot_time import EVENTS
+from edgebench.plotting.home_automation import draw_whiskers, interval
 from edgebench.plotting.style import part_colours, plt
 from edgebench.plotting.tables import NoData, mark_emulated, ok_rows, sort_by_runtime, spread
 
@@ -69,8 +70,9 @@ def complete_starts(rows: pd.DataFrame) -> pd.DataFrame:
 def phase_table(df: pd.DataFrame) -> pd.DataFrame:
     """Median ms per (app, runtime variant, phase), phases in boot order, with the phase each
     starts from, over the starts that show the variant's usual chain of events; beside them the
-    median time to ready of the same starts (what the stacked bar should add up to) and how
-    many starts were left out for showing another chain."""
+    median time to ready of the same starts (what the stacked bar should add up to), the median
+    of those starts' totals (their phases' sum) with its interval (total_low_ms, total_high_ms:
+    home_automation.interval()), and how many starts were left out for showing another chain."""
     rows = mark_emulated(df[df["metric"].str.startswith("phase_") & (df["status"] == "ok")])
     if rows.empty:
         ok_rows(df, "time_to_ready")  # raises with why the starts failed
@@ -82,6 +84,8 @@ def phase_table(df: pd.DataFrame) -> pd.DataFrame:
     kept = set(zip(*(rows[c] for c in START)))
     ready = ready[[k in kept for k in zip(*(ready[c] for c in START))]]
     ready = ready.groupby(["app", "variant"])["value"].median()
+    totals = {key: (g.median(), *interval(g)) for key, g in
+              rows.groupby(START)["value"].sum().groupby(level=["app", "variant"])}
     order = {name: i for i, name in enumerate(EVENTS)}
     out = []
     for (app, var, phase, start), g in rows.groupby(["app", "variant", "phase", "phase_from"]):
@@ -90,14 +94,17 @@ def phase_table(df: pd.DataFrame) -> pd.DataFrame:
                     "median_ms": s["median"], "ci95_low_ms": s["ci_low"], "ci95_high_ms": s["ci_high"],
                     "q1_ms": s["q1"], "q3_ms": s["q3"], "starts": s["n"],
                     "left_out": int(g["left_out"].iloc[0]),
-                    "time_to_ready_ms": ready.get((app, var), np.nan), "order": order.get(phase, 99)})
+                    "time_to_ready_ms": ready.get((app, var), np.nan),
+                    **dict(zip(("total_ms", "total_low_ms", "total_high_ms"), totals[(app, var)])),
+                    "order": order.get(phase, 99)})
     table = sort_by_runtime(pd.DataFrame(out), ["app", "runtime", "variant", "order"])
     return table.drop(columns="order")
 
 
 def split_table(df: pd.DataFrame, reference: pd.DataFrame) -> pd.DataFrame:
-    """Paper 002's split per VM variant (median ms of vmm_part, guest_part and total_boot, or
-    why missing), the page's numbers beside it."""
+    """Paper 002's split per VM variant (median ms of vmm_part, guest_part and total_boot with
+    its interval over the starts, low_ms and high_ms: home_automation.interval(); or why
+    missing), the page's numbers beside it (single published values: no interval)."""
     rows = mark_emulated(df[df["metric"].isin(["vmm_part", "guest_part", "total_boot"])])
     out = []
     if not rows.empty:
@@ -105,19 +112,23 @@ def split_table(df: pd.DataFrame, reference: pd.DataFrame) -> pd.DataFrame:
         for (app, var, metric), g in rows.groupby(["app", "variant", "metric"]):
             ok = g[g["status"] == "ok"]["value"].astype(float)
             why = "; ".join(sorted(set(g[g["status"] != "ok"]["error"].astype(str))))
+            low, high = interval(ok)
             out.append({"source": "measured", "app": app, "variant": var, "metric": metric,
-                        "median_ms": ok.median() if len(ok) else np.nan, "starts": len(ok), "note": why})
+                        "median_ms": ok.median() if len(ok) else np.nan, "low_ms": low, "high_ms": high,
+                        "starts": len(ok), "note": why})
     ref = reference[reference["metric"].isin(["vmm_part", "guest_part", "total_boot"])] if not reference.empty else reference
     for r in ref.itertuples():
         out.append({"source": "paper 002", "app": r.app, "variant": r.runtime,
-                    "metric": r.metric, "median_ms": r.value, "starts": np.nan, "note": r.qualifier})
-    return pd.DataFrame(out, columns=["source", "app", "variant", "metric", "median_ms", "starts", "note"])
+                    "metric": r.metric, "median_ms": r.value, "low_ms": np.nan, "high_ms": np.nan,
+                    "starts": np.nan, "note": r.qualifier})
+    return pd.DataFrame(out, columns=["source", "app", "variant", "metric", "median_ms", "low_ms", "high_ms", "starts",
+                                      "note"])
 
 
 def boot_phases_figure(table: pd.DataFrame):
     """One horizontal bar per runtime variant, its phases stacked in boot order (linear ms: a
     VM's seconds under TCG beside a process's milliseconds is the finding, not a scale problem;
-    each bar's total is written beside it)."""
+    each bar's total is written beside it), the starts' total's interval as a whisker."""
     if table.empty:
         raise NoData("boot phase table is empty")
     apps = list(dict.fromkeys(table["app"]))
@@ -132,13 +143,17 @@ def boot_phases_figure(table: pd.DataFrame):
                 ax.barh(y, r.median_ms, left=left, color=PHASE_COLOURS.get(shown_as(r.phase, r.phase_from), "grey"), edgecolor="white",
                         linewidth=0.5)
                 left += r.median_ms
-            ax.text(left, y, f"  {left:,.0f} ms" if left >= 10 else f"  {left:.1f} ms", va="center", fontsize=8)
+            first = t[t["variant"] == var].iloc[0]
+            draw_whiskers(ax, [y], [first.total_ms], [first.total_low_ms], [first.total_high_ms], horizontal=True)
+            end = np.nanmax([left, first.total_high_ms])  # the total is written past the whisker
+            ax.text(end, y, f"  {left:,.0f} ms" if left >= 10 else f"  {left:.1f} ms", va="center", fontsize=8)
         left_out = t.groupby("variant", sort=False)["left_out"].first()
         ax.set_yticks(range(len(variants)), [f"{v}\n({left_out[v]} start(s) left out)" if left_out[v] else v
                                              for v in variants])
         ax.invert_yaxis()
         ax.set_xlim(0, ax.get_xlim()[1] * 1.15)
-        ax.set_xlabel("ms since launch (median per phase)")
+        ax.set_xlabel("ms since launch (median per phase; whisker: the starts' total, 95% CI of its median;\n"
+                      "lowest to highest for 2 starts, none for 1)")
         ax.set_title(app)
     used = {shown_as(p, f) for p, f in zip(table["phase"], table["phase_from"])}
     shown = [p for p in PHASE_LABELS if p in used]
@@ -164,10 +179,14 @@ def split_figure(split: pd.DataFrame):
         for yi, value, h in zip(at, m["median_ms"], hatch):
             ax.barh(yi + offset, value, 0.2, color=colour, hatch=h, edgecolor="white" if h is None else "black",
                     linewidth=0.3, label=metric)
+        measured = m["source"] == "measured"  # the page's rows are single published values
+        draw_whiskers(ax, np.array(at)[measured.to_numpy()] + offset, m["median_ms"][measured], m["low_ms"][measured],
+                      m["high_ms"][measured], horizontal=True, capsize=2)
     ax.set_yticks(y, labels, fontsize=8)
     ax.invert_yaxis()
     ax.set_xscale("log")
-    ax.set_xlabel("ms (log)")
+    ax.set_xlabel("ms (log; measured: median of the starts;\n"
+                  "whiskers: 95% CI of the median; lowest to highest for 2 starts, none for 1)")
     handles, names = ax.get_legend_handles_labels()
     keep = dict(zip(names, handles))
     fig.legend(keep.values(), [{"vmm_part": "VMM (to the firmware's hand-over)", "guest_part": "guest (hand-over to the app)",

@@ -7,9 +7,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from edgebench.plotting.home_automation import WHISKERS, interval, stacked_with_interval, wrapped_suptitle
 from edgebench.plotting.services import label
 from edgebench.plotting.style import PROTOCOL_TITLE, part_colours, plt, protocols_in
-from edgebench.plotting.tables import NoData, mark_emulated, mark_health, sort_by_runtime, stacked_parts, ratio_to_baseline
+from edgebench.plotting.tables import NoData, mark_emulated, mark_health, sort_by_runtime, ratio_to_baseline
 
 BASELINE = "native"
 METRICS = ("end_to_end_latency", "inference_time", "read_per_image", "detect_per_image", "recognize_per_image",
@@ -24,7 +25,8 @@ PARTS = tuple((metric, name, colour) for (metric, name), colour in zip(
 
 def face_table(df: pd.DataFrame) -> pd.DataFrame:
     """Medians per (protocol, runtime label), how many runs agreed on every prediction, and the
-    time over the images as a ratio to native's in the same protocol."""
+    time over the images as a ratio to native's in the same protocol; beside the end-to-end time,
+    its interval over the runs (end_to_end_latency_low, _high: home_automation.interval())."""
     ok = mark_emulated(df[df["status"] == "ok"])
     if ok.empty:
         return pd.DataFrame()
@@ -34,11 +36,13 @@ def face_table(df: pd.DataFrame) -> pd.DataFrame:
         med = g.groupby("metric")["value"].median()
         images = pd.to_numeric(g["images"], errors="coerce").median() if "images" in g else np.nan
         answers = g[g["metric"] == "inference_time"]["predictions_sha256"].dropna().astype(str)
+        low, high = interval(g[g["metric"] == "end_to_end_latency"]["value"])
         rows.append({"protocol": protocol, "label": lab, "runtime": g["runtime"].iloc[0],
                      "runs": int((g["metric"] == "inference_time").sum()), "images": images,
                      "dataset": ", ".join(sorted(set(g["dataset"].dropna().astype(str)))) if "dataset" in g else "",
                      "answers": ", ".join(sorted(set(a[:8] for a in answers))),
-                     **{m: med.get(m) for m in METRICS}})
+                     **{m: med.get(m) for m in METRICS},
+                     "end_to_end_latency_low": low, "end_to_end_latency_high": high})
     table = pd.DataFrame(rows)
     for part, metric in (("read_s", "read_per_image"), ("detect_s", "detect_per_image"),
                          ("recognize_s", "recognize_per_image")):
@@ -49,24 +53,26 @@ def face_table(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def face_figure(table: pd.DataFrame):
-    """Stacked bars of a run's time, one panel per protocol, the accuracy above each bar."""
+    """Stacked bars of a run's time, one panel per protocol, the end-to-end time's interval over
+    the runs as a whisker on its line, the accuracy above each bar."""
     if table.empty:
         raise NoData("face recognition table is empty")
     protocols = protocols_in(table["protocol"])  # fair on the left, as in every figure
     fig, axes = plt.subplots(1, len(protocols), figsize=(5.4 * len(protocols), 4.4), squeeze=False, sharey=True)
     for j, protocol in enumerate(protocols):
         ax = axes[0][j]
-        stacked_parts(ax, table[table["protocol"] == protocol], PARTS, "end_to_end_latency",
-                      lambda r: (f"{r.vs_native:.2f}x, " if r.label != BASELINE and np.isfinite(r.vs_native) else "")
-                      + f"acc {r.accuracy:.0%}")
+        stacked_with_interval(ax, table[table["protocol"] == protocol], PARTS, "end_to_end_latency",
+                              lambda r: (f"{r.vs_native:.2f}x, " if r.label != BASELINE and np.isfinite(r.vs_native)
+                                         else "") + f"acc {r.accuracy:.0%}")
         ax.set_title(PROTOCOL_TITLE.get(protocol, protocol), fontsize=9)
         ax.grid(axis="y", alpha=0.3)
     axes[0][0].set_ylabel("seconds per run (medians)")
     handles, names = axes[0][0].get_legend_handles_labels()
     fig.legend(handles[:len(PARTS)], names[:len(PARTS)], fontsize=8, loc="lower center", ncol=3)
     n = table["images"].dropna()
-    fig.suptitle(f"Face recognition over {int(n.iloc[0]) if len(n) else '?'} images (line: end to end in the "
-                 "runtime's colour; ratio of the images' time to native; accuracy)", fontsize=10)
+    wrapped_suptitle(fig, f"Face recognition over {int(n.iloc[0]) if len(n) else '?'} images (line: end to end in "
+                          "the runtime's colour; ratio of the images' time to native; accuracy)\n"
+                          f"whisker on the line: {WHISKERS}")
     fig.tight_layout(rect=(0, 0.1, 1, 1))
     return fig
 

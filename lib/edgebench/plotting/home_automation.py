@@ -3,31 +3,101 @@ rest of the handler and everything outside it, per runtime and network mode, bes
 
 from __future__ import annotations
 
+import math
+import textwrap
+
 import numpy as np
 import pandas as pd
+from matplotlib import patheffects
 
+from edgebench.claims import MIN_N
 from edgebench.plotting.services import label
 from edgebench.plotting.style import PROTOCOL_TITLE, part_colours, plt, protocols_in
-from edgebench.plotting.tables import NoData, mark_emulated, mark_health, sort_by_runtime, stacked_parts, ratio_to_baseline
+from edgebench.plotting.tables import (NoData, mark_emulated, mark_health, sort_by_runtime, spread, stacked_parts,
+                                       ratio_to_baseline)
 
 BASELINE = "native"
 PARTS = tuple((metric, name, colour) for (metric, name), colour in zip(
     (("sensor_per_request", "sensor (DHT11 read or its kept reading)"), ("handler_rest_per_request", "rest of the handler"),
      ("outside_handler_per_request", "outside the handler: TLS, HTTP, network path")), part_colours(3)))
 
+# What a whisker around a median of repeated runs shows (interval() below), for the figures' labels.
+WHISKERS = "95% CI of the median over the runs; lowest to highest for 2 runs, none for 1"
+
+
+def interval(values) -> tuple[float, float]:
+    """The interval a whisker draws around the median of repeated runs: its 95% bootstrap
+    interval from MIN_N runs on (tables.spread), both runs where there are two (the CI is NaN
+    below MIN_N; as iomt's and microbenchmarks' figures), and nothing (NaN) for one run."""
+    s = spread(pd.Series(values, dtype=float))
+    if s["n"] >= MIN_N:
+        return s["ci_low"], s["ci_high"]
+    if s["n"] == 2:
+        return s["min"], s["max"]
+    return math.nan, math.nan
+
+
+def draw_whiskers(ax, at, centre, low, high, horizontal: bool = False, capsize: float = 3):
+    """Black whiskers (small caps, a white edge) from low to high at positions `at` (x for vertical
+    bars, y for horizontal ones) around `centre`, one errorbar for all of them, rows without an
+    interval left out; None if none has one."""
+    at, centre, low, high = (np.asarray(v, dtype=float) for v in (at, centre, low, high))
+    keep = np.isfinite(at) & np.isfinite(centre) & np.isfinite(low) & np.isfinite(high)
+    if not keep.any():
+        return None
+    at, centre, low, high = at[keep], centre[keep], low[keep], high[keep]
+    err = [np.clip(centre - low, 0, None), np.clip(high - centre, 0, None)]
+    xy, errs = ((centre, at), dict(xerr=err)) if horizontal else ((at, centre), dict(yerr=err))
+    bars = ax.errorbar(*xy, **errs, fmt="none", ecolor="black", elinewidth=1, capsize=capsize, capthick=1, zorder=4)
+    # A thin white edge keeps the black whisker visible over the darkest part's shade.
+    for artist in (*bars[1], *bars[2]):
+        artist.set_path_effects([patheffects.withStroke(linewidth=2.2, foreground="white")])
+    return bars
+
+
+def stacked_with_interval(ax, t: pd.DataFrame, parts, total: str, note) -> None:
+    """tables.stacked_parts (the parts' medians stacked, the total's median as a line in the
+    runtime's colour) with the total's interval as a whisker (columns `{total}_low` and
+    `{total}_high`), and `note(row)` above the highest of bar, line and whisker, with room for it
+    under the panel's top (a shared y axis keeps the highest panel's room)."""
+    stacked_parts(ax, t, parts, total, lambda r: "")
+    x = np.arange(len(t))
+    draw_whiskers(ax, x, t[total], t[f"{total}_low"], t[f"{total}_high"])
+    stack = sum(t[column].astype(float).fillna(0).clip(lower=0).to_numpy() for column, _, _ in parts)
+    tops = pd.DataFrame({"stack": stack, "total": t[total].astype(float).to_numpy(),
+                         "high": t[f"{total}_high"].astype(float).to_numpy()}).max(axis=1)
+    for xi, top, r in zip(x, tops, t.itertuples()):
+        text = note(r)
+        if text:
+            ax.annotate(text, (xi, top), xytext=(0, 2), textcoords="offset points", ha="center", va="bottom",
+                        fontsize=8)
+    if tops.notna().any():
+        low, high = ax.get_ylim()
+        ax.set_ylim(low, max(high, tops.max() + 0.12 * (tops.max() - low)))
+
+
+def wrapped_suptitle(fig, text: str, fontsize: float = 10) -> None:
+    """A suptitle wrapped to the figure's width (a 10 pt character is about 0.075 in): one panel's
+    figure cut the long title off at both edges."""
+    width = max(50, int(fig.get_figwidth() / (0.0075 * fontsize)))
+    fig.suptitle("\n".join(textwrap.fill(line, width) for line in text.split("\n")), fontsize=fontsize)
+
 
 def latency_table(df: pd.DataFrame) -> pd.DataFrame:
     """Medians per (protocol, runtime label): the latency's parts, wrk's mean and p99, req/s, the
-    sensor used, and the mean latency's ratio to native's in the same protocol."""
+    sensor used, and the mean latency's ratio to native's in the same protocol; beside the mean,
+    its interval over the runs (mean_ms_low, mean_ms_high: interval())."""
     ok = mark_emulated(df[df["status"] == "ok"])
     ok = ok.assign(label=label(ok))
     rows = []
     for (protocol, lab), g in ok.groupby(["protocol", "label"], sort=False):
         med = g.groupby("metric")["value"].median()
+        low, high = interval(g[g["metric"] == "request_time"]["value"])
         rows.append({"protocol": protocol, "label": lab, "runtime": g["runtime"].iloc[0],
                      "runs": int((g["metric"] == "throughput").sum()),
                      "sensor": ", ".join(sorted(set(g["sensor"].dropna().astype(str)))) if "sensor" in g else "",
                      "throughput_rps": med.get("throughput"), "mean_ms": med.get("request_time"),
+                     "mean_ms_low": low, "mean_ms_high": high,
                      "p99_ms": med.get("latency_p99"), "errors": med.get("errors"),
                      **{metric: med.get(metric) for metric, _, _ in PARTS}})
     table = pd.DataFrame(rows)
@@ -39,23 +109,25 @@ def latency_table(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def latency_figure(table: pd.DataFrame):
-    """Stacked bars of a request's mean latency, one panel per protocol."""
+    """Stacked bars of a request's mean latency, one panel per protocol; the mean's interval over
+    the runs as a whisker on its line."""
     if table.empty:
         raise NoData("home automation table is empty")
     protocols = protocols_in(table["protocol"])  # fair on the left, as in every figure
     fig, axes = plt.subplots(1, len(protocols), figsize=(5.4 * len(protocols), 4.2), squeeze=False, sharey=True)
     for j, protocol in enumerate(protocols):
         ax = axes[0][j]
-        stacked_parts(ax, table[table["protocol"] == protocol], PARTS, "mean_ms",
-                      lambda r: f"{r.vs_native:.2f}x" if r.label != BASELINE and np.isfinite(r.vs_native) else "")
+        stacked_with_interval(ax, table[table["protocol"] == protocol], PARTS, "mean_ms",
+                              lambda r: f"{r.vs_native:.2f}x" if r.label != BASELINE and np.isfinite(r.vs_native)
+                              else "")
         ax.set_title(f"{PROTOCOL_TITLE.get(protocol, protocol)}", fontsize=9)
         ax.grid(axis="y", alpha=0.3)
     axes[0][0].set_ylabel("mean latency per request (ms, medians)")
     handles, names = axes[0][0].get_legend_handles_labels()
     fig.legend(handles[:len(PARTS)], names[:len(PARTS)], fontsize=8, loc="lower center", ncol=len(PARTS))
     sensors = ", ".join(sorted(set(s for s in table["sensor"] if s)))
-    fig.suptitle(f"Home automation over HTTPS (sensor: {sensors or 'unknown'}; line: a request's mean time in "
-                 "the runtime's colour; ratio to native)", fontsize=10)
+    wrapped_suptitle(fig, f"Home automation over HTTPS (sensor: {sensors or 'unknown'}; line: a request's mean "
+                          f"time in the runtime's colour; ratio to native)\nwhisker on the line: {WHISKERS}")
     fig.tight_layout(rect=(0, 0.07, 1, 1))
     return fig
 
