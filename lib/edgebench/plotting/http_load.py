@@ -6,6 +6,7 @@ and the percentiles (p50, p90, p99) are panels of their own."""
 
 from __future__ import annotations
 
+import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,9 +31,12 @@ PAPER = "paper 000"
 # Percentiles as marker shapes on one vertical stroke per runtime: p50 at the bottom, p99 on top.
 PERCENTILES = [("latency_p50_ms", "o", "p50"), ("latency_p90_ms", "D", "p90"), ("latency_p99_ms", "^", "p99")]
 # Every panel on a log axis: measured rates of 12-30k req/s beside the paper's 149k, a TCG
-# runtime's hundred and Nanos' latency far above the rest all stay readable.
-PANELS = [("requests/s (log; median, bars: IQR where n > 1)", "throughput"), ("mean latency (ms, log)", "mean"),
-          ("jitter: stdev of latency (ms, log)", "jitter"), ("latency p50 / p90 / p99 (ms, log)", "percentiles")]
+# runtime's hundred and Nanos' latency far above the rest all stay readable. Two lines where a label is long.
+PANELS = [("requests/s (log)\nmedian, bars: IQR where n > 1", "throughput"), ("mean latency (ms, log)", "mean"),
+          ("jitter: stdev of latency (ms, log)", "jitter"), ("latency p50 / p90 / p99\n(ms, log; medians of runs)",
+                                                             "percentiles")]
+# The mean and jitter rows' whiskers: the runs' quartiles, as the throughput row's (what the suptitle says).
+QUARTILES = {"mean": "latency_mean", "jitter": "latency_stdev"}
 # A pair that cannot run (node-http on unikraft) is no failure at a level: no triangle for it.
 CANNOT_RUN = "cannot run"
 
@@ -42,8 +46,9 @@ def level_label(row) -> str:
 
 
 def http_table(df: pd.DataFrame, reference: pd.DataFrame) -> pd.DataFrame:
-    """Median throughput (quartiles), latency mean, stdev and percentiles and the Little's-law
-    ratio per level, app, runtime and protocol, with the paper's published values beside."""
+    """Median throughput, latency mean and stdev (each with the runs' quartiles), percentiles and
+    the Little's-law ratio per level, app, runtime and protocol, with the paper's published values
+    beside."""
     df = mark_emulated(df)
     rps = ok_rows(df, "requests_per_second")
     ok = df[df["status"] == "ok"]
@@ -51,14 +56,16 @@ def http_table(df: pd.DataFrame, reference: pd.DataFrame) -> pd.DataFrame:
     for key, g in rps.groupby(KEYS):
         s = spread(g["value"])
         sel = ok[(ok[KEYS] == pd.Series(key, index=KEYS)).all(axis=1)]
-        med = lambda m: sel[sel["metric"] == m]["value"].median()  # noqa: E731
+        med = lambda m, q=0.5: sel[sel["metric"] == m]["value"].quantile(q)  # noqa: E731
+        quartiles = {f"{m}_{name}_ms": med(m, q) for m in QUARTILES.values()
+                     for name, q in (("q1", 0.25), ("q3", 0.75))}
         rows.append(dict(zip(KEYS, key), n=s["n"], rps_median=s["median"], rps_ci95_low=s["ci_low"],
                          rps_ci95_high=s["ci_high"], rps_q1=s["q1"], rps_q3=s["q3"],
                          rps_iqr=s["iqr"], latency_mean_ms=med("latency_mean"),
                          latency_stdev_ms=med("latency_stdev"), latency_p50_ms=med("latency_p50"),
                          latency_p90_ms=med("latency_p90"), latency_p99_ms=med("latency_p99"),
                          latency_p99_9_ms=med("latency_p99_9"), latency_max_ms=med("latency_max"),
-                         timeouts=med("errors_timeout"), littles_law=g["littles_law"].median()))
+                         timeouts=med("errors_timeout"), littles_law=g["littles_law"].median(), **quartiles))
     table = pd.DataFrame(rows)
     failed = df[(df["metric"] == "requests_per_second") & (df["status"] == "failed")]
     failed = failed[~failed["error"].astype(str).str.contains(CANNOT_RUN, regex=False)]
@@ -111,8 +118,8 @@ def http_figure(table: pd.DataFrame, title: str):
     for ax in np.ravel(axes):
         readable_log_ticks(ax)
     shapes = [Line2D([], [], color="grey", marker=m, linestyle="", label=lab) for _, m, lab in PERCENTILES]
-    fig.suptitle(f"{title}: one line per runtime; x = {PAPER}; ▼ (at the panel's foot) = failed at that level; "
-                 f"(TCG) = emulated")
+    fig.suptitle(f"{title}: one line per runtime, the median of the runs (bars: their quartiles, where n > 1);\n"
+                 f"x = {PAPER}; ▼ (at the panel's foot) = failed at that level; (TCG) = emulated")
     figure_legend(fig, extra=shapes)
     return fig
 
@@ -130,8 +137,9 @@ def draw_runtime(panel: dict, x: np.ndarray, g: pd.DataFrame, rt: str, protocol:
         ax = panel["throughput"]
         ax.scatter(x[dead], np.full(dead.sum(), 0.04), transform=ax.get_xaxis_transform(),
                    **runtime_artist(rt), **FAILED_STYLE)
-    panel["mean"].plot(x, g["latency_mean_ms"], **style)
-    panel["jitter"].plot(x, g["latency_stdev_ms"], **style)
+    for name, metric in QUARTILES.items():
+        panel[name].plot(x, g[f"{metric}_ms"], **style)
+        quartile_whiskers(panel[name], x, g[f"{metric}_q1_ms"], g[f"{metric}_q3_ms"], rt)
     for column, name in (("published_rps", "throughput"), ("published_latency_mean_ms", "mean"),
                          ("published_latency_stdev_ms", "jitter")):
         mark_paper_values(panel[name], x, g[column], rt, PAPER)
@@ -141,6 +149,19 @@ def draw_runtime(panel: dict, x: np.ndarray, g: pd.DataFrame, rt: str, protocol:
     panel["percentiles"].vlines(xs[has], low[has], high[has], linewidth=1.5, **runtime_artist(rt))
     for column, marker, _ in PERCENTILES:
         panel["percentiles"].scatter(xs, g[column], marker=marker, s=22, **runtime_artist(rt))
+
+
+def quartile_whiskers(ax, x, q1, q3, rt: str) -> None:
+    """The runs' quartiles around a latency median: a stroke with small caps in the runtime's
+    colour, as the throughput row's error bars look, where the runs differ. Drawn as strokes, not
+    an errorbar: a latency panel has no error bars, so no one reads a mean +- stdev into it (the
+    mean, jitter and open-loop panels all draw these)."""
+    x, low, high = (np.asarray(v, dtype=float) for v in (x, q1, q3))
+    keep = np.isfinite(x) & np.isfinite(low) & np.isfinite(high) & (high > low)
+    if keep.any():
+        ax.vlines(x[keep], low[keep], high[keep], linewidth=1.2, **runtime_artist(rt))
+        ax.scatter(np.tile(x[keep], 2), np.concatenate([low[keep], high[keep]]), marker="_", s=36, linewidths=1.2,
+                   **runtime_artist(rt))
 
 
 def separated(level: pd.DataFrame, ahead: str, behind: str) -> bool:
@@ -188,28 +209,57 @@ P99_BOUND_MS = 100.0
 OPEN_METRICS = {"ol_achieved_rps": "achieved_rps", "ol_latency_p50": "p50_ms", "ol_latency_p90": "p90_ms",
                 "ol_latency_p99": "p99_ms", "ol_latency_p99_9": "p99_9_ms", "ol_latency_max": "max_ms",
                 "ol_errors": "errors"}
-OPEN_KEYS = ["scenario", "cpus", "memory_mb", "app", "runtime", "offered_rps"]
+OPEN_GROUP = ["scenario", "cpus", "memory_mb", "app", "runtime"]
+OPEN_KEYS = [*OPEN_GROUP, "rate"]  # rate: the offered rate a run shares with its repetitions (offered_point)
+# The curves the figure draws, each with the runs' quartiles at every rate (p99_q1_ms, p99_q3_ms, ...).
+OPEN_CURVES = {"p99_ms": dict(marker="o", linestyle="-"), "p50_ms": dict(marker=".", linestyle="--")}
+
+
+def offered_point(ol: pd.DataFrame) -> pd.Series:
+    """The offered rate a row's run shares with its repetitions: its share of the run's own
+    throughput where rates were given as shares (tools.open_loop.offered_rates: then each run
+    offers its own req/s, no two the same), else the req/s given (each run its own share)."""
+    rps = ol["offered_rps"].astype(float)
+    if "offered_share" not in ol or "rep" not in ol:
+        return rps.map(lambda v: f"{v:g} req/s")
+    share = ol["offered_share"].astype(float)
+    keyed = ol.assign(_share=share, _rps=rps)
+    runs = {col: keyed.groupby([*OPEN_GROUP, col], dropna=False)["rep"].transform("nunique")
+            for col in ("_share", "_rps")}
+    by_share = share.notna() & (runs["_share"] > runs["_rps"])
+    return pd.Series(np.where(by_share, share.map(lambda v: f"{v:.1%} of own throughput"),
+                              rps.map(lambda v: f"{v:g} req/s")), index=ol.index)
 
 
 def open_loop_table(df: pd.DataFrame, p99_bound_ms: float = P99_BOUND_MS) -> pd.DataFrame:
-    """Per level, app, runtime and offered rate: achieved rate and latency percentiles (median
-    over repetitions), whether the runtime kept up, and why not. Empty without open-loop rows."""
+    """Per level, app, runtime and offered rate (offered_point: with rates given as shares of each
+    run's throughput, the same share over the repetitions): the median offered rate and share,
+    the runs (n), achieved rate and latency percentiles (medians over the runs; p99 and p50 with
+    their quartiles), whether the runtime kept up, and why not. Empty without open-loop rows."""
     df = mark_emulated(df)
     ol = df[df["metric"].isin(OPEN_METRICS)] if "offered_rps" in df else df.iloc[0:0]
+    quartiles = [f"{c.removesuffix('_ms')}_{q}_ms" for c in OPEN_CURVES for q in ("q1", "q3")]
     if ol.empty:
-        return pd.DataFrame(columns=[*OPEN_KEYS, "level", *OPEN_METRICS.values(), "keeps_up", "why"])
+        return pd.DataFrame(columns=[*OPEN_GROUP, "offered_rps", "offered_share", "n", "level", *OPEN_METRICS.values(),
+                                     *quartiles, "keeps_up", "why"])
+    ol = ol.assign(rate=offered_point(ol), offered_share=ol.get("offered_share", np.nan))
     ok = ol[ol["status"] == "ok"]
-    table = (ok.pivot_table(index=OPEN_KEYS, columns="metric", values="value", aggfunc="median")
-             .rename(columns=OPEN_METRICS).reset_index())
-    for column in OPEN_METRICS.values():
+    runs = ol[ol["metric"] == "ol_achieved_rps"].groupby(OPEN_KEYS)
+    table = runs.agg(offered_rps=("offered_rps", "median"), offered_share=("offered_share", "median"),
+                     n=("status", lambda v: int((v == "ok").sum()))).reset_index()
+    curves = ok[ok["metric"].map(OPEN_METRICS).isin(list(OPEN_CURVES))]
+    for rows, at, q in ((ok, 0.5, ""), (curves, 0.25, "q1"), (curves, 0.75, "q3")):  # medians, then quartiles
+        if not rows.empty:
+            wide = rows.pivot_table(index=OPEN_KEYS, columns="metric", values="value",
+                                    aggfunc=lambda v, at=at: v.quantile(at))
+            name = (lambda m, q=q: f"{OPEN_METRICS[m].removesuffix('_ms')}_{q}_ms" if q else OPEN_METRICS[m])
+            table = table.merge(wide.rename(columns=name).reset_index(), on=OPEN_KEYS, how="left")
+    for column in [*OPEN_METRICS.values(), *quartiles]:
         if column not in table:
             table[column] = np.nan
     failed = ol[(ol["status"] == "failed") & (ol["metric"] == "ol_achieved_rps")]
-    if not failed.empty:
-        errors = failed.groupby(OPEN_KEYS)["error"].first().rename("failed_error").reset_index()
-        table = table.merge(errors, on=OPEN_KEYS, how="outer")
-    else:
-        table["failed_error"] = None
+    errors = failed.groupby(OPEN_KEYS)["error"].first().rename("failed_error").reset_index()
+    table = table.merge(errors, on=OPEN_KEYS, how="left") if not failed.empty else table.assign(failed_error=None)
     tool = ol.groupby(OPEN_KEYS)["load_tool"].first().rename("load_tool").reset_index()
     table = table.merge(tool, on=OPEN_KEYS, how="left")
 
@@ -226,16 +276,16 @@ def open_loop_table(df: pd.DataFrame, p99_bound_ms: float = P99_BOUND_MS) -> pd.
     table["why"] = table.apply(why, axis=1)
     table["keeps_up"] = table["why"] == ""
     table["level"] = table.apply(level_label, axis=1)
-    table = health_column(table.drop(columns=["failed_error"]), ol, OPEN_KEYS)
+    table = health_column(table.drop(columns=["failed_error"]), ol, OPEN_KEYS).drop(columns="rate")
     return sort_by_runtime(table, ["app", "scenario", "memory_mb", "runtime", "offered_rps"],
                            ascending=[True, False, False, True, True])
 
 
 def open_loop_figure(table: pd.DataFrame, title: str, p99_bound_ms: float = P99_BOUND_MS):
     """One panel per app and level: p50 (dashed) and p99 (solid) latency against the offered
-    rate, one colour per runtime; an open circle on the first rate a runtime no longer keeps
-    up with (served < 95% of it, or p99 above the bound)."""
-
+    rate, one colour per runtime, each point the median of the runs at that rate (x: their
+    median offered rate) with the runs' quartiles as bars; an open circle on the first rate a
+    runtime no longer keeps up with (served < 95% of it, or p99 above the bound)."""
     if table.empty:
         raise NoData("no open-loop rows (open_loop='none', or only the published protocol ran)")
     apps = list(dict.fromkeys(table["app"]))
@@ -248,9 +298,11 @@ def open_loop_figure(table: pd.DataFrame, title: str, p99_bound_ms: float = P99_
             t = table[(table["app"] == app) & (table["level"] == level)]
             for rt in in_runtime_order(t["runtime"]):
                 g = t[t["runtime"] == rt].sort_values("offered_rps")
-                ax.plot(g["offered_rps"], g["p99_ms"], marker="o", linestyle="-", label=rt, **runtime_artist(rt))
-                mark_health(ax, g["offered_rps"], g["p99_ms"], g.get("health"))
-                ax.plot(g["offered_rps"], g["p50_ms"], marker=".", linestyle="--", **runtime_artist(rt))
+                for curve, line in OPEN_CURVES.items():
+                    ax.plot(g["offered_rps"], g[curve], label=rt if curve == "p99_ms" else None, **line,
+                            **runtime_artist(rt))
+                    quartile_whiskers(ax, g["offered_rps"], g[f"{curve[:-3]}_q1_ms"], g[f"{curve[:-3]}_q3_ms"], rt)
+                mark_health(ax, g["offered_rps"], g[["p99_ms", "p99_q3_ms"]].max(axis=1), g.get("health"))
                 over = g[~g["keeps_up"]]
                 if not over.empty:
                     first = over.iloc[0]
@@ -260,19 +312,26 @@ def open_loop_figure(table: pd.DataFrame, title: str, p99_bound_ms: float = P99_
             ax.axhline(p99_bound_ms, color="grey", linewidth=0.8, linestyle=":")
             ax.set_yscale("log")
             ax.set_title(f"{app}, {level}", fontsize=9)
-            ax.set_xlabel("offered rate (req/s)", fontsize=8)
+            ax.set_xlabel("offered rate (req/s; median of the runs)", fontsize=8)
             if c == 0:
                 ax.set_ylabel("latency (ms, log)", fontsize=8)
             ax.grid(alpha=0.3)
     keep_in_view(axes)
     tools = ", ".join(sorted(set(table["load_tool"].dropna())))
-    fig.suptitle(f"{title}, open loop ({tools}): p99 solid, p50 dashed; ○ = first rate not kept up "
-                 f"(< {KEEPS_UP_SHARE:.0%} served or p99 > {p99_bound_ms:g} ms)", fontsize=10)
-    shapes = [Line2D([], [], color="grey", linestyle="-", marker="o", label="p99"),
-              Line2D([], [], color="grey", linestyle="--", marker=".", label="p50")]
-    figure_legend(fig, extra=shapes)
+    n = sorted({int(v) for v in table["n"].dropna() if v > 0})
+    runs = f"n = {n[0]}" if len(n) == 1 else f"n = {n[0]}-{n[-1]}" if n else "no"
+    runs = f"{runs} run{'s' if n != [1] else ''}".replace(" ", "\u00a0")  # not wrapped apart
+    text = (f"{title}, open loop ({tools}): p99 solid, p50 dashed, each the median of the runs at a rate ({runs}; "
+            f"bars: their quartiles, where n > 1)\n○ = first rate not kept up "
+            f"(< {KEEPS_UP_SHARE:.0%} served or p99 > {p99_bound_ms:g} ms)")
+    width = int(fig.get_figwidth() / 0.085)  # characters of 10 pt across the figure
+    text = "\n".join(textwrap.fill(line, width) for line in text.split("\n"))
+    fig.suptitle(text, fontsize=10)
+    figure_legend(fig, extra=[Line2D([], [], color="grey", label=name.removesuffix("_ms"), **line)
+                              for name, line in OPEN_CURVES.items()])
+    # figure_legend keeps room for one line of suptitle: a wrapped one needs more.
+    fig.subplots_adjust(top=min(fig.subplotpars.top, 1 - (0.15 + 0.2 * (text.count("\n") + 1)) / fig.get_figheight()))
     return fig
-
 
 
 def open_loop_findings(table: pd.DataFrame) -> str:

@@ -8,7 +8,7 @@ import pandas as pd
 
 from edgebench.plotting.style import (HEALTH_MARK, PROTOCOL_TITLE, figure_legend, health_marked, in_runtime_order,
                                       mark_health, mark_paper_values, protocol_grid, protocols_in, plt, runtime_artist)
-from edgebench.plotting.tables import NoData, mark_health as health_column, ok_rows, sort_by_runtime
+from edgebench.plotting.tables import NoData, mark_health as health_column, ok_rows, sort_by_runtime, spread
 
 PAPER_TABLE_2 = "paper 001, Table 2"
 # What each protocol's panel shows: the published points are Table 2's total time; the fair
@@ -24,11 +24,66 @@ def median_of(df: pd.DataFrame, metric: str, keys: list[str]) -> pd.Series:
     return sel.groupby(keys, dropna=False)["value"].median()
 
 
+# The whisker drawn on a median bar, best first: the median's 95% interval (tables.spread: a
+# bootstrap, NaN below 3 runs), else the lowest and highest run (with 2 runs, both runs).
+INTERVALS = {"ci95": ("95% CI of the median", "ci_low", "ci_high"), "range": ("lowest to highest run", "min", "max")}
+
+
+def with_spread(table: pd.DataFrame, df: pd.DataFrame, metric: str, keys: list[str], column: str) -> pd.DataFrame:
+    """`table` (keys as columns) with `{column}_ci95_low`/`_high` and `{column}_range_low`/`_high`:
+    the spread of each group's successful runs of `metric` (NaN where it has none)."""
+    sel = df[(df["metric"] == metric) & (df["status"] == "ok") & df["value"].notna()]
+    names = {f"{column}_{kind}_{end}": stat for kind, (_, low, high) in INTERVALS.items()
+             for end, stat in (("low", low), ("high", high))}
+    rows = []
+    for key, g in sel.groupby(keys, dropna=False)["value"]:
+        s = spread(g)
+        rows.append({**dict(zip(keys, key if isinstance(key, tuple) else (key,))),
+                     **{name: s[stat] for name, stat in names.items()}})
+    if not rows:
+        return table.assign(**{name: np.nan for name in names})
+    return table.merge(pd.DataFrame(rows), on=keys, how="left")
+
+
+def interval_kind(table: pd.DataFrame, column: str) -> str | None:
+    """The one whisker a panel draws for `column`: the 95% interval where every bar has one, else
+    the range; None where there is neither."""
+    drawn = table[column].notna() if column in table else pd.Series(False, index=table.index)
+    for kind in INTERVALS if drawn.any() else ():
+        ends = [f"{column}_{kind}_low", f"{column}_{kind}_high"]
+        if set(ends) <= set(table.columns) and table.loc[drawn, ends].notna().all(axis=None):
+            return kind
+    return None
+
+
+def draw_interval(ax, x, g: pd.DataFrame, column: str, kind: str | None, capsize: float = 3) -> np.ndarray:
+    """Black whiskers with small caps on the bars of `column` at `x`, from the table's
+    `{column}_{kind}_low` to `_high`; the whisker's top per bar (the bar's value where none)."""
+    value = g[column].to_numpy(dtype=float)
+    if kind is None:
+        return value
+    low, high = (g[f"{column}_{kind}_{end}"].to_numpy(dtype=float) for end in ("low", "high"))
+    keep = np.isfinite(value) & np.isfinite(low) & np.isfinite(high)
+    if keep.any():
+        err = [np.clip(value - low, 0, None)[keep], np.clip(high - value, 0, None)[keep]]
+        ax.errorbar(np.asarray(x, dtype=float)[keep], value[keep], yerr=err, fmt="none", ecolor="black",
+                    elinewidth=1, capsize=capsize, capthick=1, zorder=4)
+    return np.where(keep, np.fmax(value, high), value)
+
+
+def whisker_note(table: pd.DataFrame, kind: str | None) -> str:
+    """What a panel's bars and whiskers are, for its axis label: 'median of 5 runs; whiskers: ...'."""
+    n = sorted({int(v) for v in table["n"].dropna()}) if "n" in table else []
+    runs = f"{n[0]}" if len(n) == 1 else f"{n[0]}-{n[-1]}" if n else "the"
+    return f"median of {runs} runs" + (f"; whiskers: {INTERVALS[kind][0]}" if kind else "")
+
+
 # -- Table 2 ---------------------------------------------------------------------------
 
 def sysbench_table(df: pd.DataFrame, reference: pd.DataFrame) -> pd.DataFrame:
-    """Per benchmark, point, runtime and protocol: medians of total time, events/s and MiB/s,
-    with Table 2's latency (its 'latency' is the run's total time) for the published points."""
+    """Per benchmark, point, runtime and protocol: medians of total time, events/s and MiB/s (with
+    their spread over the runs: with_spread), with Table 2's latency (its 'latency' is the run's
+    total time) for the published points."""
     rows = ok_rows(df[df["benchmark"].isin(["cpu", "memory"])], "total_time")
     keys = ["benchmark", "point", "threads", "runtime", "protocol"]
     table = rows.groupby(keys)["value"].agg(["median", "count"]).rename(columns={"median": "total_time_s",
@@ -37,6 +92,9 @@ def sysbench_table(df: pd.DataFrame, reference: pd.DataFrame) -> pd.DataFrame:
                         ("latency_avg", "latency_avg_ms"), ("latency_p95", "latency_p95_ms")):
         table = table.join(median_of(df, metric, keys).rename(col), how="left")
     table = table.reset_index()
+    for metric, col in (("total_time", "total_time_s"), ("events_per_second", "events_per_s"),
+                        ("throughput", "MiB_per_s")):  # the values the figure draws: their spread too
+        table = with_spread(table, df, metric, keys, col)
     ref = reference[(reference["metric"] == "latency")][["workload", "column_label", "runtime", "value"]]
     ref = ref.rename(columns={"workload": "benchmark", "column_label": "point", "value": "published_s"})
     table = table.merge(ref.drop_duplicates(["benchmark", "point", "runtime"]), on=["benchmark", "point", "runtime"],
@@ -57,8 +115,9 @@ def tick_label(bench: str, point: str, sub: pd.DataFrame) -> str:
 
 
 def sysbench_figure(table: pd.DataFrame):
-    """Rows: CPU, memory; one column per protocol. Bars per runtime at each point; Table 2's
-    values as crosses on the published points."""
+    """Rows: CPU, memory; one column per protocol. Bars per runtime at each point (the median of
+    the runs, a black whisker for their spread: interval_kind); Table 2's values as crosses on the
+    published points."""
     if table.empty:
         raise NoData("sysbench table is empty")
     protocols = protocols_in(table["protocol"])
@@ -75,16 +134,18 @@ def sysbench_figure(table: pd.DataFrame):
             points = list(dict.fromkeys(sub.sort_values("threads")["point"]))
             runtimes = in_runtime_order(sub["runtime"])
             width = 0.8 / len(runtimes)
+            kind = interval_kind(sub, value)
             for k, rt in enumerate(runtimes):
                 g = sub[sub["runtime"] == rt].set_index("point").reindex(points)
                 x = np.arange(len(points)) - 0.4 + width * (k + 0.5)
                 ax.bar(x, g[value], width * 0.9, label=rt, **runtime_artist(rt))
-                mark_health(ax, x, g[value], g.get("health"))
+                top = draw_interval(ax, x, g, value, kind, capsize=min(3.0, 12 * width))
+                mark_health(ax, x, top, g.get("health"))  # above the whisker
                 mark_paper_values(ax, x, g["published_s"], rt, PAPER_TABLE_2)
             ax.set_xticks(range(len(points)), [tick_label(bench, point, sub) for point in points], fontsize=8)
             if "log" in ylabel:
                 ax.set_yscale("log")
-            ax.set_ylabel(ylabel)
+            ax.set_ylabel(f"{ylabel}\n{whisker_note(sub, kind)}", fontsize=8)
             ax.set_title(f"sysbench {bench}, {PROTOCOL_TITLE.get(proto, proto)}", fontsize=9)
             ax.grid(axis="y", alpha=0.3)
     figure_legend(fig)
@@ -122,11 +183,14 @@ def sysbench_findings(table: pd.DataFrame) -> str:
 # -- networking ------------------------------------------------------------------------
 
 def network_table(df: pd.DataFrame, reference: pd.DataFrame) -> pd.DataFrame:
-    """Median iperf3 throughput and RTT per mode (native, host, bridge), the paper's beside."""
+    """Median iperf3 throughput and RTT per mode (native, host, bridge) with their spread over the
+    runs (with_spread), the paper's beside."""
     net = df[df["benchmark"] == "network"]
     thr = ok_rows(net, "network_throughput").groupby("point")["value"].agg(["median", "count"])
     table = thr.rename(columns={"median": "throughput_Gbps", "count": "n"})
     table = table.join(median_of(net, "network_rtt", ["point"]).rename("rtt_ms"), how="left").reset_index()
+    for metric, col in (("network_throughput", "throughput_Gbps"), ("network_rtt", "rtt_ms")):
+        table = with_spread(table, net, metric, ["point"], col)
     table = health_column(table, net, ["point"]).rename(columns={"point": "mode"})
     ref = reference[reference["metric"].isin(["network_throughput", "network_latency", "ping_latency"])]
     pivot = ref.pivot_table(index="network_mode", columns="metric", values="value", aggfunc="first")
@@ -147,8 +211,9 @@ NETWORK_LABELS = {"native": "native (loopback)", "host": "docker --network host"
 
 def network_figure(table: pd.DataFrame):
     """Throughput and RTT per mode, each mode its own legend entry (host and bridge are both
-    Docker's colour, the bridge hatched); RTT on a log axis with its value written, as a
-    tenth of a millisecond is no visible bar beside the paper's milliseconds."""
+    Docker's colour, the bridge hatched), a black whisker for the runs' spread (interval_kind);
+    RTT on a log axis with its value written (above the whisker), as a tenth of a millisecond is
+    no visible bar beside the paper's milliseconds."""
     if table.empty:
         raise NoData("network table is empty")
     fig, axes = plt.subplots(1, 2, figsize=(9, 3.8))
@@ -159,20 +224,23 @@ def network_figure(table: pd.DataFrame):
     health = table["health"] if "health" in table else pd.Series(None, index=table.index)
     all_busy = bool(len(health)) and health_marked(health).all()
     for ax, (measured, published, ylabel, source) in zip(axes, panels):
-        for xi, r in zip(x, table.itertuples()):
+        kind = interval_kind(table, measured)
+        tops = draw_interval(ax, x, table, measured, kind)
+        for xi, top, r in zip(x, tops, table.itertuples()):
             rt = network_runtime(r.mode)
             value = getattr(r, measured)
             ax.bar(xi, value, 0.6, hatch="//" if r.mode == "bridge" else None, edgecolor="white",
                    label=NETWORK_LABELS.get(r.mode, r.mode), **runtime_artist(rt))
-            if pd.notna(value):
-                ax.text(xi, value, f"{value:.3g}", ha="center", va="bottom", fontsize=8)
+            if pd.notna(value):  # above the whisker, not over it
+                ax.annotate(f"{value:.3g}", (xi, top), xytext=(0, 2), textcoords="offset points", ha="center",
+                            va="bottom", fontsize=8)
             if not all_busy:
-                mark_health(ax, [xi], [value], [getattr(r, "health", None)])
+                mark_health(ax, [xi], [top], [getattr(r, "health", None)])
             if published in table and pd.notna(table.loc[xi, published]):
                 ax.scatter([xi], [table.loc[xi, published]], color="black", marker="x", s=40, zorder=5,
                            label=f"{source} (published)")
         ax.set_xticks(x, table["mode"])
-        ax.set_ylabel(ylabel)
+        ax.set_ylabel(f"{ylabel}\n{whisker_note(table, kind)}", fontsize=8)
         if "log" in ylabel:
             ax.set_yscale("log")
         else:
