@@ -65,6 +65,9 @@ def test_bad_parameters_fail_before_anything_starts():
         mm.Params(runtimes="native", start_mb=0, profile="quick")
     with pytest.raises(ConfigError, match="resolution_mb"):
         mm.Params(profile="quick", resolution_mb=-1)
+    for hold in (0, -1):
+        with pytest.raises(ConfigError, match="hold_s"):
+            mm.Params(profile="quick", hold_s=hold)
 
 
 @pytest.mark.integration

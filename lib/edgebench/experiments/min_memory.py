@@ -84,6 +84,8 @@ class Params(Limited):
         if not 0 < self.start_mb <= self.ceiling_mb:
             raise ConfigError(f"start_mb={self.start_mb:g} and ceiling_mb={self.ceiling_mb:g}: "
                               "need 0 < start <= ceiling (MiB)")
+        if not self.hold_s > 0:  # a trial that holds for no time checks nothing after ready
+            raise ConfigError(f"hold_s={self.hold_s!r}: give the seconds a started app must stay up, such as 1")
         self.limits()  # parsed once; refused here, before connecting
         self.set(app_names=app_names, settings=Settings(reps, resolution, s.trial_timeout_s))
 
