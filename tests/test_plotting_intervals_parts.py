@@ -12,7 +12,7 @@ from matplotlib.container import ErrorbarContainer
 
 from edgebench.claims import median_interval
 from edgebench.experiments import boot_time as bt
-from edgebench.plotting import boot_time, face_recognition, home_automation
+from edgebench.plotting import boot_time, face_recognition, home_automation, tables
 from edgebench.plotting.style import plt
 from edgebench.reference import load_reference
 from test_boot_time import PC, _rows as boot_rows
@@ -44,9 +44,9 @@ def close_figures():
 
 def test_the_interval_is_the_ci_from_three_runs_both_runs_of_two_and_none_for_one():
     five = [10.0, 12.0, 11.0, 15.0, 9.0]
-    assert home_automation.interval(five) == pytest.approx(median_interval(np.array(five)))
-    assert home_automation.interval([10.0, 14.0]) == pytest.approx((10.0, 14.0))
-    assert all(np.isnan(home_automation.interval([10.0])))
+    assert tables.interval(five) == pytest.approx(median_interval(np.array(five)))
+    assert tables.interval([10.0, 14.0]) == pytest.approx((10.0, 14.0))
+    assert all(np.isnan(tables.interval([10.0])))
 
 
 # -- boot time ---------------------------------------------------------------------------

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from edgebench.experiments.boot_time import EVENTS
-from edgebench.plotting.home_automation import draw_whiskers, interval
+from edgebench.plotting.tables import draw_whiskers, interval
 from edgebench.plotting.style import part_colours, plt
 from edgebench.plotting.tables import NoData, mark_emulated, ok_rows, sort_by_runtime, spread
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from edgebench.plotting.home_automation import WHISKERS, interval, stacked_with_interval, wrapped_suptitle
+from edgebench.plotting.tables import WHISKERS, interval, stacked_with_interval, wrapped_suptitle
 from edgebench.plotting.services import label
 from edgebench.plotting.style import PROTOCOL_TITLE, part_colours, plt, protocols_in
 from edgebench.plotting.tables import NoData, mark_emulated, mark_health, sort_by_runtime, ratio_to_baseline

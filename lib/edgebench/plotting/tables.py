@@ -4,11 +4,15 @@ papers' values beside the measured ones."""
 
 from __future__ import annotations
 
+import math
+import textwrap
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
+from matplotlib import patheffects
 
-from edgebench.claims import median_interval
+from edgebench.claims import MIN_N, median_interval
 from edgebench.errors import EdgebenchError
 from edgebench.plotting.style import (COLD, EMULATED, FIRST, HEALTH_LABEL, HEALTH_MARK, base_runtime, failed_runtimes,
                                       in_runtime_order, runtime_colour)
@@ -232,3 +236,67 @@ def stacked_parts(ax, t: pd.DataFrame, parts, total: str, note) -> None:
         if text:
             ax.text(xi, max(top, bottom[xi]), text, ha="center", va="bottom", fontsize=8)
     ax.set_xticks(x, t["label"], rotation=20, ha="right")
+
+
+# -- whiskers: the interval of a median of repeated runs (stacked parts, bars) ----------------
+
+# What a whisker around a median of repeated runs shows (interval() below), for the figures' labels.
+WHISKERS = "95% CI of the median over the runs; lowest to highest for 2 runs, none for 1"
+
+
+def interval(values) -> tuple[float, float]:
+    """The interval a whisker draws around the median of repeated runs: its 95% bootstrap
+    interval from MIN_N runs on (tables.spread), both runs where there are two (the CI is NaN
+    below MIN_N; as iomt's and microbenchmarks' figures), and nothing (NaN) for one run."""
+    s = spread(pd.Series(values, dtype=float))
+    if s["n"] >= MIN_N:
+        return s["ci_low"], s["ci_high"]
+    if s["n"] == 2:
+        return s["min"], s["max"]
+    return math.nan, math.nan
+
+
+def draw_whiskers(ax, at, centre, low, high, horizontal: bool = False, capsize: float = 3):
+    """Black whiskers (small caps, a white edge) from low to high at positions `at` (x for vertical
+    bars, y for horizontal ones) around `centre`, one errorbar for all of them, rows without an
+    interval left out; None if none has one."""
+    at, centre, low, high = (np.asarray(v, dtype=float) for v in (at, centre, low, high))
+    keep = np.isfinite(at) & np.isfinite(centre) & np.isfinite(low) & np.isfinite(high)
+    if not keep.any():
+        return None
+    at, centre, low, high = at[keep], centre[keep], low[keep], high[keep]
+    err = [np.clip(centre - low, 0, None), np.clip(high - centre, 0, None)]
+    xy, errs = ((centre, at), dict(xerr=err)) if horizontal else ((at, centre), dict(yerr=err))
+    bars = ax.errorbar(*xy, **errs, fmt="none", ecolor="black", elinewidth=1, capsize=capsize, capthick=1, zorder=4)
+    # A thin white edge keeps the black whisker visible over the darkest part's shade.
+    for artist in (*bars[1], *bars[2]):
+        artist.set_path_effects([patheffects.withStroke(linewidth=2.2, foreground="white")])
+    return bars
+
+
+def stacked_with_interval(ax, t: pd.DataFrame, parts, total: str, note) -> None:
+    """tables.stacked_parts (the parts' medians stacked, the total's median as a line in the
+    runtime's colour) with the total's interval as a whisker (columns `{total}_low` and
+    `{total}_high`), and `note(row)` above the highest of bar, line and whisker, with room for it
+    under the panel's top (a shared y axis keeps the highest panel's room)."""
+    stacked_parts(ax, t, parts, total, lambda r: "")
+    x = np.arange(len(t))
+    draw_whiskers(ax, x, t[total], t[f"{total}_low"], t[f"{total}_high"])
+    stack = sum(t[column].astype(float).fillna(0).clip(lower=0).to_numpy() for column, _, _ in parts)
+    tops = pd.DataFrame({"stack": stack, "total": t[total].astype(float).to_numpy(),
+                         "high": t[f"{total}_high"].astype(float).to_numpy()}).max(axis=1)
+    for xi, top, r in zip(x, tops, t.itertuples()):
+        text = note(r)
+        if text:
+            ax.annotate(text, (xi, top), xytext=(0, 2), textcoords="offset points", ha="center", va="bottom",
+                        fontsize=8)
+    if tops.notna().any():
+        low, high = ax.get_ylim()
+        ax.set_ylim(low, max(high, tops.max() + 0.12 * (tops.max() - low)))
+
+
+def wrapped_suptitle(fig, text: str, fontsize: float = 10) -> None:
+    """A suptitle wrapped to the figure's width (a 10 pt character is about 0.075 in): one panel's
+    figure cut the long title off at both edges."""
+    width = max(50, int(fig.get_figwidth() / (0.0075 * fontsize)))
+    fig.suptitle("\n".join(textwrap.fill(line, width) for line in text.split("\n")), fontsize=fontsize)
