@@ -173,3 +173,25 @@ def test_plan_accuracy_reads_history_kept_from_other_machines(tmp_path):
     total = next(line for line in r.stdout.splitlines() if line.startswith("total"))
     assert total.split()[-1] == "0.48"  # 200 s planned against 420 s measured
     assert r.returncode == 1 and "outside 25%" in r.stdout and "not measured in this profile" in r.stdout
+
+
+def test_a_notebook_the_device_has_not_run_gets_the_model_times_the_devices_pace(tmp_path):
+    from edgebench.drivers.figures import notebooks
+    def ran(target, model_s, seconds, status="completed"):
+        done = plan.NotebookPlan("01_static_footprint.ipynb", "static_footprint", target, "quick", ["native"],
+                                 estimate.Work(points=8, seconds=model_s), model_s, "model")
+        plan.record(done, seconds, status, tmp_path)
+    ran("pi1", 10, 200)    # 20x
+    ran("pi1", 100, 3000)  # 30x
+    ran("pi1", 10, 250)    # 25x: the median
+    ran("pi1", 10, 9999, status="failed")  # a failed run says nothing of the pace
+    ran("laptop", 10, 15)
+    assert plan.pace("pi1", plan.history(tmp_path)) == (25.0, 3)
+    assert plan.pace("pi2", plan.history(tmp_path)) is None
+    nb = next(n for n in notebooks() if n.name.startswith("02_"))
+    params = {"profile": "quick", "runtimes": "native", "apps": "go-http"}
+    fresh = plan.make_plan(nb, {**params, "target": "pi2"}, ["native"], data_dir=tmp_path)
+    assert fresh.basis == "model" and fresh.estimate_s == fresh.work.seconds
+    paced = plan.make_plan(nb, {**params, "target": "pi1"}, ["native"], data_dir=tmp_path)
+    assert paced.estimate_s == pytest.approx(25 * paced.work.seconds)
+    assert paced.basis.startswith("model x25.0, this device's pace over 3 notebooks")

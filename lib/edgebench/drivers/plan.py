@@ -5,8 +5,11 @@ repetitions, how many measurements, and an estimate of the time. The estimate co
 experiment's own model of its settings (each experiment's `plan_*` function: how many points,
 seconds per point from its durations, packaging per runtime), or, once this device has run the
 notebook, from that run's wall time scaled by the number of points: a device's own history beats
-any model made on another machine. Every finished notebook appends its wall time to
-data/history/timings.jsonl for the next estimate.
+any model made on another machine. A notebook the device has not run yet gets the model times the
+device's pace: the median of wall time over model time of the notebooks it has run (an emulated
+Raspberry Pi is some 20 times slower than the machine the models were made on, which a plain
+model would hide). Every finished notebook appends its wall time to data/history/timings.jsonl for
+the next estimate.
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ class NotebookPlan:
     runtimes: list[str]
     work: Work
     estimate_s: float
-    basis: str                   # "model" or "history: ..."
+    basis: str                   # "model", "model x<pace> ..." or "history: ..."
     params: dict = field(default_factory=dict)  # what the notebook was given (re-planning a past run)
 
     def line(self) -> str:
@@ -117,6 +120,20 @@ def from_history(experiment: str, target: str, profile: str, runtimes: list[str]
     return seconds, f"history: {duration(best['seconds'])} for {best['points']} points on {best['finished_at'][:10]}"
 
 
+def pace(target: str, entries: list[dict], newest: int = 10) -> tuple[float, int] | None:
+    """How many times slower than the models `target` ran its newest completed notebooks (the
+    median of wall time over model time), and over how many; None when it has run none."""
+    ratios = [e["seconds"] / e["model_s"] for e in entries
+              if e.get("target") == target and e.get("status") == "completed" and (e.get("model_s") or 0) > 0
+              and not (e.get("params") or {}).get("resume")][-newest:]
+    if not ratios:
+        return None
+    ratios.sort()
+    mid = len(ratios) // 2
+    median = ratios[mid] if len(ratios) % 2 else (ratios[mid - 1] + ratios[mid]) / 2
+    return median, len(ratios)
+
+
 # -- the plan -------------------------------------------------------------------------------
 
 def make_plan(nb: Path, params: dict, available: list[str], data_dir: Path | None = None) -> NotebookPlan:
@@ -129,8 +146,15 @@ def make_plan(nb: Path, params: dict, available: list[str], data_dir: Path | Non
     work = experiment.plan(record, runtimes)
     target, profile = str(record.target or "local"), record.profile
     runtimes = work.runtimes if work.runtimes is not None else runtimes
-    found = from_history(experiment_of(nb), target, profile, runtimes, work.points, history(data_dir))
-    estimate, basis = found if found else (work.seconds, "model")
+    entries = history(data_dir)
+    found = from_history(experiment_of(nb), target, profile, runtimes, work.points, entries)
+    paced = pace(target, entries)
+    if found:
+        estimate, basis = found
+    elif paced:
+        estimate, basis = work.seconds * paced[0], f"model x{paced[0]:.1f}, this device's pace over {paced[1]} notebooks"
+    else:
+        estimate, basis = work.seconds, "model"
     return NotebookPlan(nb.name, experiment_of(nb), target, profile, runtimes, work, estimate, basis, dict(params))
 
 
@@ -141,7 +165,7 @@ def table(plans: list[NotebookPlan]) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["Work", "NotebookPlan", "make_plan", "table", "record", "history", "from_history", "duration",
+__all__ = ["Work", "NotebookPlan", "make_plan", "table", "record", "history", "from_history", "pace", "duration",
            "HISTORY_FILE", "read_history"]
 
 
