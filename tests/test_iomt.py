@@ -16,7 +16,7 @@ from edgebench.apps import APPS, place_app
 from edgebench.errors import ConfigError
 from edgebench.experiments import iomt
 from edgebench.paths import PROJECT_ROOT
-from edgebench.results import load_meta, load_results
+from edgebench.results import NOT_MEASURABLE, Run, load_meta, load_results
 from edgebench.runtimes import Limits
 from edgebench.runtimes.docker import DockerRuntime
 from edgebench.runtimes.native import NativeRuntime
@@ -93,7 +93,7 @@ def test_published_protocol_counts_the_docker_client(runtimes, artifacts, perf_r
     assert counts["fair", "16MB"] > 2 * counts["fair", "100KB"], counts
 
 
-def test_unsupported_counters_are_missing_with_the_reason(runtimes, artifacts, perf_ready, no_leftovers):
+def test_unsupported_counters_are_missing_with_the_reason(runtimes, artifacts, perf_ready, no_leftovers, tmp_path):
     result, _ = run(runtimes, artifacts, "native", ["-workload", "aes", "-size", "100KB"])
     for event, count in result.perf.items():
         if event in perf_ready.unsupported:
@@ -101,6 +101,18 @@ def test_unsupported_counters_are_missing_with_the_reason(runtimes, artifacts, p
         else:
             assert count.value is not None, (event, count.note)
     assert result.perf["page-faults"].value  # software events count everywhere perf runs
+    # The rows say so: what was not counted is `not measurable` with the reason, not an empty ok row.
+    row = dict(app="iomt", runtime="native", protocol="fair", rep=1, workload="aes", input_size="100KB",
+               input_bytes=100000)
+    with Run("iomt", {"target": "local"}, {"target": "local"}, extra_columns=iomt.EXTRA_COLUMNS,
+             data_dir=tmp_path) as out:
+        iomt.record_batch(out, result, Limits(swap=False), row, "t")
+    rows = load_results(out.dir).set_index("metric")
+    for event in perf_ready.unsupported:
+        column = iomt.PERF_COLUMNS[event]
+        assert rows.loc[column, "status"] == NOT_MEASURABLE and rows.loc[column, "error"] == result.perf[event].note
+    assert rows.loc["perf_page_faults", "status"] == "ok" and rows.loc["perf_page_faults", "value"] > 0
+    assert not rows[rows["status"] == "ok"]["value"].isna().any()
 
 
 def test_batch_timeout_kills_the_program(runtimes, artifacts, local, cgroups_ready, no_leftovers):

@@ -430,7 +430,9 @@ def read_fault_counters(target: Target, relpath: str, settle: bool = True) -> Fa
     else:
         text = target.read_text(path, missing_ok=True) or "missing"
     if text.strip() == "missing":
-        return FaultCounters(None, None, path, f"{path} is missing")
+        why = (": the device's kernel has no memory controller" if target.facts().get("memory_controller") == "no"
+               else "")
+        return FaultCounters(None, None, path, f"{path} is missing{why}")
     stat = dict(line.split()[:2] for line in text.splitlines() if len(line.split()) >= 2)
     minor, major = _num(stat.get(prefix + "pgfault")), _num(stat.get(prefix + "pgmajfault"))
     if not minor:

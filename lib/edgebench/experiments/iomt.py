@@ -249,7 +249,12 @@ def record_batch(run: Run, result, limits: Limits, row: dict, tag: str) -> None:
     program = rec.get("total_ns")
     work = (rec.get("phases_ns") or {}).get("work")
     ru = rec.get("rusage") or {}
-    add = lambda metric, value, unit, note="": run.add(metric=metric, value=value, unit=unit, note=note, **row)
+
+    def add(metric, value, unit, note=""):
+        if value is None:  # not counted here (no hardware counter, no memory.stat, ...): said, not ok
+            run.not_measurable(metric=metric, unit=unit, why=note or f"the run reported no {metric}", note=note, **row)
+        else:
+            run.add(metric=metric, value=value, unit=unit, note=note, **row)
     add("end_to_end_latency", result.wall_s, "s")
     add("program_time", program * ns if program is not None else None, "s")
     add("work_time", work * ns if work is not None else None, "s")

@@ -14,6 +14,7 @@ from edgebench.plotting.iomt import (beside_paper, interval_kind, interval_note,
 from edgebench.plotting.style import (PROTOCOL_TITLE, figure_legend, in_runtime_order, mark_paper_values,
                                       readable_log_ticks)
 from edgebench.plotting.tables import NoData, mark_emulated
+from edgebench.results import NOT_MEASURABLE
 
 FAULT_METRICS = ["perf_page_faults", "faults_cgroup", "faults_inprocess", "launcher_faults", "perf_cache_misses"]
 # The counts a figure may draw (counted_faults picks one of the first two), kept with their spread.
@@ -43,13 +44,19 @@ def counted_faults(table: pd.DataFrame) -> tuple[str, str]:
 
 
 def missing_counters(df: pd.DataFrame) -> pd.DataFrame:
-    """Counters recorded without a value, with the reason each time (e.g. no hardware PMU)."""
+    """Counters this device could not count, with the reason each time (e.g. no hardware PMU):
+    `not measurable` rows, and runs from before that status, ok rows without a value."""
     perf = df[df["metric"].str.startswith("perf_") | df["metric"].str.startswith("faults_")]
-    missing = perf[perf["value"].isna() & (perf["status"] == "ok")]
+    missing = perf[perf["value"].isna() & perf["status"].isin(["ok", NOT_MEASURABLE])]
     if missing.empty:
         return pd.DataFrame(columns=["metric", "runtime", "protocol", "rows", "reason"])
-    return (missing.groupby(["metric", "runtime", "protocol", "note"]).size().rename("rows").reset_index()
-            .rename(columns={"note": "reason"}))
+    reason = missing["error"].astype(object).where(missing["status"] == NOT_MEASURABLE, missing.get("note"))
+    # Each run has its own cgroup: said once for all of them.
+    reason = reason.fillna("").astype(str).str.replace(r"/sys/fs/cgroup/\S+/memory\.stat", "the run's cgroup's memory.stat",
+                                                        regex=True)
+    return (missing.assign(reason=reason)
+            .groupby(["metric", "runtime", "protocol", "reason"]).size().rename("rows").reset_index()
+            [["metric", "runtime", "protocol", "rows", "reason"]])
 
 
 def counts_figure(table: pd.DataFrame, metric: str, ylabel: str, paper_column: str | None):
