@@ -51,6 +51,32 @@ def test_position_and_eta_follow_the_plan_and_the_pace():
         progress.close()
 
 
+def test_on_a_slow_device_the_bar_keeps_to_the_points_measured():
+    # An emulated Pi ran lxd_appendix's first point of 48 in 42 s against a plan of 2m38s for all:
+    # the clock alone put the bar at 99% with an ETA of 2 s for the next half hour.
+    ended = {"n": 0}
+    a = plan.NotebookPlan("a", "a", "pi", "quick", ["native"], estimate.Work(points=48, seconds=158), 158, "model")
+    progress = plan.Progress([a], every_s=3600, write=lambda line: None, points_done=lambda p: ended["n"])
+    clock = Clock()
+    progress._time, progress.start = clock, clock.now
+    try:
+        progress.begin(a)
+        clock.now += 2
+        assert progress.position() == 2  # the clock moves it within the point being measured
+        clock.now += 208
+        assert progress.position() == pytest.approx(158 / 48)  # not past the first point
+        ended["n"] = 24
+        assert progress.position() == pytest.approx(158 * 25 / 48)
+        left = progress.line().split("ETA ")[1]
+        assert left not in ("0s", "1s", "2s")
+        ended["n"] = 48
+        assert progress.position() == pytest.approx(158 * 0.99)
+        progress.points_done = lambda p: 1 / 0  # a run folder being written: the clock alone
+        assert progress.position() == pytest.approx(158 * 0.99)
+    finally:
+        progress.close()
+
+
 def test_one_fast_notebook_does_not_collapse_the_eta():
     # The case seen in a real quick run: the first notebook took 12 s of its planned 67 s.
     progress = plan.Progress([_plan("a", 67), _plan("b", 2700)], every_s=3600, write=lambda line: None)

@@ -333,9 +333,14 @@ def main(argv=None) -> int:
     plans = {} if args.replot or not todo else planned(todo, per_notebook, params)
     if args.plan_only:
         return 0 if plans or not todo else 1
-    progress = plan.Progress(list(plans.values())) if plans else None
+    since = {}
+
+    def points_done(p: "plan.NotebookPlan") -> int | None:
+        return measured_points(p.experiment, since[p.experiment], target)[0] if p.experiment in since else None
+
+    progress = plan.Progress(list(plans.values()), points_done=points_done) if plans else None
     stopper = Stopper().install()
-    failures, ran, since, timing = [], [], {}, {}
+    failures, ran, timing = [], [], {}
     for nb in todo:
         if stopper.stopped:
             break

@@ -179,10 +179,13 @@ class Progress:
     """One overall bar for the whole `make figures`, in estimated seconds of work: it moves with
     the clock inside a notebook (never past that notebook's estimate) and jumps to the sum of
     finished notebooks' estimates as each ends, so its ETA reflects a run going slower or faster
-    than planned. Printed as a whole line every `every_s` and at each notebook's start and end:
-    notebook output streams to the same terminal, so a bar that redraws itself would tear."""
+    than planned. Given `points_done` (a plan -> how many of its points have ended), the clock
+    never moves the bar past the point being measured: on a device many times slower than the
+    plan the bar keeps to the points measured, not stuck at 99% with an ETA of seconds.
+    Printed as a whole line every `every_s` and at each notebook's start and end: notebook
+    output streams to the same terminal, so a bar that redraws itself would tear."""
 
-    def __init__(self, plans: list[NotebookPlan], every_s: float = 30.0, write=None):
+    def __init__(self, plans: list[NotebookPlan], every_s: float = 30.0, write=None, points_done=None):
         import sys
         import threading
         import time
@@ -192,6 +195,7 @@ class Progress:
         self.done_estimate, self.current, self.current_start = 0.0, None, None
         self.start = self._time()
         self.finished = 0
+        self.points_done = points_done
         self._write = write or (lambda line: print(line, file=sys.stderr, flush=True))
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._tick, daemon=True, name="edgebench-progress")
@@ -200,7 +204,14 @@ class Progress:
     def position(self) -> float:
         if self.current is None:
             return self.done_estimate
-        return self.done_estimate + min(self._time() - self.current_start, self.current.estimate_s * 0.99)
+        plan, ceiling = self.current, 0.99
+        try:
+            ended = self.points_done(plan) if self.points_done and plan.work.points else None
+        except Exception:  # noqa: BLE001 - a run folder being written: the clock alone this once
+            ended = None
+        if ended is not None:
+            ceiling = min(ceiling, (ended + 1) / plan.work.points)
+        return self.done_estimate + min(self._time() - self.current_start, plan.estimate_s * ceiling)
 
     # The plan counts as this many seconds of evidence that the pace is 1.0: one fast notebook
     # (footprint took 12 s of a planned 67 s here) must not divide the whole ETA by five.
