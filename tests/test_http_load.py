@@ -84,6 +84,8 @@ def test_docker_limit_verified_from_the_cgroup(run_dirs, docker_ready, cgroups_r
     assert set(fair.cpuset_applied) == {"0"}
     assert set(df[df.runtime == "docker"].network.dropna()) == {"docker-proxy+bridge"}
     assert (ok.littles_law > 0).all() and (df[df.metric == "latency_p99"].value > 0).all()
+    # Each row says how long its load lasted by the load tool's own clock, near what was asked.
+    assert ((ok.window_s > 0.9 * ok.duration_s) & (ok.window_s < 1.5 * ok.duration_s)).all(), ok[["window_s"]]
     assert set(df[df.endpoint.notna()].endpoint) == {"/compute"} and set(df.iter.dropna()) == {50}
     # Open loop, fair only: each runtime offered half and all of its own closed-loop throughput.
     ol = df[df.metric == "ol_achieved_rps"]
@@ -95,6 +97,7 @@ def test_docker_limit_verified_from_the_cgroup(run_dirs, docker_ready, cgroups_r
         assert r.offered_rps == pytest.approx(closed[(r.runtime, r.scenario, r.memory_mb)] / 2, rel=0.01)
     p99 = df[df.metric == "ol_latency_p99"]
     assert len(p99) == len(ol) and (p99.value > 0).all()
+    assert ((ol.window_s > 0.9 * ol.duration_s) & (ol.window_s < 1.5 * ol.duration_s)).all(), ol[["window_s"]]
     assert set(df[df.metric.str.startswith("ol_")].load_tool) == {load_meta(run_dir)["notes"]["load_generator"]["open_loop"]}
 
 

@@ -10,6 +10,9 @@ Protocols, in the `protocol` column:
 
 A runtime that fails at a memory level (OOM-killed, never ready, every request failing) gives
 `failed` rows with the reason, and the sweep goes on.
+
+Every row of a load run carries `duration_s`, the seconds asked of the load tool, and `window_s`,
+the seconds it measured over by its own clock.
 """
 
 from __future__ import annotations
@@ -40,7 +43,7 @@ from edgebench.units import parse_cpus, parse_memory_mb
 ENDPOINTS = {"io_bound": "/io", "cpu_bound": "/compute"}
 EXTRA_COLUMNS = ["scenario", "endpoint", "iter", "build", "network", "threads", "connections",
                  "duration_s", "littles_law", "accelerator", "cpus_applied", "memory_mb_applied", "cpuset_applied",
-                 "loadgen_cpuset", "limits_note", "load_tool", "offered_rps", "offered_share"]
+                 "loadgen_cpuset", "limits_note", "load_tool", "offered_rps", "offered_share", "window_s"]
 PORT_BASE = 18300
 # The paper's constrained sweep; quick keeps one level the apps live at and one near the edge.
 MEMORY_LEVELS = {"standard": "512m,256m,128m,64m", "quick": "256m,64m", "smoke": "128m"}
@@ -258,6 +261,7 @@ def measure_open_loop(run: Run, gen: OpenLoopGenerator, settings: OpenLoopSettin
             continue
         run.save_raw(f"{gen.name}-{tag}-{rate:g}rps", command=report.command, stdout=report.stdout,
                      stderr=report.stderr)
+        at = dict(at, window_s=window_of(report))
         run.add(metric="ol_achieved_rps", value=report.requests_per_second, unit="req/s", **at)
         for metric, key in OPEN_LOOP_METRICS:
             value = report.latency_us.get(key)
@@ -266,6 +270,11 @@ def measure_open_loop(run: Run, gen: OpenLoopGenerator, settings: OpenLoopSettin
             else:
                 run.add(metric=metric, value=value / 1000, unit="ms", **at)
         run.add(metric="ol_errors", value=report.error_count, unit="count", **at)
+
+
+def window_of(report) -> float | None:
+    """The seconds the load tool measured over (its own clock), None when it did not say."""
+    return round(report.duration_us / 1e6, 3) if report.duration_us else None
 
 
 def measure_load(run: Run, rt, artifact, limits: Limits, port: int, path: str, loadgen: LoadGenerator,
@@ -291,7 +300,9 @@ def measure_load(run: Run, rt, artifact, limits: Limits, port: int, path: str, l
             run.failed(metric="requests_per_second", unit="req/s", error=why, **row)
             return
         row = dict(row, load_tool=loadgen.name)
-        closed_row = dict(row, littles_law=round(report.littles_law_ratio(settings.connections) or 0, 4) or None)
+        # duration_s is what was asked; window_s what the load tool measured over.
+        closed_row = dict(row, littles_law=round(report.littles_law_ratio(settings.connections) or 0, 4) or None,
+                          window_s=window_of(report))
         status_note = {"status": "ok"} if not gone else {"status": "failed", "error": f"died under load: {reason}"}
         run.add(metric="requests_per_second", value=report.requests_per_second, unit="req/s", **status_note,
                 **closed_row)
