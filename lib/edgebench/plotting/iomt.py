@@ -9,7 +9,7 @@ from edgebench.experiments.iomt import LABELS, parse_size
 from edgebench.plotting.style import (PROTOCOL_TITLE, figure_legend, in_runtime_order, mark_health, mark_paper_values,
                                       protocol_grid, protocol_line, protocols_in, readable_log_ticks)
 from edgebench.plotting.tables import (NoData, beside_published, mark_emulated, mark_health as health_column, ok_rows,
-                                       sort_by_runtime, spread)
+                                       interval_kind, sort_by_runtime, spread)
 
 KEYS = ["workload", "input_size", "runtime", "protocol"]
 PAPER_TABLE_4 = "paper 001, Table 4"
@@ -33,9 +33,10 @@ def workload_medians(df: pd.DataFrame, metrics: list[str], spread_of: list[str] 
     return sort_by_runtime(health_column(table, df, KEYS), ["workload", "size_n", "runtime", "protocol"])
 
 
-# The spread drawn around each median, best first: the median's 95% interval (bootstrap, NaN below
-# 3 runs), else the lowest and highest run (with 2 runs, both runs), which always exist. The note
-# is a y label's second line: short enough (28 characters) for a 3.2-inch panel.
+# The spread drawn around each median (tables.interval_kind picks one), with how a label names it
+# and the tables.spread statistics that are its ends: the median's 95% interval (bootstrap, NaN
+# below 3 runs), else the lowest and highest run (with 2 runs, both runs). The note is a y label's
+# second line: short enough (28 characters) for a 3.2-inch panel.
 INTERVALS = {"ci95": ("bars: its 95% CI", "ci_low", "ci_high"),
              "range": ("bars: range of runs", "min", "max")}
 
@@ -52,19 +53,6 @@ def spread_columns(df: pd.DataFrame, metric: str) -> pd.DataFrame:
     out.index = pd.MultiIndex.from_tuples(out.index, names=KEYS)
     return pd.DataFrame({f"{metric}_{kind}_{end}": out[name] for kind, (_, low, high) in INTERVALS.items()
                          for end, name in (("low", low), ("high", high))}, index=out.index)
-
-
-def interval_kind(table: pd.DataFrame, column: str) -> str | None:
-    """The one spread a figure draws for `column` (a key of INTERVALS): the 95% interval where
-    every drawn median has one, else the range; None where the table has neither."""
-    drawn = table[column].notna() if column in table else pd.Series(False, index=table.index)
-    if not drawn.any():
-        return None
-    for kind in INTERVALS:
-        ends = [f"{column}_{kind}_low", f"{column}_{kind}_high"]
-        if set(ends) <= set(table.columns) and table.loc[drawn, ends].notna().all(axis=None):
-            return kind
-    return None
 
 
 def interval_note(kind: str | None) -> str:

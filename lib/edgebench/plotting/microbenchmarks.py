@@ -8,7 +8,8 @@ import pandas as pd
 
 from edgebench.plotting.style import (HEALTH_MARK, PROTOCOL_TITLE, figure_legend, health_marked, in_runtime_order,
                                       mark_health, mark_paper_values, protocol_grid, protocols_in, plt, runtime_artist)
-from edgebench.plotting.tables import NoData, mark_health as health_column, ok_rows, sort_by_runtime, spread
+from edgebench.plotting.tables import (NoData, interval_kind, mark_health as health_column, ok_rows, sort_by_runtime,
+                                       spread)
 
 PAPER_TABLE_2 = "paper 001, Table 2"
 # What each protocol's panel shows: the published points are Table 2's total time; the fair
@@ -24,8 +25,9 @@ def median_of(df: pd.DataFrame, metric: str, keys: list[str]) -> pd.Series:
     return sel.groupby(keys, dropna=False)["value"].median()
 
 
-# The whisker drawn on a median bar, best first: the median's 95% interval (tables.spread: a
-# bootstrap, NaN below 3 runs), else the lowest and highest run (with 2 runs, both runs).
+# The whisker drawn on a median bar (tables.interval_kind picks one), with its words for a label:
+# the median's 95% interval (tables.spread: a bootstrap, NaN below 3 runs), else the lowest and
+# highest run (with 2 runs, both runs).
 INTERVALS = {"ci95": ("95% CI of the median", "ci_low", "ci_high"), "range": ("lowest to highest run", "min", "max")}
 
 
@@ -43,17 +45,6 @@ def with_spread(table: pd.DataFrame, df: pd.DataFrame, metric: str, keys: list[s
     if not rows:
         return table.assign(**{name: np.nan for name in names})
     return table.merge(pd.DataFrame(rows), on=keys, how="left")
-
-
-def interval_kind(table: pd.DataFrame, column: str) -> str | None:
-    """The one whisker a panel draws for `column`: the 95% interval where every bar has one, else
-    the range; None where there is neither."""
-    drawn = table[column].notna() if column in table else pd.Series(False, index=table.index)
-    for kind in INTERVALS if drawn.any() else ():
-        ends = [f"{column}_{kind}_low", f"{column}_{kind}_high"]
-        if set(ends) <= set(table.columns) and table.loc[drawn, ends].notna().all(axis=None):
-            return kind
-    return None
 
 
 def draw_interval(ax, x, g: pd.DataFrame, column: str, kind: str | None, capsize: float = 3) -> np.ndarray:

@@ -244,6 +244,22 @@ def stacked_parts(ax, t: pd.DataFrame, parts, total: str, note) -> None:
 WHISKERS = "95% CI of the median over the runs; lowest to highest for 2 runs, none for 1"
 
 
+# The spreads a figure may draw around a median, best first: the 95% interval, else the range.
+INTERVAL_KINDS = ("ci95", "range")
+
+
+def interval_kind(table: pd.DataFrame, column: str) -> str | None:
+    """The one spread a figure draws for `column` (one of INTERVAL_KINDS), read from the table's
+    `{column}_{kind}_low`/`_high`: the 95% interval where every drawn median has one, else the
+    range; None where the table has neither."""
+    drawn = table[column].notna() if column in table else pd.Series(False, index=table.index)
+    for kind in INTERVAL_KINDS if drawn.any() else ():
+        ends = [f"{column}_{kind}_low", f"{column}_{kind}_high"]
+        if set(ends) <= set(table.columns) and table.loc[drawn, ends].notna().all(axis=None):
+            return kind
+    return None
+
+
 def interval(values) -> tuple[float, float]:
     """The interval a whisker draws around the median of repeated runs: its 95% bootstrap
     interval from MIN_N runs on (tables.spread), both runs where there are two (the CI is NaN
