@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import matplotlib
 import numpy as np
 import pandas as pd
 
@@ -12,6 +13,10 @@ from edgebench.plotting.tables import (beside_published, mark_cold, mark_emulate
                                        ok_rows, sort_by_runtime, spread)
 
 PAPER = "paper 000 median"
+
+# Matplotlib 3.10 named it `orientation` and deprecated `vert` (gone in 3.13); 3.7-3.9 know only `vert`.
+HORIZONTAL = ({"orientation": "horizontal"} if tuple(int(x) for x in matplotlib.__version__.split(".")[:2]) >= (3, 10)
+              else {"vert": False})
 
 
 def ttr_table(df: pd.DataFrame, reference: pd.DataFrame) -> pd.DataFrame:
@@ -60,7 +65,7 @@ def ttr_figure(df: pd.DataFrame, reference: pd.DataFrame):
             for k, rt in enumerate(runtimes):
                 launches = sub[sub["runtime"] == rt]
                 v = launches["value"]
-                box = ax.boxplot(v, positions=[k], widths=0.6, vert=False, showfliers=False, patch_artist=True,
+                box = ax.boxplot(v, positions=[k], widths=0.6, **HORIZONTAL, showfliers=False, patch_artist=True,
                                  medianprops=dict(color="black"))
                 for patch in box["boxes"]:
                     patch.set(facecolor=runtime_colour(rt), edgecolor=runtime_colour(rt), alpha=0.35, gid=rt)
