@@ -402,3 +402,23 @@ def test_figures_put_a_dagger_on_what_was_measured_while_throttled(name):
     assert daggers and all(t.get_text() == style.HEALTH_MARK for t in daggers)
     legends = [t.get_text() for f in figs for leg in f.legends for t in leg.get_texts()]
     assert style.HEALTH_LABEL in legends
+
+
+def test_lines_that_meet_put_their_daggers_side_by_side_in_their_colours():
+    # The emulated debian-v2's appendix: native and Docker 6 ms apart at 8 files, both busy; the two
+    # daggers above their points printed as one blot.
+    from test_plotting import EXPERIMENTS, figures_of
+
+    make, _ = EXPERIMENTS["lxd_appendix"]
+    df = make().assign(health="busy")
+    fig = figures_of("lxd_appendix", df)[0]
+    for ax in fig.axes:
+        daggers = [t for t in ax.texts if t.get_gid() == style.HEALTH_GID]
+        if not daggers:
+            continue
+        at = {(t.xy, t.xyann) for t in daggers}
+        assert len(at) == len(daggers)  # no two at the same point and offset
+        for x in {t.xy[0] for t in daggers}:
+            offsets = sorted(t.xyann[0] for t in daggers if t.xy[0] == x)
+            assert len(set(offsets)) == len(offsets) and offsets[0] > 0  # beside the point, each its own step
+        assert len({t.get_color() for t in daggers}) > 1

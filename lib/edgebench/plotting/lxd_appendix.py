@@ -6,7 +6,8 @@ from __future__ import annotations
 import pandas as pd
 from matplotlib.ticker import NullFormatter
 
-from edgebench.plotting.style import figure_legend, in_runtime_order, mark_health, plt, runtime_artist
+from edgebench.plotting.style import (figure_legend, in_runtime_order, mark_health, plt, runtime_artist,
+                                      runtime_colour)
 from edgebench.plotting.tables import NoData, cell_health, ratio_to_baseline
 
 # (benchmark, x column, metric, unit, title) per panel of the paper's Fig. 2.
@@ -51,13 +52,14 @@ def appendix_figure(table: pd.DataFrame):
     fig, axes = plt.subplots(2, 2, figsize=(11, 7.5))
     for ax, (_, x, _, unit, title) in zip(axes.flat, PANELS):
         sub = table[table["panel"] == title]
-        for rt in in_runtime_order(sub["runtime"]):
+        for place, rt in enumerate(in_runtime_order(sub["runtime"])):
             g = sub[sub["runtime"] == rt].sort_values("x")
             # Quartiles, not mean +- stdev: they stay within the measured values.
             ax.errorbar(g["x"], g["median"], yerr=[g["median"] - g["q1"], g["q3"] - g["median"]], marker="o",
                         capsize=3, label=rt, **runtime_artist(rt))
-            mark_health(ax, g["x"], g["median"], g.get("health"))
+            mark_health(ax, g["x"], g["median"], g.get("health"), beside=place, colour=runtime_colour(rt))
         ax.set_xscale("log")
+        ax.margins(x=0.12)  # room right of the last points for their daggers
         # Ticks at the swept values (8, 32 files; 1, 16, 256 threads), not at 2x10^1, 3x10^1.
         swept = sorted(set(sub["x"]))
         ax.set_xticks(swept, [f"{v:g}" for v in swept])
