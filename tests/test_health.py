@@ -422,3 +422,25 @@ def test_lines_that_meet_put_their_daggers_side_by_side_in_their_colours():
             offsets = sorted(t.xyann[0] for t in daggers if t.xy[0] == x)
             assert len(set(offsets)) == len(offsets) and offsets[0] > 0  # beside the point, each its own step
         assert len({t.get_color() for t in daggers}) > 1
+
+
+def test_a_written_value_keeps_its_dagger_beside_it_and_log_axes_read_as_numbers():
+    # debian-v2's network figure: host mode's dagger printed over its "0.863" and "9.48".
+    from test_plotting import EXPERIMENTS, figures_of
+
+    make, _ = EXPERIMENTS["microbenchmarks"]
+    df = make().assign(health="")
+    df.loc[(df["runtime"] == "docker") & (df["rep"] == 1), "health"] = "busy"
+    sysbench, network = figures_of("microbenchmarks", df)
+    for ax in network.axes:
+        daggers = [t for t in ax.texts if t.get_gid() == style.HEALTH_GID]
+        values = [t for t in ax.texts if t.get_gid() != style.HEALTH_GID]
+        assert daggers and values
+        for d in daggers:
+            written = next(t for t in values if t.xy == d.xy)
+            assert d.xyann[0] >= 2.3 * len(written.get_text())  # right of the written value
+    logs = [ax for f in (sysbench, network) for ax in f.axes if ax.get_yscale() == "log"]
+    assert logs
+    for ax in logs:
+        f = ax.yaxis.get_major_formatter()
+        assert not any("times" in f(v, 0) for v in ax.get_yticks())

@@ -57,7 +57,8 @@ def appendix_figure(table: pd.DataFrame):
             # Quartiles, not mean +- stdev: they stay within the measured values.
             ax.errorbar(g["x"], g["median"], yerr=[g["median"] - g["q1"], g["q3"] - g["median"]], marker="o",
                         capsize=3, label=rt, **runtime_artist(rt))
-            mark_health(ax, g["x"], g["median"], g.get("health"), beside=place, colour=runtime_colour(rt))
+            mark_health(ax, g["x"], g["median"], g.get("health"), beside=(5 + 7 * place, 0),
+                        colour=runtime_colour(rt))
         ax.set_xscale("log")
         ax.margins(x=0.12)  # room right of the last points for their daggers
         # Ticks at the swept values (8, 32 files; 1, 16, 256 threads), not at 2x10^1, 3x10^1.

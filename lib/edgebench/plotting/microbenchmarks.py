@@ -7,7 +7,8 @@ import numpy as np
 import pandas as pd
 
 from edgebench.plotting.style import (HEALTH_MARK, PROTOCOL_TITLE, figure_legend, health_marked, in_runtime_order,
-                                      mark_health, mark_paper_values, protocol_grid, protocols_in, plt, runtime_artist)
+                                      mark_health, mark_paper_values, protocol_grid, protocols_in, plt,
+                                      readable_log_ticks, runtime_artist)
 from edgebench.plotting.tables import (NoData, interval_kind, mark_health as health_column, ok_rows, sort_by_runtime,
                                        spread)
 
@@ -136,6 +137,7 @@ def sysbench_figure(table: pd.DataFrame):
             ax.set_xticks(range(len(points)), [tick_label(bench, point, sub) for point in points], fontsize=8)
             if "log" in ylabel:
                 ax.set_yscale("log")
+                readable_log_ticks(ax)  # 10, 20, 50, not 2x10^1 over 3x10^1
             ax.set_ylabel(f"{ylabel}\n{whisker_note(sub, kind)}", fontsize=8)
             ax.set_title(f"sysbench {bench}, {PROTOCOL_TITLE.get(proto, proto)}", fontsize=9)
             ax.grid(axis="y", alpha=0.3)
@@ -222,11 +224,12 @@ def network_figure(table: pd.DataFrame):
             value = getattr(r, measured)
             ax.bar(xi, value, 0.6, hatch="//" if r.mode == "bridge" else None, edgecolor="white",
                    label=NETWORK_LABELS.get(r.mode, r.mode), **runtime_artist(rt))
+            label = f"{value:.3g}"
             if pd.notna(value):  # above the whisker, not over it
-                ax.annotate(f"{value:.3g}", (xi, top), xytext=(0, 2), textcoords="offset points", ha="center",
+                ax.annotate(label, (xi, top), xytext=(0, 2), textcoords="offset points", ha="center",
                             va="bottom", fontsize=8)
-            if not all_busy:
-                mark_health(ax, [xi], [top], [getattr(r, "health", None)])
+            if not all_busy:  # after the written value, on its line (8-point digits are ~4.5 points wide)
+                mark_health(ax, [xi], [top], [getattr(r, "health", None)], beside=(2.3 * len(label) + 2, 7))
             if published in table and pd.notna(table.loc[xi, published]):
                 ax.scatter([xi], [table.loc[xi, published]], color="black", marker="x", s=40, zorder=5,
                            label=f"{source} (published)")
@@ -234,6 +237,7 @@ def network_figure(table: pd.DataFrame):
         ax.set_ylabel(f"{ylabel}\n{whisker_note(table, kind)}", fontsize=8)
         if "log" in ylabel:
             ax.set_yscale("log")
+            readable_log_ticks(ax)
         else:
             ax.set_ylim(bottom=0)
     title = "Docker networking: native, --network host, bridge with -p"

@@ -135,25 +135,26 @@ def health_marked(health) -> np.ndarray:
                      for h in (health if health is not None else [])], dtype=bool)
 
 
-def mark_health(ax, x, y, health, beside: int | None = None, colour: str = "black") -> None:
+def mark_health(ax, x, y, health, beside: tuple[float, float] | None = None, colour: str = "black") -> None:
     """A dagger above each point or bar (below a negative bar) whose value was measured while the
     device throttled or was busy. `health`: the table's or the rows' column, aligned with x and y;
-    None (results recorded before health was sampled) draws nothing. Lines of several runtimes
-    that meet at the same x give `beside`, the line's place in its panel: the dagger then stands
-    to the right of the point, one step further per line, in the line's `colour`, so two close
-    points' daggers do not print over each other."""
+    None (results recorded before health was sampled) draws nothing. `beside`, an offset in
+    points, puts the dagger to the right of the point instead (left-aligned, centred on it): for
+    lines of several runtimes that meet at one x (a step per line, in the line's `colour`) or a
+    value written above a bar, which a dagger above would print over."""
     if health is None:
         return
     for xi, yi, on in zip(np.asarray(x, dtype=float), np.asarray(y, dtype=float), health_marked(health)):
-        if on and np.isfinite(xi) and np.isfinite(yi):
-            if beside is not None:
-                ax.annotate(HEALTH_MARK, (xi, yi), xytext=(5 + 7 * beside, 0), textcoords="offset points",
-                            ha="left", va="center", fontsize=11, fontweight="bold", color=colour, gid=HEALTH_GID)
-                continue
-            below = yi < 0 and ax.get_yscale() != "log"
-            ax.annotate(HEALTH_MARK, (xi, yi), xytext=(0, -4 if below else 4), textcoords="offset points",
-                        ha="center", va="top" if below else "bottom", fontsize=11, fontweight="bold",
-                        gid=HEALTH_GID)
+        if not (on and np.isfinite(xi) and np.isfinite(yi)):
+            continue
+        if beside is not None:
+            ax.annotate(HEALTH_MARK, (xi, yi), xytext=beside, textcoords="offset points", ha="left", va="center",
+                        fontsize=11, fontweight="bold", color=colour, gid=HEALTH_GID)
+            continue
+        below = yi < 0 and ax.get_yscale() != "log"
+        ax.annotate(HEALTH_MARK, (xi, yi), xytext=(0, -4 if below else 4), textcoords="offset points",
+                    ha="center", va="top" if below else "bottom", fontsize=11, fontweight="bold",
+                    gid=HEALTH_GID)
 
 
 def _health_key(fig) -> list:
