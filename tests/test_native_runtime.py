@@ -128,6 +128,7 @@ def test_too_little_memory_is_oom_killed_at_start(runtime, artifacts, cgroups_re
     assert "native/node-http did not become ready" in msg
     assert "OOM" in msg and "oom_kill" in msg
     assert e.value.probe is not None and e.value.probe.launcher_exit_code == 137  # SIGKILL
+    assert not e.value.timed_out  # killed, not slow: a longer wait would not help
     assert not runtime._live
     left = [f"{root}/edgebench/{e.value.plan.name}" for root in cgroup_roots()]
     assert cgroup_roots() and not [p for p in left if os.path.exists(p)]  # v1 and v2 alike
@@ -187,3 +188,12 @@ def test_ctrl_c_while_the_cgroup_is_made_leaves_no_cgroup(runtime, artifacts, cg
         runtime.start(artifacts["go-http"], LIMITED, free_port())
     assert made, "the cgroup was never created: the test did not reach its case"
     assert not [d for d in made if os.path.isdir(d)]
+
+
+def test_a_start_cut_by_the_timeout_says_it_was_still_going(runtime, artifacts, no_leftovers):
+    # No app is ready a millisecond after its launch: the timeout comes first, and the failure says
+    # so, which min_memory needs to tell a slow start from too little memory.
+    with pytest.raises(StartFailed) as e:
+        runtime.start(artifacts["go-http"], Limits(), free_port(), timeout_s=0.001)
+    assert e.value.timed_out and "after 1ms" in str(e.value), str(e.value)
+    assert not runtime._live

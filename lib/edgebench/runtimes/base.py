@@ -37,6 +37,8 @@ from edgebench.tools.counters import EVENTS, Count, PerfSupport, parse_perf_csv,
 # <= 1 ms as the protocol asks; finer, because the lag is up to one interval plus one request.
 PROBE_INTERVAL = "200us"
 DEFAULT_READY_TIMEOUT_S = 60
+# How the probe says the timeout came first (tools/probe: exit 2).
+PROBE_TIMEOUTS = ("not ready after", "launcher still running after")
 WATCHDOG_S = 1.0  # how often a detached app's liveness is checked while the probe waits
 PORT_TRIES = 64   # ports tried after a busy one
 
@@ -320,6 +322,7 @@ class Runtime(ABC):
         cmd = [probe, *readiness.probe_args(plan.port), "-interval", PROBE_INTERVAL, "-timeout", f"{timeout_s:g}s",
                "-stdout", plan.stdout_path, "-stderr", plan.stderr_path,
                *(["-after-launcher"] if plan.detaches else []), "--", *plan.argv]
+        result = None
         try:
             if plan.detaches:
                 result = self._probe_with_watchdog(cmd, plan, timeout_s)
@@ -331,13 +334,20 @@ class Runtime(ABC):
                 except (ValueError, IndexError):
                     raise StartFailed(f"probe gave no result (exit {r.exit_code}): {r.stderr[-500:]}", plan)
             if result.error or result.ready_unix_ns is None:
-                reason = self.failure_reason(plan) or result.error or "not ready"
+                said = self.failure_reason(plan)
                 thrash = self.memory_thrash(plan)
+                timed_out = (result.error or "").startswith(PROBE_TIMEOUTS) and not thrash
+                reason = said or result.error or "not ready"
+                if said and timed_out:  # the app's last words, and that it was still going
+                    reason = f"{reason} ({result.error})"
                 reason = f"{reason}; {thrash}" if thrash else reason
-                raise StartFailed(f"{self.name}/{plan.app} did not become ready: {reason}", plan, result)
+                raise StartFailed(f"{self.name}/{plan.app} did not become ready: {reason}", plan, result,
+                                  timed_out=timed_out)
             instance = self.attach(plan, result.pid)
         except BaseException:
-            self.stop_plan(plan, None)
+            # The probe's pid: an app the timeout cut off is still running, and without limits
+            # a native one is in no cgroup that stopping would empty.
+            self.stop_plan(plan, result.pid if result is not None else None)
             self._live.pop(plan.name, None)
             raise
         self._live[plan.name] = instance
@@ -363,7 +373,7 @@ class Runtime(ABC):
                 if died:
                     raise StartFailed(f"{self.name}/{plan.app} did not become ready: {died}", plan)
                 if time.monotonic() > deadline:
-                    raise StartFailed(f"probe gave no result within {timeout_s:g} s", plan)
+                    raise StartFailed(f"probe gave no result within {timeout_s:g} s", plan, timed_out=True)
         finally:
             self.target.run(["kill", "-9", str(pid)], check=False)
 

@@ -173,8 +173,11 @@ class ProbeResult:
 
 
 class StartFailed(EdgebenchError):
-    """The app did not become ready; the message carries the runtime's own reason."""
+    """The app did not become ready; the message carries the runtime's own reason. `timed_out`:
+    it was still starting when the timeout came (nothing died, no memory thrash seen), so on a
+    slow device a longer wait might have seen it ready."""
 
-    def __init__(self, message: str, plan: LaunchPlan | None = None, probe: ProbeResult | None = None):
+    def __init__(self, message: str, plan: LaunchPlan | None = None, probe: ProbeResult | None = None,
+                 timed_out: bool = False):
         super().__init__(message)
-        self.plan, self.probe = plan, probe
+        self.plan, self.probe, self.timed_out = plan, probe, timed_out
