@@ -70,6 +70,46 @@ def test_bad_parameters_fail_before_anything_starts():
             mm.Params(profile="quick", hold_s=hold)
 
 
+def test_a_start_cut_off_while_going_waits_longer_until_one_passes_then_keeps_to_the_starts_seen():
+    # debian-v2: linux-vm inside the emulated device booted for minutes; every 30 s trial timed out and
+    # the search said "not ready even with 2048 MiB".
+    p = mm.Patience(30)
+    assert p.timed_out(256) and p.wait_s == 120
+    assert p.timed_out(256) and p.wait_s == 480
+    assert not p.timed_out(256) and p.wait_s == 480  # 16 times the first wait: no longer
+    assert "too slow here to tell a memory limit from a slow start" in p.why_failed("x")
+    assert len(p.raised) == 2 and "at 256 MiB" in p.raised[0]
+    p.passed(None)
+    assert p.slowest_s is None
+    p.passed(200.0)
+    assert p.wait_s == 800 and not p.timed_out(128)  # a timeout now is a failure at 128 MiB
+    assert "four times the slowest start" in p.why_failed("x")
+    fast = mm.Patience(30)
+    fast.passed(0.05)
+    assert fast.wait_s == 30  # never below the first wait
+
+
+def test_a_trial_timeout_below_zero_is_refused():
+    with pytest.raises(ConfigError, match="trial_timeout_s"):
+        mm.Params(profile="quick", trial_timeout_s=-1)
+    assert mm.Params(profile="quick", trial_timeout_s=300).settings.trial_timeout_s == 300
+    assert mm.Params(profile="quick").settings.trial_timeout_s == mm.PROFILE_SETTINGS["quick"].trial_timeout_s
+
+
+@pytest.mark.integration
+def test_a_start_slower_than_the_trial_timeout_waits_longer_and_the_ceiling_keeps_to_the_device(
+        local, cgroups_ready, no_leftovers):
+    # No app is ready 1 ms after its launch: the first trial is cut off still starting and tried again
+    # with a longer wait, recorded in the result's note; a ceiling beyond the machine is clipped.
+    run_dir = mm.run(mm.Params(runtimes="native", apps="go-http", profile="quick", start_mb=64,
+                               ceiling_mb=10**7, trial_timeout_s=0.001, progress=False))
+    df = load_results(run_dir)
+    found = df[df["metric"] == "min_memory"].iloc[0]
+    assert "waited" in found["note"] and "while still starting" in found["note"], found["note"]
+    assert found["status"] == "ok" or "too slow here" in found["error"], found["error"]
+    assert "clipped to the target's" in found["limits_note"]
+
+
 @pytest.mark.integration
 def test_native_and_docker_find_a_minimum_that_serves(local, docker_ready, cgroups_ready, no_leftovers):
     run_dir = mm.run(mm.Params(runtimes="native,docker", apps="go-http", profile="quick", start_mb=64, progress=False))

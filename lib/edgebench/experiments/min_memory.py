@@ -13,6 +13,13 @@ down to `resolution_mb`, never below what the runtime can be asked for (its floo
 at the floor with bound "runtime floor", meaning "at most this". The search assumes that more
 memory never hurts and never tries below a size that failed, so a flaky boundary (an app that
 sometimes fits) shows as minima that differ between repetitions, every trial kept as a row.
+
+A start the ready timeout cuts off while it is still going says nothing about memory: on a slow
+device (a VM inside an emulated one boots for minutes) every trial would time out and the search
+would report "not ready even with the ceiling". Until a trial has passed, a timed-out trial is
+tried again with four times the wait, up to 16 times `trial_timeout_s`; once one has passed, the
+wait is four times the slowest start seen (at least `trial_timeout_s`) and a timeout counts as a
+failure at that memory. The ceiling is clipped to the device's memory.
 """
 
 from __future__ import annotations
@@ -66,6 +73,7 @@ class Params(Limited):
     ceiling_mb: float = 2048
     resolution_mb: float = 0      # 0 takes the profile's
     hold_s: float = 1.0
+    trial_timeout_s: float = 0    # seconds a trial waits for ready at first; 0 takes the profile's
     docker_build: str = "offline"
     require_kvm: bool = False
     progress: bool = library(True)
@@ -86,8 +94,10 @@ class Params(Limited):
                               "need 0 < start <= ceiling (MiB)")
         if not self.hold_s > 0:  # a trial that holds for no time checks nothing after ready
             raise ConfigError(f"hold_s={self.hold_s!r}: give the seconds a started app must stay up, such as 1")
+        if self.trial_timeout_s < 0:
+            raise ConfigError(f"trial_timeout_s={self.trial_timeout_s!r}: give seconds, or 0 for the profile's")
         self.limits()  # parsed once; refused here, before connecting
-        self.set(app_names=app_names, settings=Settings(reps, resolution, s.trial_timeout_s))
+        self.set(app_names=app_names, settings=Settings(reps, resolution, self.trial_timeout_s or s.trial_timeout_s))
 
 
 @dataclass
@@ -136,6 +146,39 @@ def bisect_minimum(passes: Callable[[float], tuple[bool, str]], *, floor_mb: flo
     return result
 
 
+class Patience:
+    """How long a bisection's trials wait for ready (see the module's note): `wait_s` grows while
+    no trial has passed and a start is cut off still going; then it follows the starts seen."""
+    GROWTH = 4
+    MOST = 16  # times the first wait
+
+    def __init__(self, first_s: float):
+        self.first_s, self.wait_s, self.slowest_s, self.raised = first_s, first_s, None, []
+
+    def timed_out(self, mb: float) -> bool:
+        """A trial at `mb` was cut off while starting: True to try it again with a longer wait."""
+        if self.slowest_s is not None or self.wait_s >= self.first_s * self.MOST:
+            return False
+        longer = min(self.wait_s * self.GROWTH, self.first_s * self.MOST)
+        self.raised.append(f"not ready within {self.wait_s:g} s at {mb:g} MiB while still starting: "
+                           f"waited {longer:g} s from then on")
+        self.wait_s = longer
+        return True
+
+    def passed(self, ready_s: float | None) -> None:
+        if ready_s is None:
+            return
+        self.slowest_s = max(self.slowest_s or 0.0, ready_s)
+        self.wait_s = max(self.first_s, self.GROWTH * self.slowest_s)
+
+    def why_failed(self, why: str) -> str:
+        """A timeout that ends the waiting, said as what it may be."""
+        if self.slowest_s is None:
+            return (f"{why}; still starting after {self.wait_s:g} s: too slow here to tell a memory limit from "
+                    "a slow start (raise trial_timeout_s)")
+        return f"{why}; not ready within {self.wait_s:g} s, four times the slowest start that passed"
+
+
 def serves(rt: Runtime, instance, readiness, hold_s: float) -> str | None:
     """None when the instance is alive `hold_s` after ready and passes its readiness check again
     (the same probe: HTTP 200 on the app's path, or a service's own exchange); else why not."""
@@ -162,11 +205,11 @@ def run(params: Params) -> Path:
     run_id = params.measuring_run_id()
     recorded = dict(target=str(params.target), runtimes=params.runtimes, apps=app_names,
                     repetitions=settings.repetitions, cpus=params.cpus, start_mb=start_mb, ceiling_mb=ceiling_mb,
-                    resolution_mb=settings.resolution_mb, hold_s=hold_s, docker_build=params.docker_build,
-                    profile=params.profile)
+                    resolution_mb=settings.resolution_mb, hold_s=hold_s, trial_timeout_s=settings.trial_timeout_s,
+                    docker_build=params.docker_build, profile=params.profile)
     options = runtime_options(params.require_kvm, params.nanos_accel)
     with session(params.target, params.runtimes, run_id, app_names, options) as (tgt, selection):
-        cpus_v, _, clip_note = resolve_limits(tgt, params.cpus_limit, None)
+        cpus_v, ceiling_mb, clip_note = resolve_limits(tgt, params.cpus_limit, ceiling_mb)
         pinned = cpuset_for(cpus_v, tgt.facts()["cores"])
         gomaxprocs = max(1, int(-(-cpus_v // 1))) if cpus_v else None
 
@@ -189,16 +232,26 @@ def run(params: Params) -> Path:
                 rt, artifact = p.runtime, artifact_for(artifacts, p.inner, p.runtime)
                 trial_no = itertools.count(1)
                 seen = {}  # what the trials read back that the result row carries (the VM's accelerator)
+                patience = Patience(settings.trial_timeout_s)
+
+                def start(mb: float, limits: Limits):
+                    while True:
+                        try:
+                            return rt.start(artifact, limits, PORT_BASE + next(ports) % 200,
+                                            timeout_s=patience.wait_s)
+                        except StartFailed as e:
+                            if not (e.timed_out and patience.timed_out(mb)):
+                                raise
 
                 def passes(mb: float) -> tuple[bool, str]:
                     n, limits = next(trial_no), limits_at(mb)
                     trial_row = dict(row, memory_mb=mb, trial=n)
                     try:
-                        instance, _ = rt.start(artifact, limits, PORT_BASE + next(ports) % 200,
-                                               timeout_s=settings.trial_timeout_s)
+                        instance, probe = start(mb, limits)
                     except StartFailed as e:
-                        run.add(metric="ready_at_memory", value=0, unit="bool", note=str(e)[:400], **trial_row)
-                        return False, str(e)
+                        why = patience.why_failed(str(e)) if e.timed_out else str(e)
+                        run.add(metric="ready_at_memory", value=0, unit="bool", note=why[:400], **trial_row)
+                        return False, why
                     try:
                         why = serves(rt, instance, artifact.built.app.readiness, hold_s)
                         run.save_raw(f"trial-{p.inner}-{rt.name}-rep{p.rep}-{n}", command=f"{mb:g} MiB",
@@ -207,17 +260,20 @@ def run(params: Params) -> Path:
                         rt.stop(instance)
                     if instance.accelerator:
                         seen["accelerator"] = instance.accelerator
+                    if not why:
+                        patience.passed(probe.ready_after_ns / 1e9 if probe.ready_after_ns else None)
                     run.add(metric="ready_at_memory", value=0 if why else 1, unit="bool", note=why or "",
                             **with_instance(trial_row, limits, instance))
                     return why is None, why or ""
 
-                found = bisect_minimum(passes, floor_mb=rt.min_memory_mb, start_mb=max(start_mb, rt.min_memory_mb),
-                                       ceiling_mb=max(ceiling_mb, rt.min_memory_mb),
+                ceiling = max(ceiling_mb, rt.min_memory_mb)
+                found = bisect_minimum(passes, floor_mb=rt.min_memory_mb,
+                                       start_mb=min(max(start_mb, rt.min_memory_mb), ceiling), ceiling_mb=ceiling,
                                        resolution_mb=settings.resolution_mb)
                 # The minimum is the row's value, not a point it was measured at: memory_mb stays
                 # blank so runtimes meet at the same coordinates (make compare).
                 result = dict(row, memory_mb=None, bound=found.bound, trial=len(found.trials),
-                              note=found.note, **seen)
+                              note="; ".join(x for x in (found.note, *patience.raised) if x), **seen)
                 if found.minimum_mb is None:
                     why = f"{found.note}; last: {found.trials[-1][2]}"
                     run.failed(metric="min_memory", unit="MiB", error=why[:400], **result)
