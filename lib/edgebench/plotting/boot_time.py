@@ -10,6 +10,8 @@ import numpy as np
 import pandas as pd
 
 from edgebench.experiments.boot_time import EVENTS
+from edgebench.runtimes import RUNTIMES
+from edgebench.runtimes.vm import VmRuntime
 from edgebench.plotting.tables import draw_whiskers, interval
 from edgebench.plotting.style import part_colours, plt
 from edgebench.plotting.tables import NoData, mark_emulated, ok_rows, sort_by_runtime, spread
@@ -26,6 +28,7 @@ PHASE_LABELS = {
     "ready": "until the probe's first HTTP 200",
 }
 PHASE_COLOURS = dict(zip(PHASE_LABELS, part_colours(len(PHASE_LABELS))))
+VM_RUNTIMES = {name for name, cls in RUNTIMES.items() if issubclass(cls, VmRuntime)}
 
 
 def shown_as(phase: str, start: str) -> str:
@@ -116,6 +119,13 @@ def split_table(df: pd.DataFrame, reference: pd.DataFrame) -> pd.DataFrame:
             out.append({"source": "measured", "app": app, "variant": var, "metric": metric,
                         "median_ms": ok.median() if len(ok) else np.nan, "low_ms": low, "high_ms": high,
                         "starts": len(ok), "note": why})
+    # A VM whose every start failed has no split rows: its reason, so the figure says it was tried.
+    starts = df[df["metric"] == "time_to_ready"]
+    for rt, g in starts.groupby("runtime"):
+        if rt in VM_RUNTIMES and not (g["status"] == "ok").any() and not (rows["runtime"] == rt).any():
+            out.append({"source": "measured", "app": g["app"].iloc[0], "variant": rt, "metric": "total_boot",
+                        "median_ms": np.nan, "low_ms": np.nan, "high_ms": np.nan, "starts": 0,
+                        "note": str(g["error"].dropna().iloc[0]) if g["error"].notna().any() else "every start failed"})
     ref = reference[reference["metric"].isin(["vmm_part", "guest_part", "total_boot"])] if not reference.empty else reference
     for r in ref.itertuples():
         out.append({"source": "paper 002", "app": r.app, "variant": r.runtime,
@@ -194,7 +204,10 @@ def split_figure(split: pd.DataFrame):
                loc="lower center", ncol=3, frameon=False)
     title = "A VM's boot, split as paper 002 does (hatched: the page's numbers, KVM)"
     if not (have["source"] == "measured").any():
-        title += "\nno VM was measured in this run (add linux-vm, nanos to RUNTIMES): the page's numbers alone"
+        tried = split[split["source"] == "measured"].drop_duplicates("variant")
+        title += ("\nno VM was measured in this run (add linux-vm, nanos to RUNTIMES): the page's numbers alone"
+                  if tried.empty else f"\nno VM start succeeded in this run ({', '.join(tried['variant'])}; the boot "
+                  "phases figure says why):\nthe page's numbers alone")
     ax.set_title(title, fontsize=10)
     fig.tight_layout(rect=(0, 0.05, 1, 1))
     return fig
