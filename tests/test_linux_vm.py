@@ -308,3 +308,24 @@ def test_debians_services_run_from_the_initramfs_with_their_libraries(vm, local,
 def test_interrupted_while_a_vm_boots_leaves_no_vm(vm, tmp_path, no_leftovers):
     interrupt_while_a_vm_boots("linux-vm", signal.SIGINT, tmp_path)
     assert list(tmp_path.rglob("meta.json"))  # the run's record is on disk
+
+
+def test_a_vm_inside_an_emulated_device_runs_only_when_named(vm, local, monkeypatch):
+    # linux-vm inside the emulated debian-v2 (TCG inside TCG) answered after 247 s: every notebook's
+    # ready timeout (20-90 s) failed it, and iomt's batch timeout is an hour. "auto" leaves it out there.
+    from edgebench.experiments.common import select_runtimes
+    from edgebench.drivers.plan import available_runtimes
+    facts = dict(local.facts(), emulated_device="emulated device (x86_64, QEMU pc under TCG, 2 vCPUs, 2048 MiB)")
+    monkeypatch.setattr(local, "facts", lambda: facts)
+    inside = LinuxVmRuntime(local, "t")
+    inside._no_kvm = "the emulated device has no KVM"  # as on the devices, whatever this machine has
+    a = inside.availability()
+    assert a.ok and a.named_only and "247 s" in a.reason and "name it in RUNTIMES" in a.reason
+    if LinuxVmRuntime(local, "t").kvm_unusable():  # here, as on the devices, QEMU gets TCG
+        auto = select_runtimes(local, "auto", "t", ["go-http"])
+        assert "linux-vm" not in [r.name for r in auto.runtimes] and "247 s" in auto.skipped["linux-vm"]
+        assert "linux-vm" not in available_runtimes(local)
+    named = select_runtimes(local, "native,linux-vm", "t", ["go-http"])
+    assert [r.name for r in named.runtimes] == ["native", "linux-vm"]
+    monkeypatch.undo()
+    assert not LinuxVmRuntime(local, "t").availability().named_only  # on this machine itself: auto

@@ -172,7 +172,8 @@ __all__ = ["Work", "NotebookPlan", "make_plan", "table", "record", "history", "f
 def available_runtimes(target) -> list[str]:
     """The runtimes available on this target (each one's availability check): what "auto" chooses
     from, and the variants that join when named."""
-    return [name for name, cls in RUNTIMES.items() if cls(target, "plan").availability()]
+    found = {name: cls(target, "plan").availability() for name, cls in RUNTIMES.items()}
+    return [name for name, a in found.items() if a and not a.named_only]
 
 
 class Progress:

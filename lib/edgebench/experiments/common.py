@@ -137,7 +137,9 @@ def select_runtimes(target: Target, requested, run_tag: str, apps: Iterable[str]
             skipped[name] = f"{name} does not run {', '.join(unfit)} in edgebench (it runs {rt.runs_what()})"
             continue
         why = rt.availability()
-        if why:
+        if why and why.named_only and name not in named:
+            skipped[name] = why.reason
+        elif why:
             chosen.append(rt)
         elif name not in named:
             skipped[name] = why.reason

@@ -388,7 +388,8 @@ class Provisioner:
             runtime = cls(self.target)
             availability = runtime.availability()
             if availability.ok:
-                return Row("runtime", name, True, runtime.describe())
+                named_only = f"; only when named: {availability.reason}" if availability.named_only else ""
+                return Row("runtime", name, True, runtime.describe() + named_only)
         except EdgebenchError as e:
             return Row("runtime", name, False, str(e).splitlines()[0])
         # What the runtime needs, each with its state.

@@ -37,6 +37,9 @@ class Limits:
 class Availability:
     ok: bool
     reason: str = ""
+    # Runs when named in `runtimes`, but "auto" leaves it out, saying `reason` (a VM inside an
+    # emulated device: it works, minutes per start).
+    named_only: bool = False
 
     def __bool__(self) -> bool:
         return self.ok

@@ -144,7 +144,7 @@ class LinuxVmRuntime(StampedConsoleVm):
         if self.kit() is None:
             return Availability(False, f"no guest kernel and busybox in {kit_dir(self.target)}; run `make provision` "
                                 "(it downloads linux-image-<arch> and busybox-static with apt-get)")
-        return self.kvm_missing() or Availability(True)
+        return self.kvm_missing() or self.inside_emulation() or Availability(True)
 
     def describe(self) -> str:
         k, no_kvm = self.kit() or {}, self.kvm_unusable()

@@ -122,7 +122,7 @@ class NanosRuntime(VmRuntime):
             if why:
                 return Availability(False, f"KVM is required (require_kvm=True) but {why}; run on a host "
                                     "where Nanos gets KVM, or allow software emulation (TCG)")
-        return Availability(True)
+        return self.inside_emulation() or Availability(True)
 
     def describe(self) -> str:
         v, no_kvm = self.versions(), self.kvm_unusable()

@@ -204,7 +204,7 @@ class UnikraftRuntime(StampedConsoleVm):
         missing = self.qemu_missing()
         if missing is not None:
             return missing
-        return self.kvm_missing() or Availability(True)
+        return self.kvm_missing() or self.inside_emulation() or Availability(True)
 
     def describe(self) -> str:
         f, no_kvm = self.facts_of_loader(), self.kvm_unusable()

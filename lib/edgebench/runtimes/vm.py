@@ -79,6 +79,18 @@ class VmRuntime(Runtime):
         return Availability(False, f"no {binary} on {self.target.name}; install QEMU there "
                             f"(apt-get install {system[1] if system else 'qemu-system'})")
 
+    def inside_emulation(self) -> Availability | None:
+        """On an emulated device (edgebench's own, `make device`) without KVM, QEMU runs under TCG
+        inside TCG: linux-vm's microvm took 247 s to answer there (debian-v2, 2026-11-27), past
+        every experiment's ready timeout, where it takes 1-2 s on the machine around it. Such a VM
+        runs when named in `runtimes`; "auto" leaves it out, saying why."""
+        device = self.target.facts().get("emulated_device")
+        if device and self.accel_used() == "tcg":
+            return Availability(True, f"{self.name} would run under TCG inside the {device}: a VM there takes "
+                                "minutes to start (linux-vm: 247 s on debian-v2), past every experiment's "
+                                f"ready timeout; name it in RUNTIMES to run it anyway", named_only=True)
+        return None
+
     def kvm_missing(self) -> Availability | None:
         """Why KVM, when it is required, cannot be had here, or None."""
         if self.accel_used() == "kvm" and self.kvm_unusable():
