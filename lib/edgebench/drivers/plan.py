@@ -15,6 +15,7 @@ the next estimate.
 from __future__ import annotations
 
 import json
+import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -126,12 +127,7 @@ def pace(target: str, entries: list[dict], newest: int = 10) -> tuple[float, int
     ratios = [e["seconds"] / e["model_s"] for e in entries
               if e.get("target") == target and e.get("status") == "completed" and (e.get("model_s") or 0) > 0
               and not (e.get("params") or {}).get("resume")][-newest:]
-    if not ratios:
-        return None
-    ratios.sort()
-    mid = len(ratios) // 2
-    median = ratios[mid] if len(ratios) % 2 else (ratios[mid - 1] + ratios[mid]) / 2
-    return median, len(ratios)
+    return (statistics.median(ratios), len(ratios)) if ratios else None
 
 
 # -- the plan -------------------------------------------------------------------------------

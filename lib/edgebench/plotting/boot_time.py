@@ -10,11 +10,11 @@ import numpy as np
 import pandas as pd
 
 from edgebench.experiments.boot_time import EVENTS
+from edgebench.plotting.style import part_colours, plt
+from edgebench.plotting.tables import (NoData, draw_whiskers, interval, mark_emulated, ok_rows, sort_by_runtime,
+                                       spread)
 from edgebench.runtimes import RUNTIMES
 from edgebench.runtimes.vm import VmRuntime
-from edgebench.plotting.tables import draw_whiskers, interval
-from edgebench.plotting.style import part_colours, plt
-from edgebench.plotting.tables import NoData, mark_emulated, ok_rows, sort_by_runtime, spread
 
 # What the time up to each event is spent on (a phase is named after the event it ends at).
 PHASE_LABELS = {

@@ -88,7 +88,7 @@ class VmRuntime(Runtime):
         if device and self.accel_used() == "tcg":
             return Availability(True, f"{self.name} would run under TCG inside the {device}: a VM there takes "
                                 "minutes to start (linux-vm: 247 s on debian-v2), past every experiment's "
-                                f"ready timeout; name it in RUNTIMES to run it anyway", named_only=True)
+                                "ready timeout; name it in RUNTIMES to run it anyway", named_only=True)
         return None
 
     def kvm_missing(self) -> Availability | None:
