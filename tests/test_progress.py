@@ -185,6 +185,22 @@ def test_plan_only_prints_the_plan_and_measures_nothing(tmp_path):
     assert not (tmp_path / "data").exists() and not (tmp_path / "f").exists()
 
 
+def test_the_plan_names_every_runtime_auto_leaves_out_and_why(tmp_path):
+    # Made right after `make device`, a plan left LXD out (its daemon was still starting) without a word.
+    from edgebench.runtimes import RUNTIMES
+    env = {k: v for k, v in os.environ.items() if not k.startswith("EDGEBENCH_")}
+    env.update(EDGEBENCH_DATA_DIR=str(tmp_path / "data"), EDGEBENCH_FIGURES_DIR=str(tmp_path / "f"))
+    r = subprocess.run([sys.executable, "-m", "edgebench.drivers.figures", "--plan-only", "--profile", "quick",
+                        "--runtimes", "auto", "--only", "time_to_ready"],
+                       capture_output=True, text=True, env=env, timeout=300)
+    assert r.returncode == 0, r.stderr
+    planned = r.stderr.split("  runtimes ", 1)[1].split(",  apps", 1)[0].split(", apps")[0].split(",")
+    _, _, skipped = r.stderr.partition("left out by RUNTIMES=auto:\n")
+    reasons = dict(line.strip().split(": ", 1) for line in skipped.splitlines() if line.startswith("  "))
+    assert set(planned) | set(reasons) == set(RUNTIMES) and not set(planned) & set(reasons)
+    assert all(len(why) > 20 for why in reasons.values()), reasons
+
+
 def test_plan_accuracy_reads_history_kept_from_other_machines(tmp_path):
     # The reference machine's default-profile timings are measured across sessions on fresh
     # machines and kept in files: the benchmark sums whatever files it is given.

@@ -252,13 +252,16 @@ def planned(todo: list[Path], per_notebook: dict[Path, dict], params: dict) -> d
     target = params.get("target") or "local"
     try:
         with connect(target) as t:
-            available = plan.available_runtimes(t)
+            found = plan.runtime_availability(t)
+        available = plan.available_runtimes(t, found)
         plans = {nb: plan.make_plan(nb, per_notebook[nb], available) for nb in todo}
     except Exception as e:  # noqa: BLE001 - an estimate is a courtesy; the run itself reports real errors
         print(f"== plan: no estimate ({type(e).__name__}: {e})", file=sys.stderr, flush=True)
         return {}
-    print(f"== plan for {target}, profile {params.get('profile') or 'standard'}:\n{plan.table(list(plans.values()))}",
-          file=sys.stderr, flush=True)
+    named = {r.strip() for r in (params.get("runtimes") or "auto").split(",")}
+    skipped = plan.left_out(found) if named & {"auto", "all"} else ""
+    print(f"== plan for {target}, profile {params.get('profile') or 'standard'}:\n{plan.table(list(plans.values()))}"
+          + (f"\n{skipped}" if skipped else ""), file=sys.stderr, flush=True)
     return plans
 
 

@@ -25,6 +25,7 @@ from edgebench.experiments.estimate import Work
 from edgebench.paths import DATA_DIR
 from edgebench.results import utc_now
 from edgebench.runtimes import RUNTIMES, requested_runtimes
+from edgebench.runtimes.contract import Availability
 
 HISTORY_FILE = "history/timings.jsonl"
 
@@ -162,14 +163,26 @@ def table(plans: list[NotebookPlan]) -> str:
 
 
 __all__ = ["Work", "NotebookPlan", "make_plan", "table", "record", "history", "from_history", "pace", "duration",
-           "HISTORY_FILE", "read_history"]
+           "HISTORY_FILE", "read_history", "runtime_availability", "available_runtimes", "left_out"]
 
 
-def available_runtimes(target) -> list[str]:
-    """The runtimes available on this target (each one's availability check): what "auto" chooses
-    from, and the variants that join when named."""
-    found = {name: cls(target, "plan").availability() for name, cls in RUNTIMES.items()}
+def runtime_availability(target) -> dict[str, Availability]:
+    """Each runtime's availability check on this target."""
+    return {name: cls(target, "plan").availability() for name, cls in RUNTIMES.items()}
+
+
+def available_runtimes(target, found: dict | None = None) -> list[str]:
+    """The runtimes "auto" chooses from on this target (runtimes available only when named are not)."""
+    found = runtime_availability(target) if found is None else found
     return [name for name, a in found.items() if a and not a.named_only]
+
+
+def left_out(found: dict) -> str:
+    """The runtimes "auto" leaves out, each with why, for the plan: a runtime missing from the
+    plan without a word (LXD's daemon still starting) reads as edgebench not knowing it."""
+    lines = [f"  {name}: {'only when named in RUNTIMES; ' if a.named_only else ''}{a.reason}"
+             for name, a in found.items() if not a or a.named_only]
+    return "left out by RUNTIMES=auto:\n" + "\n".join(lines) if lines else ""
 
 
 class Progress:
