@@ -237,3 +237,11 @@ def test_a_notebook_the_device_has_not_run_gets_the_model_times_the_devices_pace
     paced = plan.make_plan(nb, {**params, "target": "pi1"}, ["native"], data_dir=tmp_path)
     assert paced.estimate_s == pytest.approx(25 * paced.work.seconds)
     assert paced.basis.startswith("model x25.0, this device's pace over 3 notebooks")
+    # A variant of an emulated board (its memory controller off) runs at the board's pace until it has its own.
+    ran("pi-arm64", 10, 300)
+    variant = plan.make_plan(nb, {**params, "target": "pi-arm64-nomemcg"}, ["native"], data_dir=tmp_path)
+    assert variant.estimate_s == pytest.approx(30 * variant.work.seconds)
+    assert "pi-arm64's (the same board) pace over 1 notebook" in variant.basis
+    ran("pi-arm64-nomemcg", 10, 100)
+    own = plan.make_plan(nb, {**params, "target": "pi-arm64-nomemcg"}, ["native"], data_dir=tmp_path)
+    assert own.estimate_s == pytest.approx(10 * own.work.seconds) and "this device's" in own.basis

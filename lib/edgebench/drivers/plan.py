@@ -131,6 +131,14 @@ def pace(target: str, entries: list[dict], newest: int = 10) -> tuple[float, int
     return (statistics.median(ratios), len(ratios)) if ratios else None
 
 
+def same_board(target: str) -> str | None:
+    """The emulated device whose board (disk and CPU) `target` boots with another kernel command
+    line (pi-arm64-nomemcg: pi-arm64), whose pace is its own until it has one; None otherwise."""
+    from edgebench.devices.spec import DEVICES
+    spec = DEVICES.get(target)
+    return spec.board if spec is not None and spec.board and spec.board != target else None
+
+
 # -- the plan -------------------------------------------------------------------------------
 
 def make_plan(nb: Path, params: dict, available: list[str], data_dir: Path | None = None) -> NotebookPlan:
@@ -145,11 +153,15 @@ def make_plan(nb: Path, params: dict, available: list[str], data_dir: Path | Non
     runtimes = work.runtimes if work.runtimes is not None else runtimes
     entries = history(data_dir)
     found = from_history(experiment_of(nb), target, profile, runtimes, work.points, entries)
-    paced = pace(target, entries)
+    paced, whose = pace(target, entries), "this device's"
+    board = same_board(target)
+    if not paced and board:
+        paced, whose = pace(board, entries), f"{board}'s (the same board)"
     if found:
         estimate, basis = found
     elif paced:
-        estimate, basis = work.seconds * paced[0], f"model x{paced[0]:.1f}, this device's pace over {paced[1]} notebooks"
+        estimate, basis = work.seconds * paced[0], (f"model x{paced[0]:.1f}, {whose} pace over "
+                                                 f"{paced[1]} notebook{'s' if paced[1] != 1 else ''}")
     else:
         estimate, basis = work.seconds, "model"
     return NotebookPlan(nb.name, experiment_of(nb), target, profile, runtimes, work, estimate, basis, dict(params))
