@@ -217,6 +217,29 @@ def test_plan_accuracy_reads_history_kept_from_other_machines(tmp_path):
     assert r.returncode == 1 and "outside 25%" in r.stdout and "not measured in this profile" in r.stdout
 
 
+def test_the_harness_table_takes_each_notebooks_newest_share_beside_its_first(tmp_path):
+    def ran(experiment, seconds, in_points):
+        done = plan.NotebookPlan("x.ipynb", experiment, "local", "standard", ["native"],
+                                 estimate.Work(points=10, seconds=100), 100, "model")
+        plan.record(done, seconds, "completed", tmp_path / "kept",
+                    in_points=(10, in_points) if in_points is not None else None)
+    ran("boot_time", 100, 70)       # 30% first
+    ran("boot_time", 100, 95)       # then 5%
+    ran("iomt", 200, 150)           # 25%: above the target
+    ran("static_footprint", 12, None)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("EDGEBENCH_")}
+    env["EDGEBENCH_DATA_DIR"] = str(tmp_path / "empty")
+    r = subprocess.run([sys.executable, str(PROJECT_ROOT / "benchmarks" / "harness_overhead.py"),
+                        "--history", str(tmp_path / "kept" / plan.HISTORY_FILE)],
+                       capture_output=True, text=True, env=env, timeout=120)
+    rows = {line.split()[0]: line.split() for line in r.stdout.splitlines()}
+    assert rows["boot_time"][4:6] == ["5%", "30%"] and rows["iomt"][4:6] == ["25%", "-"], r.stdout + r.stderr
+    assert rows["static_footprint"][2:5] == ["-", "-", "-"]
+    assert rows["total"][-1] == "18%"  # 55 s outside points of 300 s
+    assert "above 10%: iomt" in r.stdout and "time_to_ready" in r.stdout.split("not measured with a share")[1]
+    assert r.returncode == 1
+
+
 def test_a_notebook_the_device_has_not_run_gets_the_model_times_the_devices_pace(tmp_path):
     from edgebench.drivers.figures import notebooks
     def ran(target, model_s, seconds, status="completed"):
