@@ -93,3 +93,24 @@ def test_what_cannot_be_measured_is_neither_ok_nor_failed_and_pairs_that_cannot_
     meta = load_meta(run.dir)
     assert meta["rows"] == {"ok": 2, "failed": 0, "not measurable": 1}
     assert list(meta["notes"]["left_out"]) == ["node-http on unikraft"]  # no row, not a failure
+
+
+def test_a_coordinate_a_runtime_does_not_have_is_no_point(tmp_path):
+    # Docker's bridge is no network mode of native: face recognition's quick run counted 54 points
+    # (30 of them empty) against the plan's 24, so its bar and its recorded points ran ahead.
+    from edgebench.results import time_in_points
+    measured = []
+
+    def measure(p, row):
+        measured.append((p.runtime.name, p.inner))
+        run.add(metric="m", value=1.0, unit="ms", **row)
+
+    modes = {"a": ("host", "bridge"), "b": ("",)}
+    with Run("sweep_test", {}, {"target": "local"}, data_dir=tmp_path, run_id="r3") as run:
+        sweep(run, [A, B], reps=2, inner=["host", "bridge", ""], protocols=["fair", "published"],
+              row_for=lambda p: dict(runtime=p.runtime.name, rep=p.rep, protocol=p.protocol),
+              measure=measure, failed=("m", "ms"), desc="test", progress=False,
+              applies=lambda p: p.inner in modes[p.runtime.name])
+    assert sorted(set(measured)) == [("a", "bridge"), ("a", "host"), ("b", "")]
+    assert len(measured) == (2 + 1) * 2 * 2 == len(load_results(run.dir))
+    assert time_in_points(run.dir)[0] == len(measured)  # the points recorded are the ones measured

@@ -241,8 +241,6 @@ def run(params: Params) -> Path:
 
             def measure(p: Point, row: dict) -> None:
                 service, mode = p.inner
-                if mode not in modes_of(p.runtime):
-                    return  # Docker's bridge is no mode of native: no row, nothing started
                 artifact = artifact_for(artifacts, service, p.runtime)
                 lim = limits[p.protocol]
                 lim = replace(lim, network=mode) if mode else lim
@@ -259,7 +257,8 @@ def run(params: Params) -> Path:
                                   lg_cores, p.protocol)
 
             sweep(run, serving, reps=reps, inner=inner, protocols=protocol_names, row_for=row_for, measure=measure,
-                  failed=("throughput", "req/s"), desc="services", progress=params.progress)
+                  failed=("throughput", "req/s"), desc="services", progress=params.progress,
+                  applies=lambda p: p.inner[1] in modes_of(p.runtime))
             return run.dir
 
 

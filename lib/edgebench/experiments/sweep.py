@@ -53,12 +53,18 @@ def points(runtimes: Sequence[Runtime], reps: int, outer: Sequence = (None,), in
 
 def sweep(run: Run, runtimes: Sequence[Runtime], *, reps: int, row_for: Callable[[Point], dict],
           measure: Callable[[Point, dict], None], failed: tuple[str, str], desc: str, progress: bool = True,
-          outer: Sequence = (None,), inner: Sequence = (None,), protocols: Sequence = (None,)) -> None:
+          outer: Sequence = (None,), inner: Sequence = (None,), protocols: Sequence = (None,),
+          applies: Callable[[Point], bool] | None = None) -> None:
     """Measure every point; `failed` = (metric, unit) of the row an error becomes. A point a
-    resumed run has already measured to its end is not measured again (edgebench.resume)."""
+    resumed run has already measured to its end is not measured again (edgebench.resume).
+    `applies(point)` False: a coordinate that does not exist for the point's runtime (Docker's
+    bridge for native, a first start for a runtime with nothing to fetch): no point at all, so
+    neither the progress bar nor the run's points count it."""
     metric, unit = failed
     todo, left_out = [], {}
     for p in points(runtimes, reps, outer, inner, protocols):
+        if applies is not None and not applies(p):
+            continue
         app = APPS.get(row_for(p).get("app") or "")
         if app is not None and not p.runtime.runs(app):  # a pair that cannot run: not a failure
             left_out[f"{app.name} on {p.runtime.name}"] = f"{p.runtime.name} runs {p.runtime.runs_what()}"

@@ -323,8 +323,6 @@ def run(params: Params) -> Path:
 
             def measure(p: Point, row: dict) -> None:
                 protocol, cache = p.protocol
-                if cache == "first" and p.runtime not in fetching:
-                    return  # nothing to fetch (the run's notes say why): no row, nothing started
                 artifact = artifact_for(artifacts, p.inner, p.runtime)
                 port = PORT_BASE + next(ports) % PORT_SPAN
                 if cache == "cold":
@@ -350,7 +348,8 @@ def run(params: Params) -> Path:
             with stack:
                 sweep(run, selection.runtimes, reps=reps, inner=app_names,
                       protocols=start_kinds(protocol_names, cache_names), row_for=row_for, measure=measure,
-                      failed=("time_to_ready", "ms"), desc="time to ready", progress=params.progress)
+                      failed=("time_to_ready", "ms"), desc="time to ready", progress=params.progress,
+                      applies=lambda p: p.protocol[1] != "first" or p.runtime in fetching)
             return run.dir
 
 
