@@ -13,7 +13,7 @@ import pytest
 from conftest import need
 from edgebench.errors import ConfigError, EdgebenchError
 from edgebench.experiments import face_recognition as fr
-from edgebench.results import load_results
+from edgebench.results import load_results, time_in_points
 
 # The built-in set's accuracy with eigenfaces and k=3 (0.89 over its 100 probe images here): a
 # runtime that broke the program, its libraries or its files would fall below this.
@@ -105,12 +105,15 @@ def face_rows(run_dir) -> pd.DataFrame:
 @pytest.mark.integration
 def test_accurate_and_identical_natively_in_docker_bridge_and_host_and_lxd(local, wheels_ready, docker_ready, lxd_ready,
                                                                           cgroups_ready, no_leftovers):
-    run_dir = fr.run(fr.Params(runtimes="native,docker,lxd", repetitions=1, protocols="fair", profile="quick",
-                               progress=False))
+    params = fr.Params(runtimes="native,docker,lxd", repetitions=1, protocols="fair", profile="quick",
+                       progress=False)
+    run_dir = fr.run(params)
     df = face_rows(run_dir)
     acc = df[df["metric"] == "accuracy"]
     cells = {(r.runtime, r.network_mode if isinstance(r.network_mode, str) else "") for r in acc.itertuples()}
     assert cells == {("native", ""), ("docker", "bridge"), ("docker", "host"), ("lxd", "")}
+    # The points the run recorded are the four measured, as planned (not 3 runtimes x 3 network modes).
+    assert time_in_points(run_dir)[0] == len(cells) == fr.plan(params, ["native", "docker", "lxd"]).points
     assert (acc["value"] >= ACCURACY_THRESHOLD).all(), acc[["runtime", "network_mode", "value"]]
     # The same program, wheels and files: the same faces found and named, in every runtime.
     assert acc["predictions_sha256"].nunique() == 1
