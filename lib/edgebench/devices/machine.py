@@ -214,12 +214,11 @@ def _wait_for_services(spec: DeviceSpec, deadline: float, log: Callable[[str], N
         boot_state = (r.stdout.strip().splitlines() or ["unknown"])[-1]
         if boot_state == "running":
             return boot_state
-        failed = target.run(["systemctl", "list-units", "--failed", "--plain", "--no-legend", "--no-pager"],
-                            timeout=30, check=False).stdout.split()
-        units = [w for w in failed if "." in w and not w.startswith("●")]
-        jobs = target.run(["systemctl", "list-jobs", "--plain", "--no-legend", "--no-pager"],
-                          timeout=30, check=False).stdout.split()
-        waiting = [w for w in jobs if w.endswith((".service", ".socket", ".target"))]
+        def column(argv: list[str], n: int) -> list[str]:
+            out = target.run(argv + ["--plain", "--no-legend", "--no-pager"], timeout=30, check=False).stdout
+            return [line.split()[n] for line in out.splitlines() if len(line.split()) > n]
+        units = column(["systemctl", "list-units", "--failed"], 0)
+        waiting = column(["systemctl", "list-jobs"], 1)  # JOB UNIT TYPE STATE
     log(f"{spec.name}'s boot is {boot_state}" + (f"; failed units: {', '.join(units)}" if units else "")
         + (f"; still starting: {', '.join(waiting[:6])}" if waiting else "")
         + " (journalctl -b on the device says why); going on")
