@@ -19,6 +19,7 @@ import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from edgebench.devices.spec import DEVICES
 from edgebench.experiments import experiment_of, for_notebook
 from edgebench.experiments import estimate
 from edgebench.experiments.estimate import Work
@@ -134,7 +135,6 @@ def pace(target: str, entries: list[dict], newest: int = 10) -> tuple[float, int
 def same_board(target: str) -> str | None:
     """The emulated device whose board (disk and CPU) `target` boots with another kernel command
     line (pi-arm64-nomemcg: pi-arm64), whose pace is its own until it has one; None otherwise."""
-    from edgebench.devices.spec import DEVICES
     spec = DEVICES.get(target)
     return spec.board if spec is not None and spec.board and spec.board != target else None
 
@@ -193,7 +193,7 @@ def left_out(found: dict) -> str:
     """The runtimes "auto" leaves out, each with why, for the plan: a runtime missing from the
     plan without a word (LXD's daemon still starting) reads as edgebench not knowing it."""
     lines = [f"  {name}: {'only when named in RUNTIMES; ' if a.named_only else ''}{a.reason}"
-             for name, a in found.items() if not a or a.named_only]
+             for name, a in found.items() if RUNTIMES[name].in_auto and (not a or a.named_only)]
     return "left out by RUNTIMES=auto:\n" + "\n".join(lines) if lines else ""
 
 
