@@ -74,7 +74,7 @@ def test_the_device_is_what_it_says(debian_v2):
     assert debian_v2.address == "10.232.1.2"
     # TCG emulates SVM: with KVM's modules loaded, the device's own VMs would nest KVM in the emulator.
     assert facts["kvm"] == "no"
-    # No AVX under TCG: QEMU 7.2 computes it wrongly (face recognition's predictions changed with it).
+    # Nehalem under TCG, no AVX: QEMU 7.2 computes it wrongly (face recognition's predictions changed with it).
     flags = debian_v2.run(["sh", "-c", "grep -m1 '^flags' /proc/cpuinfo"]).stdout.split()
     assert "sse4_2" in flags and not {"avx", "avx2", "fma", "f16c", "vaes"} & set(flags), flags
     # `make device` returns once systemd has started the device's services, not when sshd first

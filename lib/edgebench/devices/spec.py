@@ -108,18 +108,20 @@ class DeviceSpec:
                 f"{self.cpus} vCPUs, {self.memory_mb} MiB{memcg})")
 
 
-X86_TCG_CPU = "max,avx=off,avx2=off,fma=off,f16c=off,vaes=off"
+# debian-v2's CPU under TCG: an older model QEMU emulates plainly (SSE4.2, POPCNT; no AVX, XSAVE,
+# PKU, 5-level paging or SVM). `max` gave wrong AVX results (below); `max` with AVX turned off
+# soft-locked the device's kernel after 48 minutes (both vCPUs looping on an instruction-fetch
+# page fault under `handle_mm_fault`).
+X86_TCG_CPU = "Nehalem"
 
 # A Raspberry Pi 3B+/4 class board: Cortex-A72, 2 vCPUs of its 4 cores (this machine has two), 1 GiB.
 _PI = dict(arch="aarch64", machine="virt", cpu="cortex-a72", cpus=2, memory_mb=1024)
 
 DEVICES: dict[str, DeviceSpec] = {d.name: d for d in (
-    # TCG emulates AMD's SVM on `-cpu max`, so the device's linux-vm would pick KVM nested inside the
-    # emulator: its KVM modules are not loaded, so every VM on it runs under TCG and its rows say so.
-    # (`-cpu max,svm=off` instead broke systemd's first boot here: mounts failed, machine-id unwritable.)
-    # Without AVX: QEMU 7.2's TCG (Debian 12's) computes AVX/FMA wrongly. Face recognition's float32
-    # PCA gave 78-82% accuracy there, a different answer per runtime and run, against 89% on this
-    # machine; the same program with OpenCV and numpy kept off AVX gave 89%, this machine's predictions.
+    # On `-cpu max` TCG emulated AMD's SVM (KVM's modules stay unloaded, so the device's own VMs run
+    # under TCG and say so) and AVX, which QEMU 7.2's TCG (Debian 12's) computes wrongly: face
+    # recognition's float32 PCA gave 78-82% accuracy there, a different answer per runtime and run,
+    # against 89% on this machine; kept off AVX, 89% and this machine's predictions.
     DeviceSpec("debian-v2", "Debian 12 for this machine's architecture, systemd, cgroup v2 unified",
                arch=None, machine="pc", cpu=X86_TCG_CPU, cpus=2, memory_mb=2048, lan_index=1,
                cmdline_extra=("modprobe.blacklist=kvm_amd,kvm_intel",)),
