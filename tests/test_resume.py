@@ -237,9 +237,14 @@ def test_make_figures_stopped_twice_and_resumed_measures_each_point_once(tmp_pat
 
 
 def test_the_time_in_points_is_what_the_harness_share_is_taken_from(tmp_path):
-    with Run("exp", {}, FACTS, data_dir=tmp_path) as run:
-        swept(run, measure_into(run))
+    measure = measure_into(run := Run("exp", {}, FACTS, data_dir=tmp_path))
+
+    def measure_for_10_ms(p, row):  # longer than the timestamps' millisecond, on any machine
+        time.sleep(0.01)
+        measure(p, row)
+    with run:
+        swept(run, measure_for_10_ms)
     n, seconds = time_in_points(run.dir)
-    assert n == 12 and 0 < seconds < 5
+    assert n == 12 and 0.12 <= seconds < 5
     assert time_in_points(run.dir, since="9999") == (0, 0.0)  # a later sitting measured none of them
     assert plan.harness_share(10.0, 9.0) == pytest.approx(0.1) and plan.harness_share(1.0, 2.0) == 0.0
