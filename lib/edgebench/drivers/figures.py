@@ -246,9 +246,11 @@ def measured_points(experiment: str, since: str, target: str) -> tuple[int, floa
     return time_in_points(run_dir, since) if sitting_started(load_meta(run_dir)) >= since else (0, 0.0)
 
 
-def planned(todo: list[Path], per_notebook: dict[Path, dict], params: dict) -> dict[Path, "plan.NotebookPlan"]:
+def planned(todo: list[Path], per_notebook: dict[Path, dict], params: dict,
+            plan_only: bool = False) -> dict[Path, "plan.NotebookPlan"]:
     """Print what will run and for about how long (edgebench.drivers.plan); an estimate that cannot be
-    made is said and the run goes on without one."""
+    made is said and the run goes on without one. `make plan` installs nothing, so on a device not
+    yet provisioned it plans fewer runtimes than `make figures` will: said below the left-out ones."""
     target = params.get("target") or "local"
     try:
         with connect(target) as t:
@@ -260,6 +262,9 @@ def planned(todo: list[Path], per_notebook: dict[Path, dict], params: dict) -> d
         return {}
     named = {r.strip() for r in (params.get("runtimes") or "auto").split(",")}
     skipped = plan.left_out(found) if named & {"auto", "all"} else ""
+    if skipped and plan_only:
+        skipped += (f"\n(`make plan` installs nothing: `make figures` provisions {target} first, installing what "
+                    f"it can of these, and plans again; `make provision TARGET={target}` does that step alone)")
     print(f"== plan for {target}, profile {params.get('profile') or 'standard'}:\n{plan.table(list(plans.values()))}"
           + (f"\n{skipped}" if skipped else ""), file=sys.stderr, flush=True)
     return plans
@@ -333,7 +338,7 @@ def main(argv=None) -> int:
         print(f"== {nb.name}: its run {done[nb].name} completed with these settings; skipped (RESUME)",
               file=sys.stderr, flush=True)
     todo = [nb for nb in todo if nb not in completed]
-    plans = {} if args.replot or not todo else planned(todo, per_notebook, params)
+    plans = {} if args.replot or not todo else planned(todo, per_notebook, params, plan_only=args.plan_only)
     if args.plan_only:
         return 0 if plans or not todo else 1
     since = {}
