@@ -30,6 +30,10 @@ from edgebench.runtimes.contract import Availability
 
 HISTORY_FILE = "history/timings.jsonl"
 
+__all__ = ["Work", "NotebookPlan", "make_plan", "table", "record", "history", "history_path", "read_history",
+           "from_history", "pace", "same_board", "duration", "harness_share", "HISTORY_FILE",
+           "runtime_availability", "available_runtimes", "left_out", "Progress"]
+
 
 @dataclass
 class NotebookPlan:
@@ -173,9 +177,6 @@ def table(plans: list[NotebookPlan]) -> str:
     lines.append(f"{'total':<30} {sum(p.work.points for p in plans):>5} points  ~{duration(total):>8}")
     return "\n".join(lines)
 
-
-__all__ = ["Work", "NotebookPlan", "make_plan", "table", "record", "history", "from_history", "pace", "duration",
-           "HISTORY_FILE", "read_history", "runtime_availability", "available_runtimes", "left_out"]
 
 
 def runtime_availability(target) -> dict[str, Availability]:
