@@ -263,6 +263,13 @@ def test_a_notebook_the_device_has_not_run_gets_the_model_times_the_devices_pace
     paced = plan.make_plan(nb, {**params, "target": "pi1"}, ["native"], data_dir=tmp_path)
     assert paced.estimate_s == pytest.approx(25 * paced.work.seconds)
     assert paced.basis.startswith("model x25.0, this device's pace over 3 notebooks")
+    # An emulated device's first plan: its typical pace under TCG, not the model's (3 minutes said for 40).
+    from edgebench.devices.spec import DEVICES
+    for device in ("debian-v2", "pi-arm64-nomemcg"):
+        first = plan.make_plan(nb, {**params, "target": device}, ["native"], data_dir=tmp_path)
+        assert DEVICES[device].typical_pace > 5
+        assert first.estimate_s == pytest.approx(DEVICES[device].typical_pace * first.work.seconds)
+        assert first.basis == f"model x{DEVICES[device].typical_pace:g}, typical of {device} under TCG"
     # A variant of an emulated board (its memory controller off) runs at the board's pace until it has its own.
     ran("pi-arm64", 10, 300)
     variant = plan.make_plan(nb, {**params, "target": "pi-arm64-nomemcg"}, ["native"], data_dir=tmp_path)

@@ -52,6 +52,10 @@ class DeviceSpec:
     # SD card, two cmdline.txt). Its image, key, address and what was provisioned are that board's,
     # and only one of the two runs at a time.
     board: str = ""
+    # How many times slower than the plan's models this device runs under TCG on a 2-core x86-64
+    # host (the median over its quick notebooks there), for `make plan` until it has a history of
+    # its own: without it a fresh device's first plan said 3 minutes for 40.
+    typical_pace: float = 1.0
 
     @property
     def image_name(self) -> str:
@@ -115,7 +119,8 @@ class DeviceSpec:
 X86_TCG_CPU = "Nehalem"
 
 # A Raspberry Pi 3B+/4 class board: Cortex-A72, 2 vCPUs of its 4 cores (this machine has two), 1 GiB.
-_PI = dict(arch="aarch64", machine="virt", cpu="cortex-a72", cpus=2, memory_mb=1024)
+# Its pace: iomt 34x, static footprint 60x, a time-to-ready point 70x the models (pi-arm64-nomemcg).
+_PI = dict(arch="aarch64", machine="virt", cpu="cortex-a72", cpus=2, memory_mb=1024, typical_pace=50.0)
 
 DEVICES: dict[str, DeviceSpec] = {d.name: d for d in (
     # On `-cpu max` TCG emulated AMD's SVM (KVM's modules stay unloaded, so the device's own VMs run
@@ -124,7 +129,10 @@ DEVICES: dict[str, DeviceSpec] = {d.name: d for d in (
     # against 89% on this machine; kept off AVX, 89% and this machine's predictions.
     DeviceSpec("debian-v2", "Debian 12 for this machine's architecture, systemd, cgroup v2 unified",
                arch=None, machine="pc", cpu=X86_TCG_CPU, cpus=2, memory_mb=2048, lan_index=1,
-               cmdline_extra=("modprobe.blacklist=kvm_amd,kvm_intel",)),
+               cmdline_extra=("modprobe.blacklist=kvm_amd,kvm_intel",),
+               # lxd appendix 12.5x the model, microbenchmarks 12.4x, home automation 7.3x,
+               # page faults 14.9x, face recognition 21.5x (quick, native, Docker and LXD).
+               typical_pace=12.0),
     DeviceSpec("pi-arm64", "Debian 12 arm64 on QEMU virt, Cortex-A72, 2 vCPUs, 1 GiB (a Raspberry Pi 3B+/4)",
                lan_index=2, **_PI),
     DeviceSpec("pi-arm64-nomemcg", "pi-arm64 booted with the memory controller off (cgroup_disable=memory), as "

@@ -161,11 +161,14 @@ def make_plan(nb: Path, params: dict, available: list[str], data_dir: Path | Non
     board = same_board(target)
     if not paced and board:
         paced, whose = pace(board, entries), f"{board}'s (the same board)"
+    typical = DEVICES[target].typical_pace if target in DEVICES else 1.0
     if found:
         estimate, basis = found
     elif paced:
         estimate, basis = work.seconds * paced[0], (f"model x{paced[0]:.1f}, {whose} pace over "
                                                  f"{paced[1]} notebook{'s' if paced[1] != 1 else ''}")
+    elif typical != 1.0:  # an emulated device's first run: what such a device's pace usually is
+        estimate, basis = work.seconds * typical, f"model x{typical:g}, typical of {target} under TCG"
     else:
         estimate, basis = work.seconds, "model"
     return NotebookPlan(nb.name, experiment_of(nb), target, profile, runtimes, work, estimate, basis, dict(params))
