@@ -431,6 +431,40 @@ def test_make_figures_provisions_only_runtimes_named_one_by_one(monkeypatch):
     assert all("--runtimes" not in argv for argv in calls[1:])
 
 
+def test_a_load_generator_gets_its_tools_and_no_runtime():
+    """A fresh laptop driving a Pi: `make figures TARGET=pi` set up the Pi, and time to ready's
+    first starts then failed for want of a registry here, services for want of wrk."""
+    loadgen = [n for n in pv.TOOL_NEEDS if n.on_load_generator]
+    packages = {need.package for n in loadgen for need in n.packages}
+    assert {"wrk", "apache2-utils", "iperf3", "redis-tools", "docker-registry", "curl"} <= packages
+    t = scripted(missing=("wrk", "redis-tools", "docker-registry", "docker.io", "lxd", "gcc", "nginx", "sysbench"))
+    report = pv.provision(t, check=True, load_generator=True, **QUIET)
+    assert sorted(report.would_install) == ["docker-registry", "redis-tools", "wrk"]
+    names = {r.name for r in report.rows}
+    assert "wrk" in names and not set(RUNTIMES) & names and not {"sysbench", "cc", "nginx"} & names
+
+
+def test_make_figures_provisions_the_load_generator_when_it_is_another_host(monkeypatch):
+    from edgebench.drivers import figures, fleet
+    calls = []
+    monkeypatch.setattr(figures.provision, "main", lambda argv: calls.append(argv) or 0)
+    figures.provision_first("pi")  # the load generator is this machine
+    assert calls == [["--target", "pi", "--before-run"], ["--target", "local", "--before-run", "--load-generator"]]
+    for target, lg in (("local", "local"), ("localhost", "local"), ("pi", "pi"), ("pi", None)):
+        calls.clear()
+        figures.provision_first(target, load_generator=lg)  # None: a fleet provisioned it already
+        assert [argv[1] for argv in calls] == [target], (target, lg)
+    calls.clear()
+    figures.provision_first("local", load_generator="lg@box")
+    assert calls[1] == ["--target", "lg@box", "--before-run", "--load-generator"]
+    # A fleet provisions each shared load generator once, before its devices' drivers start.
+    monkeypatch.setattr(pv, "main", lambda argv: calls.append(argv) or 0)
+    calls.clear()
+    fleet.provision_load_generators([fleet.Device("pi1", "pi@a", "local"), fleet.Device("pi2", "pi@b", "local"),
+                                     fleet.Device("box", "local", "local")])
+    assert calls == [["--target", "local", "--before-run", "--load-generator"]]
+
+
 # -- this machine --------------------------------------------------------------------------
 
 ROW = re.compile(r"^(runtime|tool)\s+(\S+)\s+(ok|missing)\s+(.*)$")
@@ -446,6 +480,16 @@ def test_check_prints_a_row_for_every_runtime_and_tool(local):
     assert [n for n in expected if n not in rows] == [], r.stdout
     assert rows["native"] == "ok"
     assert re.search(r"^packages: \d+ already installed, \d+ to install", r.stdout, re.M), r.stdout
+
+
+@pytest.mark.integration
+def test_check_of_a_load_generator_lists_only_its_tools(local):
+    r = subprocess.run([sys.executable, "-m", "edgebench.provisioning.provision", "--target", "local", "--check",
+                        "--load-generator"], capture_output=True, text=True, timeout=300)
+    assert r.returncode in (0, 1), r.stderr
+    rows = {m.group(2): m.group(1) for m in map(ROW.match, r.stdout.splitlines()) if m}
+    wanted = {v.name for n in pv.TOOL_NEEDS if n.on_load_generator for v in n.versions}
+    assert set(rows) == wanted and set(rows.values()) == {"tool"}, r.stdout
 
 
 @pytest.mark.integration

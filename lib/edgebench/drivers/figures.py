@@ -270,16 +270,24 @@ def planned(todo: list[Path], per_notebook: dict[Path, dict], params: dict,
     return plans
 
 
-def provision_first(target: str, for_tests: bool = False, runtimes: str | None = None) -> None:
+def provision_first(target: str, for_tests: bool = False, runtimes: str | None = None,
+                    load_generator: str | None = "local") -> None:
     """What `make figures` does before measuring: install and start what is missing on the
     target, saying only what changed; a target that cannot be provisioned goes on with what it has.
     Runtimes named one by one (RUNTIMES=native,docker) are the only ones set up, with every tool;
-    'auto' or 'all' sets up every runtime."""
+    'auto' or 'all' sets up every runtime. A load generator on another host (this machine, for a
+    remote target) gets the tools it runs: a fresh laptop driving a Pi had no wrk or registry."""
     names = [r.strip() for r in (runtimes or "").split(",") if r.strip()]
     only = [] if not names or {"auto", "all"} & set(names) else ["--runtimes", ",".join(names), "--with-tools"]
     code = provision.main(["--target", target, "--before-run", *(["--for-tests"] if for_tests else []), *only])
     if code == 1:
         raise ConfigError(f"provisioning {target} failed (see above)")
+    host = fleet.load_generator_host(target, load_generator) if load_generator is not None else None
+    if host is not None:
+        print(f"[provision] {host}, the load generator for {target}:", file=sys.stderr, flush=True)
+        if provision.main(["--target", host, "--before-run", "--load-generator"]) == 1:
+            raise ConfigError(f"provisioning the load generator {host} failed (see above)")
+
 
 
 def main(argv=None) -> int:
@@ -290,6 +298,8 @@ def main(argv=None) -> int:
     ap.add_argument("--provision", action="store_true", help="provision the target(s) first, as `make figures` does")
     ap.add_argument("--fleet", help="a fleet file (YAML) naming several devices; see edgebench.drivers.fleet")
     ap.add_argument("--plan-only", action="store_true", help="print the run plan and its estimate, measure nothing")
+    ap.add_argument("--load-generator-ready", action="store_true",
+                    help="with --provision: the load generator is provisioned already (a fleet does it once)")
     ap.add_argument("--set", action="append", metavar="NAME=VALUE",
                     help="set a parameter of every selected notebook that declares it (repeatable)")
     for name in PASSED_THROUGH:
@@ -308,7 +318,8 @@ def main(argv=None) -> int:
         return fleet.run_fleet(devices, args, passed=PASSED_THROUGH)
     if args.provision and not args.replot:
         try:
-            provision_first(args.target or "local", runtimes=args.runtimes)
+            provision_first(args.target or "local", runtimes=args.runtimes,
+                            load_generator=None if args.load_generator_ready else args.load_generator or "local")
         except ConfigError as e:
             print(f"make figures: {e}", file=sys.stderr)
             return 1

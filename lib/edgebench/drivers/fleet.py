@@ -150,6 +150,27 @@ def survey(devices: list[Device], connect_timeout_s: float = 10.0) -> dict[str, 
     return {d.name: out[d.name] for d in devices}
 
 
+def load_generator_host(target: str, load_generator: str | None) -> str | None:
+    """The load-generator host when it is not the target itself (the experiments' `load_generator`:
+    "local" is this machine), else None."""
+    def local(spec: str) -> bool:
+        return spec.strip().lower() in LOCAL_NAMES
+    lg = (load_generator or "local").strip()
+    if lg == target.strip() or (local(lg) and local(target)):
+        return None
+    return lg
+
+
+def provision_load_generators(devices: list[Device]) -> None:
+    """Each load generator the devices share, provisioned once before their drivers start (in
+    parallel they would each run apt-get on it). One that cannot be is said; its devices go on."""
+    from edgebench.provisioning import provision
+    for host in dict.fromkeys(h for d in devices if (h := load_generator_host(d.target, d.load_generator))):
+        users = ", ".join(d.name for d in devices if load_generator_host(d.target, d.load_generator) == host)
+        print(f"[provision] {host}, the load generator for {users}:", file=sys.stderr, flush=True)
+        provision.main(["--target", host, "--before-run", "--load-generator"])
+
+
 def driver_argv(device: Device, args, passed: tuple[str, ...]) -> list[str]:
     """The one-device `make figures` driver for `device`, with the fleet's other settings."""
     argv = [sys.executable, "-m", "edgebench.drivers.figures", "--target", device.target]
@@ -162,6 +183,7 @@ def driver_argv(device: Device, args, passed: tuple[str, ...]) -> list[str]:
     for setting in getattr(args, "set", None) or []:
         argv += ["--set", setting]
     argv += [flag for flag, on in (("--quiet", args.quiet), ("--provision", args.provision),
+                                   ("--load-generator-ready", args.provision),
                                    ("--plan-only", getattr(args, "plan_only", False))) if on]
     return argv
 
@@ -230,6 +252,8 @@ def run_fleet(devices: list[Device], args, passed: tuple[str, ...]) -> int:
         print(f"== {d.name}: " + (f"unreachable, not run: {f}" if isinstance(f, str) else
                                   f"{f.get('arch')}, {f.get('cores')} cores, {f.get('memory_mb')} MiB, "
                                   f"{f.get('os') or ''} {f.get('kernel') or ''}".rstrip()), flush=True)
+    if args.provision and not getattr(args, "plan_only", False):
+        provision_load_generators(reachable)
     children = _Children()
     for d in reachable:
         children.start(d, driver_argv(d, args, passed))
@@ -256,4 +280,4 @@ def _quote(text: str) -> str:
 
 
 __all__ = ["Device", "DEVICES_DIR_NAME", "device_name", "parse_targets", "load_fleet", "survey", "run_fleet",
-           "driver_argv"]
+           "driver_argv", "load_generator_host", "provision_load_generators"]

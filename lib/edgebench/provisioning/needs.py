@@ -51,6 +51,10 @@ class TargetNeeds:
     # Installs what no package provides (after the packages); `make test` skips it when False.
     prepare: Callable[["Preparation"], None] | None = None
     prepare_for_tests: bool = True
+    # Also needed on a load-generator host, which drives load at the target from outside (wrk, ab,
+    # iperf3's client, redis-benchmark, the registry first starts pull from): `make figures` on a
+    # remote target provisions these there (this machine, by default).
+    on_load_generator: bool = False
 
 
 # -- asking the target ----------------------------------------------------------------------

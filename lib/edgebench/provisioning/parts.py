@@ -17,9 +17,10 @@ from edgebench.tools.open_loop import Oha
 
 
 def _tool(purpose: str, package: str, command: str, version_argv: tuple[str, ...], any_exit: bool = False,
-          by_hand: str | None = None, daemon: str = "") -> TargetNeeds:
+          by_hand: str | None = None, daemon: str = "", on_load_generator: bool = False) -> TargetNeeds:
     return TargetNeeds(purpose, (Need(package, ((command,),), daemon=daemon),),
-                       (Version(command, version_argv, any_exit),), (by_hand or package,))
+                       (Version(command, version_argv, any_exit),), (by_hand or package,),
+                       on_load_generator=on_load_generator)
 
 
 # NPB's row in the provisioning table: the version `npb.install` wrote beside the binaries
@@ -36,23 +37,23 @@ IOZONE_VERSION_CHECK = ("sh", "-c", 'x=$(command -v iozone || echo "$HOME/.cache
 
 # What the experiments run besides the runtimes (load generators, baselines, comparisons).
 TOOL_NEEDS: tuple[TargetNeeds, ...] = (
-    _tool("http load (wrk)", "wrk", "wrk", ("wrk", "--version"), any_exit=True),
+    _tool("http load (wrk)", "wrk", "wrk", ("wrk", "--version"), any_exit=True, on_load_generator=True),
     _tool("cpu baseline", "sysbench", "sysbench", ("sysbench", "--version")),
-    _tool("network baseline", "iperf3", "iperf3", ("iperf3", "--version")),
+    _tool("network baseline", "iperf3", "iperf3", ("iperf3", "--version"), on_load_generator=True),
     # Debian's name; provisioning maps it to linux-tools-<kernel> on Ubuntu.
     _tool("counters (perf stat)", "linux-perf", "perf", ("perf", "--version"), by_hand="perf (matching the kernel)"),
     TargetNeeds("iomt comparisons", (Need("ncompress", (("compress",),)), Need("openssl", (("openssl",),))),
                 (Version("compress", ("compress", "-V")), Version("openssl", ("openssl", "version"))),
                 ("ncompress (compress)", "openssl")),
-    _tool("published protocol", "curl", "curl", ("curl", "--version")),
+    _tool("published protocol", "curl", "curl", ("curl", "--version"), on_load_generator=True),
     _tool("node app", "nodejs", "node", ("node", "--version"), by_hand="Node.js (node)"),
     TargetNeeds("process and network tools", (Need("procps", (("ps",),)), Need("iproute2", (("ip",),))),
-                by_hand=("procps", "iproute2")),
+                by_hand=("procps", "iproute2"), on_load_generator=True),
     # The open-loop curves prefer oha; a 6-minute cargo build, so `make figures` does it and
     # `make test` does not (the built-in tools/openloop serves meanwhile).
     TargetNeeds("open-loop http load (oha)", versions=(Version("oha", ("oha", "--version")),),
                 by_hand=("oha (cargo install oha)",), prepare=Oha.install,
-                prepare_for_tests=False),
+                prepare_for_tests=False, on_load_generator=True),
     # Container overhead (paper 003): fio for the disk, ab for HTTP, a C compiler for STREAM
     # (apps/stream is compiled on the target), stress-ng to cross-check STREAM's rates.
     _tool("disk benchmark (fio)", "fio", "fio", ("fio", "--version")),
@@ -60,7 +61,8 @@ TOOL_NEEDS: tuple[TargetNeeds, ...] = (
     TargetNeeds("disk benchmark, published (IOZone)", versions=(Version("iozone", IOZONE_VERSION_CHECK),),
                 by_hand=("iozone3 (Debian non-free, Ubuntu multiverse; make provision fetches it)",),
                 prepare=iozone.install),
-    _tool("http benchmark (ab)", "apache2-utils", "ab", ("ab", "-V"), by_hand="apache2-utils (ab)"),
+    _tool("http benchmark (ab)", "apache2-utils", "ab", ("ab", "-V"), by_hand="apache2-utils (ab)",
+          on_load_generator=True),
     _tool("c programs (STREAM)", "gcc", "cc", ("cc", "--version"), by_hand="gcc (cc)"),
     _tool("memory cross-check", "stress-ng", "stress-ng", ("stress-ng", "--version")),
     # Off-the-shelf services (paper 002): Debian's Redis, and its benchmark on the load generator.
@@ -68,8 +70,9 @@ TOOL_NEEDS: tuple[TargetNeeds, ...] = (
     _tool("redis service", "redis-server", "redis-server", ("redis-server", "--version"), daemon="redis-server"),
     # First starts (time to ready): the registry a device pulls a missing image from (paper 001).
     _tool("image registry", "docker-registry", "docker-registry", ("docker-registry", "--version"),
-          daemon="docker-registry"),
-    _tool("redis load (redis-benchmark)", "redis-tools", "redis-benchmark", ("redis-benchmark", "--version")),
+          daemon="docker-registry", on_load_generator=True),
+    _tool("redis load (redis-benchmark)", "redis-tools", "redis-benchmark", ("redis-benchmark", "--version"),
+          on_load_generator=True),
     # NPB: built from NASA's sources on the target (minutes), so `make figures` does it and
     # `make test` does not; without it the HPC rows are missing with the reason.
     # make: NPB's build runs it, and a fresh Debian device has none (seen on the emulated debian-v2).

@@ -151,13 +151,17 @@ class Provisioner:
 
     def __init__(self, target: Target, check: bool = False, log: Callable[[str], None] | None = None,
                  for_tests: bool = False, before_run: bool = False, runtimes: tuple[str, ...] | None = None,
-                 tools: bool | None = None):
+                 tools: bool | None = None, load_generator: bool = False):
         self.target = target
         # Only these runtimes' packages and preparation (None: every runtime's), and the tools or not:
         # by default not when runtimes are named (a test device that exercises Docker and LXD needs no
         # more); `make figures RUNTIMES=native,docker` names them and keeps the tools.
         self.runtimes = tuple(runtimes) if runtimes else None
         self.tools = self.runtimes is None if tools is None else tools
+        # A load-generator host: no runtime, only the tools that drive load from outside.
+        self.tool_needs = tuple(n for n in TOOL_NEEDS if n.on_load_generator) if load_generator else TOOL_NEEDS
+        if load_generator:
+            self.runtimes, self.tools = (), True
         self.before_run = before_run
         self.check = check
         self.for_tests = for_tests
@@ -201,7 +205,7 @@ class Provisioner:
             name = self.survey.get("os_name") or self.survey.get("os_id") or "this system"
             raise UnsupportedTarget(unsupported_message(f"{self.target.name} ({name})", self.arch))
         needs = None if self.runtimes is None else [*(runtime_needs(self.arch)[r] for r in self.runtimes),
-                                                    *(TOOL_NEEDS if self.tools else ())]
+                                                    *(self.tool_needs if self.tools else ())]
         packages, unresolved = packages_for(family, self.arch, facts.get("kernel") or "", self.for_tests, needs)
         names = sorted({p.name for p in packages} | {c for p in packages for c in p.conflicts})
         installed = self.dpkg_installed(names)
@@ -336,7 +340,7 @@ class Provisioner:
     def prepare_tools(self) -> None:
         """The tools that no package provides (oha from crates.io); some not for `make test`."""
         rep = self.report
-        for needs in TOOL_NEEDS if self.tools else ():
+        for needs in self.tool_needs if self.tools else ():
             if needs.prepare is None:
                 continue
             name = needs.versions[0].name if needs.versions else needs.purpose
@@ -358,8 +362,8 @@ class Provisioner:
         rows = [self.runtime_row(name, cls, facts, states, needs[name]) for name, cls in RUNTIMES.items()
                 if self.runtimes is None or name in self.runtimes]
         # Named runtimes: the other runtimes' programs are not asked for, so not listed.
-        mine = {v.name for n in TOOL_NEEDS for v in n.versions} | {
-            v.name for r in (self.runtimes or RUNTIMES) for v in needs[r].versions}
+        mine = {v.name for n in self.tool_needs for v in n.versions} | {
+            v.name for r in (RUNTIMES if self.runtimes is None else self.runtimes) for v in needs[r].versions}
         for v in versions if self.tools else ():
             if v.name not in mine:
                 continue
@@ -404,17 +408,18 @@ class Provisioner:
 
 def provision(target: Target, check: bool = False, log: Callable[[str], None] | None = None,
               for_tests: bool = False, before_run: bool = False, runtimes: tuple[str, ...] | None = None,
-              tools: bool | None = None) -> Report:
+              tools: bool | None = None, load_generator: bool = False) -> Report:
     """Provision `target` (or only look, with check=True). Raises UnsupportedTarget or
     ProvisionError before changing anything when it cannot; with before_run=True, a target
     without root is only looked at (what is missing is reported, nothing is raised). `runtimes`:
-    only those runtimes' parts, and no tools unless `tools` is True."""
+    only those runtimes' parts, and no tools unless `tools` is True. `load_generator`: no runtime,
+    only the tools a load-generator host runs (parts.TargetNeeds.on_load_generator)."""
     if runtimes:
         unknown = [r for r in runtimes if r not in RUNTIMES]
         if unknown:
             raise EdgebenchError(f"unknown runtime(s) {', '.join(unknown)}; choose from {', '.join(RUNTIMES)}")
     return Provisioner(target, check=check, log=log, for_tests=for_tests, before_run=before_run,
-                       runtimes=runtimes, tools=tools).run()
+                       runtimes=runtimes, tools=tools, load_generator=load_generator).run()
 
 
 def main(argv=None) -> int:
@@ -433,13 +438,16 @@ def main(argv=None) -> int:
                     help="only these runtimes' packages and set-up, no tools (e.g. docker,lxd)")
     ap.add_argument("--with-tools", action="store_true",
                     help="with --runtimes: the tools too (what `make figures RUNTIMES=...` provisions)")
+    ap.add_argument("--load-generator", action="store_true",
+                    help="the host drives load at a target from outside: only wrk, ab, iperf3, redis-benchmark, "
+                         "curl, oha and the image registry, no runtime")
     args = ap.parse_args(argv)
     opts = {"accept_new_host_key": True} if args.accept_new_host_key else {}  # only SSH targets use it
     try:
         with connect(args.target, **opts) as target:
             report = provision(target, check=args.check, for_tests=args.for_tests, before_run=args.before_run,
                                runtimes=tuple(r.strip() for r in args.runtimes.split(",") if r.strip()) or None,
-                               tools=True if args.with_tools else None)
+                               tools=True if args.with_tools else None, load_generator=args.load_generator)
     except UnsupportedTarget as e:
         print(f"edgebench provision: {e}", file=sys.stderr)
         return 0 if args.before_run else 2  # the run goes on with what the target has
