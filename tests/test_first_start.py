@@ -90,6 +90,24 @@ def test_docker_first_starts_pull_from_a_registry_on_this_machine(local, docker_
 
 
 @pytest.mark.integration
+def test_a_registry_host_without_the_registry_fails_before_anything_is_packaged(local, docker_ready):
+    """On a fresh machine driving debian-v2 this came after minutes of packaging on the device."""
+    from edgebench.errors import MissingTool
+    from edgebench.paths import DATA_DIR
+    from edgebench.targets import LocalTarget
+
+    class WithoutRegistry(LocalTarget):  # this machine, as a load generator never provisioned
+        def which(self, tool):
+            return None if tool == "docker-registry" else super().which(tool)
+    runs = DATA_DIR / "time_to_ready"
+    before = set(runs.iterdir()) if runs.exists() else set()
+    with pytest.raises(MissingTool, match="registry on local, which lacks docker-registry; `make provision`"):
+        ttr.run(ttr.Params(runtimes="docker", apps="go-http", caches="warm,first", protocols="fair",
+                           repetitions=1, profile="quick", registry=WithoutRegistry(), progress=False))
+    assert (set(runs.iterdir()) if runs.exists() else set()) == before  # no run begun, nothing packaged
+
+
+@pytest.mark.integration
 def test_lxd_first_starts_fetch_and_import_its_base_image(local, lxd_ready, cgroups_ready, no_leftovers):
     from edgebench.results import load_results
     from edgebench.runtimes.lxd_image import ensure_image, lxc_query

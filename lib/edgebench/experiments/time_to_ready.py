@@ -50,7 +50,7 @@ from edgebench.experiments.common import (PROFILES, as_list, check_apps, check_p
 from edgebench.experiments.parameters import Limited, library, parsed
 from edgebench.experiments.protocols import fair_limits, package_all, published_limits, with_instance
 from edgebench.experiments.sweep import Point, artifact_for, sweep
-from edgebench.runtimes.image_registry import registry_host, serving, transfer_and_unpack
+from edgebench.runtimes.image_registry import check_registry_host, registry_host, serving, transfer_and_unpack
 from edgebench.results import Run
 from edgebench.runtimes import RUNTIMES, Limits, Runtime, StartFailed
 from edgebench.targets import Target, sh
@@ -284,6 +284,9 @@ def run(params: Params) -> Path:
         if "published" in protocol_names and not tgt.which("curl"):
             raise MissingTool("curl", f"the published protocol polls with curl, which {tgt.name} lacks; install "
                               "curl there or set protocols='fair'")
+        if "first" in cache_names and any(not rt.no_image_fetch for rt in selection.runtimes):
+            with registry_host(tgt, params.registry) as host:  # before minutes of packaging, not after
+                check_registry_host(host)
         limits = {"fair": fair_limits(cpus_v, mem_v, tgt.facts()["cores"]),
                   "published": published_limits(cpus_v, mem_v)}
         for rt in selection.runtimes:
