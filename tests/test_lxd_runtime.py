@@ -275,6 +275,23 @@ def test_too_little_memory_fails_fast_with_the_oom_kill(local, runtime, artifact
     assert lxc_json(f"/1.0/instances/{e.value.plan.name}") is None
 
 
+def test_a_device_that_cannot_start_says_why_from_the_log_lxd_names(tmp_path):
+    """LXD's "Failed to start device ...: Please look in <log>" names a log that goes with the
+    container: the reason keeps its words (on debian-v2 one proxy device left only the pointer)."""
+    from edgebench.runtimes.contract import LaunchPlan
+    from edgebench.targets import LocalTarget
+    log = tmp_path / "proxy.edgebench-http.log"
+    log.write_text("Status: Starting\nError: Failed to receive fd from listener: connection timed out\n")
+    stderr = tmp_path / "launcher.err"
+    stderr.write_text(f'Error: Failed to start device "edgebench-http": Please look in {log}\n'
+                      "Try `lxc info --show-log eb-x` for more info\n")
+    plan = LaunchPlan("lxd", "go-http", "eb-x", [], 8080, stderr_path=str(stderr))
+    why = LxdRuntime(LocalTarget(), run_tag="it-lxd-log").failure_reason(plan) or ""
+    assert "Please look in" in why and "proxy.edgebench-http.log: Status: Starting | Error: Failed to receive fd" in why
+    log.unlink()  # gone already: said, not an error
+    assert "proxy.edgebench-http.log: gone already" in LxdRuntime(LocalTarget(), run_tag="it-lxd-log").failure_reason(plan)
+
+
 @integration
 def test_exec_start_mode_serves_too(local, lxd_clean, artifacts):
     rt = LxdRuntime(local, run_tag=f"it-lxdx-{uuid.uuid4().hex[:8]}", start_mode="exec")

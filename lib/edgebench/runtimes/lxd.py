@@ -341,6 +341,13 @@ class LxdRuntime(Runtime):
             tail = text.splitlines()[-3:]
             if tail:
                 parts.append(" | ".join(tail))
+        # "Failed to start device ...: Please look in <log>": that log goes with the container,
+        # so its words are kept here (a proxy device that failed once on debian-v2 left none).
+        named = re.search(r"Please look in (/\S+\.log)", launcher)
+        if named:
+            text = self.target.read_text(named.group(1), missing_ok=True)
+            words = " | ".join(text.strip().splitlines()[-3:]) or "empty" if text is not None else "gone already"
+            parts.append(f"{posixpath.basename(named.group(1))}: {words}")
         return "; ".join(parts) or None
 
     def memory_thrash(self, plan: LaunchPlan) -> str | None:
