@@ -30,6 +30,7 @@ from pathlib import Path
 
 from edgebench.errors import ConfigError, EdgebenchError
 from edgebench.paths import FIGURES_DIR
+from edgebench.provisioning import provision
 from edgebench.signals import STOP_SIGNALS, say
 from edgebench.targets import _FACTS_SCRIPT, LOCAL_NAMES, LocalTarget, SSHTarget, parse_facts
 
@@ -164,7 +165,6 @@ def load_generator_host(target: str, load_generator: str | None) -> str | None:
 def provision_load_generators(devices: list[Device]) -> None:
     """Each load generator the devices share, provisioned once before their drivers start (in
     parallel they would each run apt-get on it). One that cannot be is said; its devices go on."""
-    from edgebench.provisioning import provision
     for host in dict.fromkeys(h for d in devices if (h := load_generator_host(d.target, d.load_generator))):
         users = ", ".join(d.name for d in devices if load_generator_host(d.target, d.load_generator) == host)
         print(f"[provision] {host}, the load generator for {users}:", file=sys.stderr, flush=True)
