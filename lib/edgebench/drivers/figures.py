@@ -289,7 +289,6 @@ def provision_first(target: str, for_tests: bool = False, runtimes: str | None =
             raise ConfigError(f"provisioning the load generator {host} failed (see above)")
 
 
-
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--replot", action="store_true", help="re-render from the latest data, measure nothing")
