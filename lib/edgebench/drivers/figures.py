@@ -276,7 +276,8 @@ def provision_first(target: str, for_tests: bool = False, runtimes: str | None =
     target, saying only what changed; a target that cannot be provisioned goes on with what it has.
     Runtimes named one by one (RUNTIMES=native,docker) are the only ones set up, with every tool;
     'auto' or 'all' sets up every runtime. A load generator on another host (this machine, for a
-    remote target) gets the tools it runs: a fresh laptop driving a Pi had no wrk or registry."""
+    remote target) gets the tools it runs: a fresh laptop driving a Pi had no wrk or registry.
+    `load_generator=None`: it is provisioned already (a fleet does each once)."""
     names = [r.strip() for r in (runtimes or "").split(",") if r.strip()]
     only = [] if not names or {"auto", "all"} & set(names) else ["--runtimes", ",".join(names), "--with-tools"]
     code = provision.main(["--target", target, "--before-run", *(["--for-tests"] if for_tests else []), *only])

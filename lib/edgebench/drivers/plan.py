@@ -181,7 +181,6 @@ def table(plans: list[NotebookPlan]) -> str:
     return "\n".join(lines)
 
 
-
 def runtime_availability(target) -> dict[str, Availability]:
     """Each runtime's availability check on this target."""
     return {name: cls(target, "plan").availability() for name, cls in RUNTIMES.items()}
