@@ -139,40 +139,16 @@ def device_log(message: str) -> None:
     print(f"[device] {message}", file=sys.stderr, flush=True)
 
 
-def seed_lxd_image(device: Target) -> None:
-    """Copy this machine's LXD base image cache (built by `make test`'s provisioning) to a device of
-    the same architecture, where provisioning then finds it and only imports it. The same recipe
-    built by debootstrap on the device, under TCG, takes about 15 minutes: too long for every CI
-    run, and `make figures TARGET=debian-v2` still builds it there as on any device."""
-    import subprocess
-
-    from edgebench.runtimes.lxd_image import cache_root
-    local = LocalTarget()
-    folder = f"debian-bookworm-{device.facts()['arch']}"
-    here, there = f"{cache_root(local)}/{folder}", f"{cache_root(device)}/{folder}"
-    if device.facts()["arch"] != local.facts()["arch"] or not os.path.exists(f"{here}/fingerprint"):
-        return
-    with open(f"{here}/fingerprint") as f:
-        if device.read_text(f"{there}/fingerprint", missing_ok=True) == f.read():
-            return
-    with tempfile.TemporaryDirectory() as tmp:
-        bundle = f"{tmp}/lxd-image.tar.gz"
-        subprocess.run(["tar", "-C", here, "-czf", bundle, "fingerprint", "recipe", "metadata.tar", "rootfs.tar"],
-                       check=True, timeout=300)
-        device.put(bundle, f"{there}.tar.gz")
-    device.run(["sh", "-c", 'mkdir -p "$1/rootfs" && tar -C "$1" -xzf "$1.tar.gz" && rm "$1.tar.gz" && '
-                'tar -C "$1/rootfs" -xf "$1/rootfs.tar"', "seed", there], timeout=600)
-    device_log(f"seeded {device.name}'s LXD base image cache from this machine's ({here})")
-
-
 @pytest.fixture(scope="module")
 def debian_v2():
     """The emulated cgroup v2 device (`make device NAME=debian-v2`) as an SSH target, with Docker
-    and LXD provisioned on it as `make provision` does (only those: the tests use no other tool).
-    Built once and cached (EDGEBENCH_DEVICES_DIR); booted for the module unless it was running, and
-    then stopped again: an emulated machine left running would slow every later test."""
+    and LXD provisioned on it as `make provision` does, and nodejs and linux-perf, which its tests
+    run (device_prep.py). Built once and cached (EDGEBENCH_DEVICES_DIR); booted for the module
+    unless it was running, and then stopped again: an emulated machine left running would slow
+    every later test. `make test` runs the device's tests in a session of their own, beside this
+    machine's (tests/run.py)."""
+    import device_prep
     from edgebench.devices import device_spec, image, machine
-    from edgebench.provisioning.provision import provision
     from edgebench.targets import connect
     spec = device_spec("debian-v2")
     missing = image.host_missing(spec)
@@ -183,9 +159,7 @@ def debian_v2():
     machine.start(spec, device_log)
     try:
         with connect(spec.name) as target:
-            seed_lxd_image(target)
-            report = provision(target, runtimes=("docker", "lxd"), log=device_log)
-            need("device", None if report.ok else f"provisioning {spec.name} failed:\n{report.table()}")
+            need("device", device_prep.prepare(target))
             yield target
     finally:
         if not was_running:

@@ -60,9 +60,7 @@ def node_http(debian_v2):
     """node-http on Debian's own nodejs, the node a user's Debian or Raspberry Pi OS device has:
     its libnode reads part of Node from /usr/share/nodejs, which Docker's offline image and LXD's
     mounts must carry (they did not, and node died at start in both), and native's footprint must
-    count (it did not)."""
-    debian_v2.run(["sh", "-c", "command -v node || DEBIAN_FRONTEND=noninteractive "
-                   "apt-get install -y -q --no-install-recommends nodejs"], timeout=900)
+    count (it did not). conftest's device has it (device_prep.TEST_PACKAGES)."""
     return place_app(debian_v2, APPS["node-http"])
 
 
@@ -154,9 +152,7 @@ def test_docker_limits_on_systemds_cgroup_driver(debian_v2, node_http):
 def test_docker_batch_counted_on_systemds_cgroup_driver(debian_v2):
     """A finished container's faults: its scope goes with it, so it runs in a slice of its own whose
     memory.stat keeps the counts, and perf counts that slice system-wide (these were missing on
-    every Docker row of page faults on the arm64 board)."""
-    debian_v2.run(["sh", "-c", "command -v perf || DEBIAN_FRONTEND=noninteractive "
-                   "apt-get install -y -q --no-install-recommends linux-perf"], timeout=900)
+    every Docker row of page faults on the arm64 board). perf: device_prep.TEST_PACKAGES."""
     runtime = DockerRuntime(debian_v2)
     try:
         artifact = runtime.package(place_app(debian_v2, APPS["iomt"]), "offline")
