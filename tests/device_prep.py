@@ -1,8 +1,7 @@
 """The emulated debian-v2 device made ready for test_device_v2 (conftest's `debian_v2`): built
 (cached), booted, Docker and LXD provisioned as `make provision` does, and the two Debian packages
 its tests run (nodejs, linux-perf). Under TCG that is about 10 minutes of a CI run, most of it apt
-inside the device; `make test` runs the device's tests beside the others (an xdist group of their
-own), so those minutes go by while this machine's tests run."""
+inside the device."""
 
 from __future__ import annotations
 
@@ -11,6 +10,7 @@ import subprocess
 import tempfile
 
 from conftest import device_log
+from edgebench.provisioning.apt import install_argv
 from edgebench.provisioning.provision import provision
 from edgebench.runtimes.lxd_image import cache_root
 from edgebench.targets import LocalTarget, Target
@@ -20,9 +20,9 @@ TEST_PACKAGES = (("node", "nodejs"), ("perf", "linux-perf"))
 
 
 def install_missing(device: Target, program: str, package: str) -> None:
-    """apt-get install `package` unless `program` is there already."""
-    device.run(["sh", "-c", f"command -v {program} || DEBIAN_FRONTEND=noninteractive "
-                f"apt-get install -y -q --no-install-recommends {package}"], timeout=900)
+    """apt-get install `package` (as provisioning does) unless `program` is there already."""
+    if not device.which(program):
+        device.run(install_argv([package]), timeout=900)
 
 
 def seed_lxd_image(device: Target) -> None:
