@@ -288,6 +288,11 @@ def test_a_device_that_cannot_start_says_why_from_the_log_lxd_names(tmp_path):
     plan = LaunchPlan("lxd", "go-http", "eb-x", [], 8080, stderr_path=str(stderr))
     why = LxdRuntime(LocalTarget(), run_tag="it-lxd-log").failure_reason(plan) or ""
     assert "Please look in" in why and "proxy.edgebench-http.log: Status: Starting | Error: Failed to receive fd" in why
+    assert "fixed 10 s" not in why  # the helper started and said what failed
+    # On debian-v2 under TCG the helper had not begun within LXD's 10 s: an empty log, said as such.
+    log.write_text("")
+    why = LxdRuntime(LocalTarget(), run_tag="it-lxd-log").failure_reason(plan) or ""
+    assert "proxy.edgebench-http.log: empty" in why and "waits a fixed 10 s for its proxy helper" in why
     log.unlink()  # gone already: said, not an error
     assert "proxy.edgebench-http.log: gone already" in LxdRuntime(LocalTarget(), run_tag="it-lxd-log").failure_reason(plan)
 

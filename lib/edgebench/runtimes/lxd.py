@@ -74,6 +74,13 @@ PROXY_DEVICE = "edgebench-http"
 # Every address of the target, as `docker run -p PORT:8080` publishes: the probe uses 127.0.0.1,
 # a load generator on the controlling machine the target's own address.
 LISTEN_ADDRESS = "0.0.0.0"
+# LXD 5.0 polls its proxy helper's log once a second, 10 times, for "Status: Started", then fails
+# the start. The helper is the lxd binary run again (`lxd forkproxy`); on an emulated device its
+# start competes with the container's app for the CPUs (node-http under TCG: 2 of 169 starts on
+# debian-v2) and can miss that fixed wait. Said in the row, as what it is.
+PROXY_TOO_SLOW = ("LXD waits a fixed 10 s for its proxy helper (`lxd forkproxy`) to report it started, and it "
+                  "had not: the target was too slow to start it while the container started its app (an "
+                  "emulated or overloaded device); LXD's limit, not the app's")
 START_MODES = ("service", "exec")
 NETWORK_PATH = "lxd-proxy(forkproxy)+container-loopback"
 
@@ -348,6 +355,8 @@ class LxdRuntime(Runtime):
             text = self.target.read_text(named.group(1), missing_ok=True)
             words = " | ".join(text.strip().splitlines()[-3:]) or "empty" if text is not None else "gone already"
             parts.append(f"{posixpath.basename(named.group(1))}: {words}")
+            if text is not None and "Status: Started" not in text and "Error:" not in text:
+                parts.append(PROXY_TOO_SLOW)
         return "; ".join(parts) or None
 
     def memory_thrash(self, plan: LaunchPlan) -> str | None:
