@@ -19,6 +19,8 @@ from edgebench.apps import APPS, place_app
 from edgebench.experiments.iomt import batch_args
 from edgebench.results import load_results
 from edgebench.runtimes import DockerRuntime, Limits, LxdRuntime, NativeRuntime
+from edgebench.runtimes.contract import StartFailed
+from edgebench.runtimes.lxd import PROXY_TOO_SLOW
 
 pytestmark = pytest.mark.integration
 
@@ -174,11 +176,23 @@ def test_docker_batch_counted_on_systemds_cgroup_driver(debian_v2):
         runtime.cleanup()
 
 
+def start_lxd(runtime: LxdRuntime, artifact, port: int):
+    """One retry when LXD's own fixed 10 s wait for its proxy helper ran out (said in the reason):
+    under TCG it does now and then (2 of 169 starts on debian-v2), and this test is about limits."""
+    try:
+        return runtime.start(artifact, LIMITED, port, timeout_s=START_TIMEOUT_S)
+    except StartFailed as e:
+        if PROXY_TOO_SLOW not in str(e):
+            raise
+        print(f"retrying once: {e}")
+        return runtime.start(artifact, LIMITED, port, timeout_s=START_TIMEOUT_S)
+
+
 def test_lxd_limits_on_v2(debian_v2, node_http):
     runtime = LxdRuntime(debian_v2)
     try:
         artifact = runtime.package(node_http)
-        instance, _ = runtime.start(artifact, LIMITED, debian_v2.free_port(18080), timeout_s=START_TIMEOUT_S)
+        instance, _ = start_lxd(runtime, artifact, debian_v2.free_port(18080))
         try:
             assert instance.limits_applied.cgroup_path.lstrip("/") == runtime.container_cgroup(instance.name)
             assert_limited(debian_v2, instance)
