@@ -86,7 +86,7 @@ lab: setup ## JupyterLab on notebooks/ with the project's kernel, as any user (L
 
 test: setup ## Provision this machine, run the test suite (parts still missing are skipped, with the reason)
 	$(call provision_first,local,--for-tests)
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) tests/run.py $(PYTEST_ARGS)
 
 test-fast: setup ## The unit tests only (tables, figures, parsers, plans), without provisioning anything, on every core: for a change to a plot
 	$(PY) -m pytest -m "not integration and not slow" -n auto -q $(PYTEST_ARGS)
