@@ -145,7 +145,8 @@ def debian_v2():
     and LXD provisioned on it as `make provision` does, and nodejs and linux-perf, which its tests
     run (device_prep.py). Built once and cached (EDGEBENCH_DEVICES_DIR); booted for the module
     unless it was running, and then stopped again: an emulated machine left running would slow
-    every later test."""
+    every later test. `make test` runs the device's tests in a pytest session of their own, beside
+    this machine's (tests/run.py)."""
     import device_prep
     from edgebench.devices import device_spec, image, machine
     from edgebench.targets import connect

@@ -1,7 +1,8 @@
 """The emulated debian-v2 device made ready for test_device_v2 (conftest's `debian_v2`): built
 (cached), booted, Docker and LXD provisioned as `make provision` does, and the two Debian packages
 its tests run (nodejs, linux-perf). Under TCG that is about 10 minutes of a CI run, most of it apt
-inside the device."""
+inside the device; `make test` runs the device's tests in a session of their own beside the others
+(tests/run.py), so those minutes go by while this machine's tests run."""
 
 from __future__ import annotations
 

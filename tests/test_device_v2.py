@@ -27,8 +27,8 @@ pytestmark = pytest.mark.integration
 MiB = 2**20
 # cpus 0.5 on core 1: each of the three values differs from the device's defaults.
 LIMITED = Limits(cpus=0.5, memory_mb=96, cpuset="1", swap=False, gomaxprocs=1)
-# These tests check limits, not speed. Under TCG on a busy host, LXD's node-http on 0.5 CPU was not
-# ready after the runtimes' default 60 s.
+# These tests check limits, not speed. Under TCG, with `make test`'s other session busy beside it,
+# LXD's node-http on 0.5 CPU was not ready after the runtimes' default 60 s.
 START_TIMEOUT_S = 300
 
 
