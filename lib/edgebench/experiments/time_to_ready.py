@@ -228,11 +228,11 @@ def measure_pull_parts(run: Run, rt: Runtime, published, registry, row: dict, pu
     run.add(metric="image_compressed", value=parts["compressed_bytes"] / 2**20, unit="MiB", **row)
 
 
-def published_command(launch) -> str:
+def published_command(launch, timeout_s: float = READY_TIMEOUT_S) -> str:
     """The artifact's timing loop around a launch plan. Prints `ready START END PID POLLS`
     (milliseconds from `date +%s%3N`), `timeout START PID` or `launch-failed START`."""
     return (f"EB_OUT={shlex.quote(launch.stdout_path)} EB_ERR={shlex.quote(launch.stderr_path)} "
-            f"EB_MAX_POLLS={int(READY_TIMEOUT_S / PUBLISHED_POLL_S)} "
+            f"EB_MAX_POLLS={int(timeout_s / PUBLISHED_POLL_S)} "
             + sh(["sh", "-c", _PUBLISHED_SCRIPT, "published-ttr", launch.ready_url,
                   "1" if launch.detaches else "0", *launch.argv]))
 
@@ -240,10 +240,11 @@ def published_command(launch) -> str:
 def measure_published(run: Run, rt: Runtime, artifact, limits: Limits, port: int, row: dict) -> None:
     launch = rt.published_launch_plan(artifact, limits, rt.free_port(port))
     launch.readiness = artifact.built.app.readiness or launch.readiness
-    script = published_command(launch)
+    timeout_s = rt.ready_timeout(READY_TIMEOUT_S)  # longer on an emulated device, as for the fair starts
+    script = published_command(launch, timeout_s)
     pid = None
     try:
-        r = rt.target.run(script, timeout=READY_TIMEOUT_S + 30, check=False)
+        r = rt.target.run(script, timeout=timeout_s + 30, check=False)
         run.save_raw(f"published-{row['app']}-{rt.name}-rep{row['rep']}", command=script,
                      stdout=r.stdout, stderr=r.stderr, exit_code=r.exit_code)
         fields = r.stdout.split()

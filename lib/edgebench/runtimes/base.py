@@ -37,6 +37,11 @@ from edgebench.tools.counters import EVENTS, Count, PerfSupport, parse_perf_csv,
 # <= 1 ms as the protocol asks; finer, because the lag is up to one interval plus one request.
 PROBE_INTERVAL = "200us"
 DEFAULT_READY_TIMEOUT_S = 60
+# On an emulated device (`make device`, QEMU under TCG) a start takes 10-50 times what it takes on the
+# hardware the device stands for, and more while its host is busy: node-http in Docker passed 60 s on
+# debian-v2, LXD's node-http on 0.5 CPU too. There the experiments' ready timeouts, margins for
+# telling a failed start from a slow one, are this many times longer, so a slow start is measured.
+EMULATED_READY_FACTOR = 5
 # How the probe says the timeout came first (tools/probe: exit 2).
 PROBE_TIMEOUTS = ("not ready after", "launcher still running after")
 WATCHDOG_S = 1.0  # how often a detached app's liveness is checked while the probe waits
@@ -302,10 +307,17 @@ class Runtime(ABC):
         it (Docker would fail with "address already in use", ops refuse it)."""
         return self.target.free_port(port, PORT_TRIES)
 
+    def ready_timeout(self, timeout_s: float) -> float:
+        """How long a start on this target may take before it counts as failed (see
+        EMULATED_READY_FACTOR)."""
+        return timeout_s * EMULATED_READY_FACTOR if self.target.facts().get("emulated_device") else timeout_s
+
     def start(self, artifact: Artifact, limits: Limits, port: int,
               timeout_s: float = DEFAULT_READY_TIMEOUT_S) -> tuple[Instance, ProbeResult]:
         """Launch through the probe (the same path for every runtime) and wait until ready, on
-        `port` or, when something else holds it, the next free one (Instance.port says which)."""
+        `port` or, when something else holds it, the next free one (Instance.port says which).
+        On an emulated device the timeout is `ready_timeout(timeout_s)`."""
+        timeout_s = self.ready_timeout(timeout_s)
         probe = place_probe(self.target)
         readiness = artifact.built.app.readiness
         if readiness is None:
