@@ -197,6 +197,33 @@ def test_unreachable_port(ssh_host):
     assert f"root@{ssh_host.host}:2222" in msg and "cannot connect" in msg and "2 s" in msg
 
 
+def test_a_host_that_stops_answering_fails_the_command_within_the_channel_timeout(ssh_host):
+    """An emulated device whose guest locked up kept its TCP connection and answered nothing: each
+    command waited paramiko's hour for a channel. sshd stopped (SIGSTOP) is such a host."""
+    import os
+    import signal
+    t = ssh_target(ssh_host, channel_timeout_s=3, connect_timeout_s=2)
+    assert t.run(["true"]).ok
+    sshd = [int(p) for p in subprocess.run(["ip", "netns", "pids", ssh_host.netns], capture_output=True,
+                                           text=True).stdout.split()]
+    for pid in sshd:
+        os.kill(pid, signal.SIGSTOP)
+    try:
+        started = time.monotonic()
+        with pytest.raises(TargetUnreachable) as e:
+            t.run(["true"])
+        assert time.monotonic() - started < 15
+        assert "no SSH channel opened within 3 s" in str(e.value)
+        with pytest.raises(TargetUnreachable):  # connects anew, and fails within its connect timeout
+            t.run(["true"])
+        assert time.monotonic() - started < 30
+    finally:
+        for pid in sshd:
+            os.kill(pid, signal.SIGCONT)
+    assert t.run(["true"]).ok  # answering again: the target goes on
+    t.close()
+
+
 # -- the experiment over SSH --------------------------------------------------------------
 
 def edgebench_procs_in_ns(host) -> list[str]:

@@ -30,6 +30,10 @@ from edgebench.errors import ConfigError, RemoteCommandError, TargetUnreachable
 LOCAL_NAMES = ("", "local", "localhost")
 DEFAULT_CONNECT_TIMEOUT_S = 10
 DEFAULT_COMMAND_TIMEOUT_S = 120
+# How long a command waits for the host to open an SSH channel (paramiko's default is an hour).
+# A host that keeps its TCP connection but answers nothing (an emulated device whose guest kernel
+# locked up under TCG) otherwise held every later command, and so Ctrl-C's clean-up, for an hour each.
+DEFAULT_CHANNEL_TIMEOUT_S = 120
 
 Command = "Sequence[str] | str"
 
@@ -290,7 +294,8 @@ class SSHTarget(Target):
     def __init__(self, spec: str, *, ssh_config: str | Path | None = None,
                  known_hosts: str | Path | None = None, key_file: str | Path | None = None,
                  accept_new_host_key: bool = False, connect_timeout_s: float = DEFAULT_CONNECT_TIMEOUT_S,
-                 command_timeout_s: float = DEFAULT_COMMAND_TIMEOUT_S):
+                 command_timeout_s: float = DEFAULT_COMMAND_TIMEOUT_S,
+                 channel_timeout_s: float = DEFAULT_CHANNEL_TIMEOUT_S):
         super().__init__(command_timeout_s)
         m = _SPEC_RE.match(spec.strip())
         if not m:
@@ -303,6 +308,7 @@ class SSHTarget(Target):
         self._key_file = key_file
         self._accept_new = accept_new_host_key
         self._connect_timeout = connect_timeout_s
+        self._channel_timeout = channel_timeout_s
         self._conn = None
 
     def _connection(self):
@@ -312,7 +318,9 @@ class SSHTarget(Target):
         from fabric import Config, Connection
 
         config = Config(runtime_ssh_path=str(self._ssh_config)) if self._ssh_config else Config()
-        connect_kwargs = {"key_filename": str(self._key_file)} if self._key_file else {}
+        connect_kwargs = {"channel_timeout": self._channel_timeout}
+        if self._key_file:
+            connect_kwargs["key_filename"] = str(self._key_file)
         conn = Connection(self._host, user=self._user, port=self._port, config=config,
                           connect_timeout=self._connect_timeout, connect_kwargs=connect_kwargs)
         client = conn.client
@@ -361,6 +369,7 @@ class SSHTarget(Target):
     def _exec(self, cmd: str, timeout: float, stdin: str | None) -> CommandResult:
         from invoke.exceptions import CommandTimedOut
         import io
+        import paramiko
 
         conn = self._connection()
         start = time.monotonic()
@@ -378,6 +387,14 @@ class SSHTarget(Target):
         except CommandTimedOut as e:
             return CommandResult(self.name, cmd, e.result.stdout, e.result.stderr, None,
                                  time.monotonic() - start)
+        except paramiko.SSHException as e:
+            if "Timeout opening channel" not in str(e):
+                raise
+            self.close()  # the next command connects anew, and fails within the connect timeout
+            raise TargetUnreachable(
+                f"{self.name}: connected, but no SSH channel opened within {self._channel_timeout:g} s: the "
+                "host has stopped answering (hung or overloaded; for an emulated device, its console log "
+                "says which)") from None
 
     def put(self, local, remote) -> None:
         self.run(["mkdir", "-p", str(Path(remote).parent)])
