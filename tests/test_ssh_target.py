@@ -197,6 +197,18 @@ def test_unreachable_port(ssh_host):
     assert f"root@{ssh_host.host}:2222" in msg and "cannot connect" in msg and "2 s" in msg
 
 
+def stopped_sshd(host) -> list[int]:
+    """Stops (SIGSTOP) every process of the host's namespace: a host that keeps its TCP
+    connections and answers nothing, as a locked-up device does."""
+    import os
+    import signal
+    pids = [int(p) for p in subprocess.run(["ip", "netns", "pids", host.netns], capture_output=True,
+                                           text=True).stdout.split()]
+    for pid in pids:
+        os.kill(pid, signal.SIGSTOP)
+    return pids
+
+
 def test_a_host_that_stops_answering_fails_the_command_within_the_channel_timeout(ssh_host):
     """An emulated device whose guest locked up kept its TCP connection and answered nothing: each
     command waited paramiko's hour for a channel. sshd stopped (SIGSTOP) is such a host."""
@@ -204,10 +216,7 @@ def test_a_host_that_stops_answering_fails_the_command_within_the_channel_timeou
     import signal
     t = ssh_target(ssh_host, channel_timeout_s=3, connect_timeout_s=2)
     assert t.run(["true"]).ok
-    sshd = [int(p) for p in subprocess.run(["ip", "netns", "pids", ssh_host.netns], capture_output=True,
-                                           text=True).stdout.split()]
-    for pid in sshd:
-        os.kill(pid, signal.SIGSTOP)
+    sshd = stopped_sshd(ssh_host)
     try:
         started = time.monotonic()
         with pytest.raises(TargetUnreachable) as e:
@@ -221,6 +230,52 @@ def test_a_host_that_stops_answering_fails_the_command_within_the_channel_timeou
         for pid in sshd:
             os.kill(pid, signal.SIGCONT)
     assert t.run(["true"]).ok  # answering again: the target goes on
+    t.close()
+
+
+def test_a_host_that_stops_answering_ends_the_sweep_and_the_run_resumes_where_it_stopped(ssh_host, tmp_path):
+    """A sweep used to record a failed row per point left, each after the channel timeout (120 s on a
+    device), for a host that was gone: it now stops at once, the run marked interrupted, and a
+    resumed sitting measures the points that had not ended."""
+    import os
+    import signal
+    from types import SimpleNamespace
+    from edgebench.experiments.sweep import sweep
+    from edgebench.results import Run, ended_points
+
+    t = ssh_target(ssh_host, channel_timeout_s=3, connect_timeout_s=2)
+    facts = {"target": t.name}
+    stopped: list[int] = []
+
+    def swept(run):
+        def measure(p, row):
+            if p.rep == 3 and not stopped:
+                stopped.extend(stopped_sshd(ssh_host))
+            r = t.run(["echo", str(p.rep)])
+            run.add(metric="echo", value=float(r.stdout), unit="n", **row)
+        sweep(run, [SimpleNamespace(name="native")], reps=5, row_for=lambda p: dict(runtime="native", rep=p.rep),
+              measure=measure, failed=("echo", "n"), desc="t", progress=False)
+
+    started = time.monotonic()
+    try:
+        with pytest.raises(TargetUnreachable):
+            with Run("unreachable_test", {}, facts, data_dir=tmp_path) as run:
+                swept(run)
+        assert time.monotonic() - started < 30  # not a wait per point left
+    finally:
+        for pid in stopped:
+            os.kill(pid, signal.SIGCONT)
+    meta = load_meta(run.dir)
+    assert meta["status"] == "interrupted" and "stopped answering" in meta["error"]
+    assert "RESUME=latest" in meta["error"]
+    assert len(ended_points(run.dir)) == 2
+    assert not (load_results(run.dir).status == "failed").any()  # a silent host is not the point's failure
+    with Run("unreachable_test", {}, facts, data_dir=tmp_path, run_id=run.run_id, resume=True,
+             sitting={"resumed": True}) as again:
+        swept(again)
+    df = load_results(run.dir)
+    assert sorted(df.value) == [1.0, 2.0, 3.0, 4.0, 5.0] and (df.status == "ok").all()
+    assert [s["status"] for s in load_meta(run.dir)["sittings"]] == ["interrupted", "completed"]
     t.close()
 
 
@@ -301,3 +356,26 @@ def test_time_to_ready_without_limits_creates_no_cgroup(ssh_host, no_leftovers):
     finally:
         if run_dir:
             shutil.rmtree(run_dir, ignore_errors=True)
+
+
+def test_make_figures_knows_a_notebook_ended_by_a_silent_host_from_its_own_failure(tmp_path):
+    """make figures stops at a notebook whose cell raised TargetUnreachable, instead of starting the
+    next ones on the same silent host; it learns that from papermill's error, run here for real."""
+    import nbformat
+    import papermill as pm
+    from edgebench.drivers.figures import host_stopped_answering
+    from edgebench.drivers.lab import KERNEL_NAME, ensure_kernel
+
+    ensure_kernel()
+    errors = {}
+    for name, raised in [("silent", "TargetUnreachable('dev: no SSH channel opened')"),
+                         ("own", "EdgebenchError('a fault of the notebook')")]:
+        nb = nbformat.v4.new_notebook()
+        nb.cells = [nbformat.v4.new_code_cell(f"from edgebench.errors import *\nraise {raised}")]
+        nbformat.write(nb, tmp_path / f"{name}.ipynb")
+        with pytest.raises(Exception) as e:
+            pm.execute_notebook(str(tmp_path / f"{name}.ipynb"), str(tmp_path / f"{name}.out.ipynb"),
+                                kernel_name=KERNEL_NAME, progress_bar=False)
+        errors[name] = e.value
+    assert host_stopped_answering(errors["silent"])
+    assert not host_stopped_answering(errors["own"])

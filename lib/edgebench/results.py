@@ -26,7 +26,7 @@ from typing import Any
 
 import pandas as pd
 
-from edgebench.errors import ConfigError
+from edgebench.errors import ConfigError, TargetUnreachable
 from edgebench.paths import DATA_DIR, PROJECT_ROOT
 from edgebench.tools.health import UNKNOWN
 
@@ -270,6 +270,9 @@ class Run:
             self.finish("completed")
         elif issubclass(exc_type, KeyboardInterrupt):
             self.finish("interrupted", "interrupted by the user (Ctrl-C or SIGTERM)")
+        elif issubclass(exc_type, TargetUnreachable):
+            self.finish("interrupted", f"stopped: a host stopped answering ({exc}); once it answers, "
+                                       "go on with make figures RESUME=latest")
         else:
             self.finish("failed", f"{exc_type.__name__}: {exc}")
 

@@ -32,7 +32,7 @@ from pathlib import Path
 
 from edgebench.drivers import fleet, plan
 from edgebench.drivers.lab import KERNEL_NAME, ensure_kernel
-from edgebench.errors import ConfigError
+from edgebench.errors import ConfigError, TargetUnreachable
 from edgebench.experiments import EXPERIMENTS, NOTEBOOKS_DIR, experiment_of, for_notebook
 from edgebench.paths import FIGURES_DIR, PROJECT_ROOT
 from edgebench.provisioning import provision
@@ -180,6 +180,12 @@ def run_notebook(nb: Path, parameters: dict, log_output: bool = True, stopper: S
     partial.replace(final)
     failed.unlink(missing_ok=True)
     return final
+
+
+def host_stopped_answering(e: BaseException) -> bool:
+    """A notebook ended by a target or load generator that stopped answering (TargetUnreachable in
+    its cell: papermill gives the cell's error by name), not by a fault of its own."""
+    return getattr(e, "ename", None) == TargetUnreachable.__name__
 
 
 def run_headless(goal: str, nb: Path, parameters: dict, quiet: bool = False) -> int:
@@ -360,6 +366,7 @@ def main(argv=None) -> int:
     progress = plan.Progress(list(plans.values()), points_done=points_done) if plans else None
     stopper = Stopper().install()
     failures, ran, timing = [], [], {}
+    unreachable = None
     for nb in todo:
         if stopper.stopped:
             break
@@ -401,6 +408,9 @@ def main(argv=None) -> int:
             failures.append(nb.name)
             print(f"== {nb.name} FAILED: {str(e).strip().splitlines()[-1] if str(e).strip() else e}",
                   file=sys.stderr)
+            if host_stopped_answering(e):  # every notebook left would wait on the same silent host
+                unreachable = nb
+                break
     stopper.done()
     if progress:
         progress.close()
@@ -409,6 +419,13 @@ def main(argv=None) -> int:
     if stopper.stopped:
         print(f"\nstopped by {stopper.name}: {len(ran)} of {len(todo)} notebooks started", flush=True)
         return stopper.exit_code
+    if unreachable is not None:
+        left = todo[todo.index(unreachable) + 1:]
+        print(f"\n{unreachable.name} stopped: a host stopped answering (above); "
+              + (f"{len(left)} notebooks not started. " if left else "")
+              + "Its measured rows are kept: once the host answers, go on with the same command and "
+              "RESUME=latest", flush=True)
+        return 1
     if failures:
         print(f"\nfailed notebooks: {', '.join(failures)} (see figures/<experiment>/*.failed.ipynb)")
         return 1

@@ -3,7 +3,9 @@
 It owns what the experiments used to copy: the order (runtimes alternate, and their order turns
 with each repetition, A B then B A, so drift favours none), the progress bar, and turning an
 error a measurement raises into a `failed` row with the reason (a `not measurable` one for what the
-device or runtime cannot measure, errors.NotMeasurable), after which the sweep goes on.
+device or runtime cannot measure, errors.NotMeasurable), after which the sweep goes on. A target
+(or load generator) that stops answering ends the sweep instead: every point left would wait its
+timeouts on a host that is gone, so the run stops, marked interrupted, to be resumed when it answers.
 Experiments supply two functions: `row_for(point)` (the row's columns) and `measure(point, row)`.
 A point whose row names an app its runtime cannot run (node-http on unikraft) is left out, said
 once and noted in the run (`left_out`), not measured into failed rows.
@@ -21,7 +23,7 @@ from typing import Any, Callable, Sequence
 from tqdm import tqdm
 
 from edgebench.apps import APPS
-from edgebench.errors import EdgebenchError, NotMeasurable
+from edgebench.errors import EdgebenchError, NotMeasurable, TargetUnreachable
 from edgebench.resume import point_id
 from edgebench.results import Run
 from edgebench.runtimes import Artifact, Runtime
@@ -86,6 +88,8 @@ def sweep(run: Run, runtimes: Sequence[Runtime], *, reps: int, row_for: Callable
         try:
             measure(point, row)
             ended = True
+        except TargetUnreachable:
+            raise  # not the point's failure: the point has not ended, and is measured again on resume
         except NotMeasurable as e:
             run.not_measurable(metric=metric, unit=unit, why=str(e), **row)
             ended = True
