@@ -3,6 +3,7 @@ the repetitions that would settle it) and not measurable here, each from the int
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 
@@ -94,6 +95,22 @@ def test_what_cannot_be_measured_says_why():
     sizes = claim("direction", better="lower")
     sized = pd.concat([rows("docker", [9, 9, 9], unit="bytes"), rows("nanos", [5, 5, 5], unit="bytes")])
     assert judge(sizes, sized, emulated_device="emulated device (aarch64)").verdict == CONTRADICTED
+
+
+def test_a_run_without_the_claims_rows_says_what_it_left_out():
+    """A quick run measures smaller sizes than a claim's: the reason names the condition and what
+    the run has instead, not only that rows are missing (read on debian-v2's quick runs)."""
+    df = pd.concat([rows("docker", [1, 2, 3], input_size="1MB"), rows("native", [1, 2, 3], input_size="10KB"),
+                    rows("native", [1, 2, 3], input_size="1MB")])
+    big = claim("direction", a="docker", b="native", better="lower", conditions=parse_conditions("input_size=100MB"))
+    assert judge(big, df).reason == "this run did not measure docker at input_size=100MB (it has 1MB)"
+    assert judge(claim("direction", a="docker", b="nanos", better="lower"), df).reason == \
+        "this run has no nanos rows (left out of its runtimes, or not reached)"
+    other_metric = dataclasses.replace(claim("direction", a="docker", b="native", better="lower"), metric="startup")
+    assert judge(other_metric, df).reason == \
+        "this run has no startup rows of docker"
+    gone = Claim("P002-9", "002", "", "", "", "io_bound", "time_to_ready", "docker", "nanos", kind="failure")
+    assert judge(gone, df).reason == "this run has no nanos rows (left out of its runtimes, or not reached)"
 
 
 def test_the_repetitions_that_would_settle_an_interval_grow_as_its_square():

@@ -150,9 +150,31 @@ def matching(df: pd.DataFrame, claim: Claim, runtime: str, side: str = "a") -> p
     return rows
 
 
-def _why_missing(rows: pd.DataFrame, runtime: str) -> str:
+def _not_in_run(df: pd.DataFrame, claim: Claim, runtime: str, side: str) -> str:
+    """Why a run has no rows for a claim's side: the runtime, the metric or the condition it left out
+    (a quick profile's smaller sizes), named with what the run has instead."""
+    rows = df[df["runtime"] == runtime]
     if rows.empty:
-        return f"no {runtime} rows for it in this run"
+        return f"this run has no {runtime} rows (left out of its runtimes, or not reached)"
+    rows = rows[rows["metric"] == claim.metric]
+    if rows.empty:
+        return f"this run has no {claim.metric} rows of {runtime}"
+    for key, value in conditions_for(claim, side).items():
+        if key not in rows.columns:
+            return f"this run's rows have no {key}"
+        keep = pd.Series(False, index=rows.index)
+        for one in value.split("|"):
+            keep |= _equal(rows[key], one.strip())
+        if not keep.any():
+            seen = ", ".join(sorted({str(v) for v in rows[key].dropna()}))
+            return f"this run did not measure {runtime} at {key}={value} (it has {seen or 'none'})"
+        rows = rows[keep]
+    return f"no {runtime} rows for it in this run"
+
+
+def _why_missing(rows: pd.DataFrame, runtime: str, df: pd.DataFrame, claim: Claim, side: str) -> str:
+    if rows.empty:
+        return _not_in_run(df, claim, runtime, side)
     if (rows["status"] == "ok").any():
         return f"{runtime}'s rows for it hold no value"
     errors = rows.loc[rows["status"] != "ok", "error"].dropna()
@@ -283,12 +305,12 @@ def judge(claim: Claim, df: pd.DataFrame | None, emulated_device: str = "") -> V
     a_all = matching(df, claim, claim.a, "a")
     b_all = matching(df, claim, claim.b, "b") if claim.b else None
     if claim.kind == "failure":
-        return _judge_failure(claim, a_all, b_all, base)
+        return _judge_failure(claim, a_all, b_all, base, df)
     a = a_all[(a_all["status"] == "ok") & a_all["value"].notna()]
     b = b_all[(b_all["status"] == "ok") & b_all["value"].notna()] if b_all is not None else None
-    for rows, every, name in ((a, a_all, claim.a), (b, b_all, claim.b)):
+    for rows, every, name, side in ((a, a_all, claim.a, "a"), (b, b_all, claim.b, "b")):
         if rows is not None and rows.empty:
-            return Verdict(**base, verdict=NOT_MEASURABLE, reason=_why_missing(every, name))
+            return Verdict(**base, verdict=NOT_MEASURABLE, reason=_why_missing(every, name, df, claim, side))
     rows = pd.concat([a, b]) if b is not None else a
     emulated = _emulated(rows)
     if emulated_device and not set(rows["unit"].astype(str)) <= UNTIMED_UNITS:
@@ -312,10 +334,10 @@ def judge(claim: Claim, df: pd.DataFrame | None, emulated_device: str = "") -> V
                    repetitions_to_settle=settle)
 
 
-def _judge_failure(claim: Claim, a: pd.DataFrame, b: pd.DataFrame | None, base: dict) -> Verdict:
+def _judge_failure(claim: Claim, a: pd.DataFrame, b: pd.DataFrame | None, base: dict, df: pd.DataFrame) -> Verdict:
     if a.empty or b is None or b.empty:
-        missing = claim.a if a.empty else claim.b
-        return Verdict(**base, verdict=NOT_MEASURABLE, reason=f"no {missing} rows for it in this run")
+        missing, side = (claim.a, "a") if a.empty else (claim.b, "b")
+        return Verdict(**base, verdict=NOT_MEASURABLE, reason=_not_in_run(df, claim, missing, side))
     a_ok, b_failed = (a["status"] == "ok").mean(), (b["status"] != "ok").mean()
     n = min(len(a), len(b))
     said = f"{claim.a} ok in {a_ok:.0%} of {len(a)}, {claim.b} failed in {b_failed:.0%} of {len(b)}"
