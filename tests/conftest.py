@@ -22,7 +22,7 @@ _TEST_OUTPUTS = Path(tempfile.mkdtemp(prefix="edgebench-test-outputs-"))
 os.environ["EDGEBENCH_DATA_DIR"] = str(_TEST_OUTPUTS / "data")
 os.environ["EDGEBENCH_FIGURES_DIR"] = str(_TEST_OUTPUTS / "figures")
 
-from edgebench.runtimes import RUNTIMES, tags  # noqa: E402
+from edgebench.runtimes import leftovers_on, tags  # noqa: E402
 from edgebench.runtimes.tags import RUN_TAG_PREFIX_ENV  # noqa: E402
 from edgebench.targets import CommandResult, LocalTarget, Target  # noqa: E402
 
@@ -198,11 +198,7 @@ def _no_user_edgebench_environment(monkeypatch):
 
 def leftovers() -> list[str]:
     """Anything this session started that is still there, of every registered runtime."""
-    target = LocalTarget()
-    found = tags.leftovers(target, TAG_PREFIX)
-    for cls in RUNTIMES.values():
-        found += cls.leftovers(target, TAG_PREFIX)
-    return found
+    return leftovers_on(LocalTarget(), TAG_PREFIX)
 
 
 def vm_tagged_processes() -> list[tuple[int, str]]:

@@ -185,6 +185,29 @@ def test_plan_only_prints_the_plan_and_measures_nothing(tmp_path):
     assert not (tmp_path / "data").exists() and not (tmp_path / "f").exists()
 
 
+def test_the_plan_names_what_earlier_runs_left_on_the_target_and_how_to_remove_it(tmp_path):
+    """A run that could not stop its app (its host stopped answering, make killed with SIGKILL)
+    leaves it running on the device, where the next run would measure beside it unawares."""
+    import uuid
+    from edgebench.runtimes import tags
+    prefix = f"left{uuid.uuid4().hex[:6]}-"
+    env = dict(os.environ, EDGEBENCH_DATA_DIR=str(tmp_path / "data"), EDGEBENCH_FIGURES_DIR=str(tmp_path / "f"),
+               **{tags.RUN_TAG_PREFIX_ENV: prefix})
+    plan_only = [sys.executable, "-m", "edgebench.drivers.figures", "--plan-only", "--profile", "quick",
+                 "--runtimes", "native", "--only", "time_to_ready"]
+    clean = subprocess.run(plan_only, capture_output=True, text=True, env=env, timeout=120)
+    assert clean.returncode == 0 and "earlier edgebench run left" not in clean.stderr, clean.stderr
+    app = subprocess.Popen(["sleep", "120"], env={**env, tags.LAUNCH_TAG: f"eb-{prefix}20261128-native-go-http"})
+    try:
+        r = subprocess.run(plan_only, capture_output=True, text=True, env=env, timeout=120)
+    finally:
+        app.kill()
+        app.wait()
+    assert r.returncode == 0, r.stderr
+    assert "== local still runs what an earlier edgebench run left there" in r.stderr
+    assert f"  process {app.pid} (sleep): kill {app.pid}" in r.stderr
+
+
 def test_the_plan_names_every_runtime_auto_leaves_out_and_why(tmp_path):
     # Made right after `make device`, a plan left LXD out (its daemon was still starting) without a word.
     from edgebench.runtimes import RUNTIMES

@@ -32,12 +32,14 @@ from pathlib import Path
 
 from edgebench.drivers import fleet, plan
 from edgebench.drivers.lab import KERNEL_NAME, ensure_kernel
-from edgebench.errors import ConfigError, TargetUnreachable
+from edgebench.errors import ConfigError, EdgebenchError, TargetUnreachable
 from edgebench.experiments import EXPERIMENTS, NOTEBOOKS_DIR, experiment_of, for_notebook
 from edgebench.paths import FIGURES_DIR, PROJECT_ROOT
 from edgebench.provisioning import provision
 from edgebench.results import (NOT_MEASURABLE, STATUSES, close_unfinished, find_run, load_meta, load_results,
                                sitting_started, time_in_points, utc_now)
+from edgebench.runtimes import leftovers_on, removal_command
+from edgebench.runtimes.tags import run_tag_prefix
 from edgebench.signals import Stopper
 from edgebench.targets import connect
 
@@ -261,6 +263,11 @@ def planned(todo: list[Path], per_notebook: dict[Path, dict], params: dict,
     try:
         with connect(target) as t:
             found = plan.runtime_availability(t)
+            try:
+                left = leftovers_on(t, run_tag_prefix())
+            except EdgebenchError as e:  # a courtesy too: the plan stands without it
+                left = []
+                print(f"== {target}: could not look for what earlier runs left there ({e})", file=sys.stderr)
         available = plan.available_runtimes(t, found)
         plans = {nb: plan.make_plan(nb, per_notebook[nb], available) for nb in todo}
     except Exception as e:  # noqa: BLE001 - an estimate is a courtesy; the run itself reports real errors
@@ -273,7 +280,19 @@ def planned(todo: list[Path], per_notebook: dict[Path, dict], params: dict,
                     f"it can of these, and plans again; `make provision TARGET={target}` does that step alone)")
     print(f"== plan for {target}, profile {params.get('profile') or 'standard'}:\n{plan.table(list(plans.values()))}"
           + (f"\n{skipped}" if skipped else ""), file=sys.stderr, flush=True)
+    if left:
+        print(leftovers_warning(target, left), file=sys.stderr, flush=True)
     return plans
+
+
+def leftovers_warning(target: str, left: list[str], shown: int = 12) -> str:
+    """What earlier runs left on the target: the run measures beside it, so the user decides."""
+    lines = [f"  {item}: {removal_command(item)}" for item in left[:shown]]
+    more = [f"  ... and {len(left) - shown} more"] if len(left) > shown else []
+    return "\n".join([f"== {target} still runs what an earlier edgebench run left there (one that could not stop "
+                      "it: a host that stopped answering, a killed make), or what another run uses now; it takes "
+                      "memory, and CPU when busy, from this run's measurements. If no other run uses "
+                      f"{target}, remove it there:", *lines, *more])
 
 
 def provision_first(target: str, for_tests: bool = False, runtimes: str | None = None,

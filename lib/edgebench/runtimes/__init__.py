@@ -69,5 +69,30 @@ def get_runtime(name: str, target: Target, run_tag: str | None = None, **options
     return RUNTIMES[name](target, run_tag, **options)
 
 
-__all__ = ["RUNTIMES", "requested_runtimes", "runtime_order", "runtime_colours", "get_runtime", "check_runtime_names", "Runtime", "Limits", "Artifact", "Instance",
+def leftovers_on(target: Target, tag_prefix: str = "") -> list[str]:
+    """What edgebench runs whose tag starts with `tag_prefix` left running on the target, of every
+    runtime: the run that made them could not stop them (a host that stopped answering, a
+    controller killed with SIGKILL), or another run uses them now."""
+    from edgebench.runtimes import tags
+    found = tags.leftovers(target, tag_prefix)
+    for cls in RUNTIMES.values():
+        found += [item for item in cls.leftovers(target, tag_prefix) if item not in found]
+    return found
+
+
+# How to remove each kind of leftover by hand, by the word(s) leftovers() names it with.
+_REMOVE = (("lxd container ", "lxc delete --force {}"), ("counting slice ", "systemctl stop {}"),
+           ("container ", "docker rm -f {}"), ("image ", "docker rmi {}"), ("process ", "kill {}"),
+           ("cgroup ", "rmdir {} (once its processes are gone)"))
+
+
+def removal_command(item: str) -> str:
+    """The command that removes one item leftovers_on() lists, run on its target."""
+    for kind, command in _REMOVE:
+        if item.startswith(kind):
+            return command.format(item[len(kind):].split()[0])
+    return ""
+
+
+__all__ = ["leftovers_on", "removal_command", "RUNTIMES", "requested_runtimes", "runtime_order", "runtime_colours", "get_runtime", "check_runtime_names", "Runtime", "Limits", "Artifact", "Instance",
            "LaunchPlan", "BatchResult", "Availability", "ProbeResult", "StartFailed"]

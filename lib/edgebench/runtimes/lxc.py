@@ -393,6 +393,11 @@ def leftovers(target: Target, tag_prefix: str = "") -> list[str]:
              and RUN_KEY in (i.get("config") or {})]
     # `lxc exec` clients on the host (the app's launcher), by the container name they name.
     r = target.run(["ps", "-eo", "pid=,args="], check=False)
-    found += [f"process {line.strip()}" for line in r.stdout.splitlines()
-              if f"lxc exec eb-{tag_prefix}" in line]
+    for line in r.stdout.splitlines():
+        pid, _, args = line.strip().partition(" ")
+        words = args.split()
+        # lxc itself, not a process that merely names it (a shell or script quoting the command)
+        if len(words) > 2 and words[0].rsplit("/", 1)[-1] == "lxc" and words[1] == "exec" \
+                and words[2].startswith(f"eb-{tag_prefix}"):
+            found.append(f"process {pid} ({args})")
     return found
