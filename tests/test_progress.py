@@ -204,7 +204,7 @@ def test_the_plan_names_what_earlier_runs_left_on_the_target_and_how_to_remove_i
         app.kill()
         app.wait()
     assert r.returncode == 0, r.stderr
-    assert "== local still runs what an earlier edgebench run left there" in r.stderr
+    assert "== local still has what an earlier edgebench run left there" in r.stderr
     assert f"  process {app.pid} (sleep): kill {app.pid}" in r.stderr
 
 

@@ -289,10 +289,10 @@ def leftovers_warning(target: str, left: list[str], shown: int = 12) -> str:
     """What earlier runs left on the target: the run measures beside it, so the user decides."""
     lines = [f"  {item}: {removal_command(item)}" for item in left[:shown]]
     more = [f"  ... and {len(left) - shown} more"] if len(left) > shown else []
-    return "\n".join([f"== {target} still runs what an earlier edgebench run left there (one that could not stop "
-                      "it: a host that stopped answering, a killed make), or what another run uses now; it takes "
-                      "memory, and CPU when busy, from this run's measurements. If no other run uses "
-                      f"{target}, remove it there:", *lines, *more])
+    return "\n".join([f"== {target} still has what an earlier edgebench run left there (one that could not "
+                      "remove it: a host that stopped answering, a killed make), or what another run uses now; "
+                      "what of it runs takes memory, and CPU when busy, from this run's measurements. If no "
+                      f"other run uses {target}, remove it there:", *lines, *more])
 
 
 def provision_first(target: str, for_tests: bool = False, runtimes: str | None = None,

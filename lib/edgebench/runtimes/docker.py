@@ -82,9 +82,10 @@ class DockerRuntime(Runtime):
     @classmethod
     def leftovers(cls, target, tag_prefix: str = "") -> list[str]:
         r = target.run(["docker", "ps", "-a", "--filter", f"label={LABEL}", "--format",
-                        f'{{{{.Names}}}}\t{{{{.Label "{LABEL}"}}}}'], check=False, timeout=30)
-        rows = [line.partition("\t") for line in r.stdout.splitlines()]
-        found = [f"container {name}" for name, _, tag in rows if tag.startswith(tag_prefix)]
+                        f'{{{{.Names}}}}\t{{{{.Label "{LABEL}"}}}}\t{{{{.State}}}}'], check=False, timeout=30)
+        rows = [line.split("\t") + ["", ""] for line in r.stdout.splitlines()]
+        found = [f"container {name} ({state or 'state unknown'})" for name, tag, state, *_ in rows
+                 if tag.startswith(tag_prefix)]
         slices = counting_slices(target, slice_glob(f"eb-{tag_prefix}"))
         return (found + [f"image {ref}" for ref in first_start_refs(target, tag_prefix)]
                 + [f"counting slice {unit}" for unit in slices])

@@ -388,7 +388,8 @@ def leftovers(target: Target, tag_prefix: str = "") -> list[str]:
     """LXD instances of runs whose tag starts with tag_prefix, and their `lxc exec` launchers."""
     if not target.which("lxc"):
         return []
-    found = [f"lxd container {i['name']}" for i in Lxc(target).instances()
+    found = [f"lxd container {i['name']} ({str(i.get('status') or 'state unknown').lower()})"
+             for i in Lxc(target).instances()
              if str((i.get("config") or {}).get(RUN_KEY, "")).startswith(tag_prefix)
              and RUN_KEY in (i.get("config") or {})]
     # `lxc exec` clients on the host (the app's launcher), by the container name they name.
