@@ -358,6 +358,29 @@ def test_time_to_ready_without_limits_creates_no_cgroup(ssh_host, no_leftovers):
             shutil.rmtree(run_dir, ignore_errors=True)
 
 
+def test_a_silent_host_ends_the_session_without_waiting_on_its_clean_up(ssh_host, capsys):
+    """Clean-up ran one command after another on a host that answered none, each waiting its
+    timeouts with Ctrl-C deferred; one more try now decides, and what is left is said."""
+    import os
+    import signal
+    from edgebench.experiments.common import session
+
+    t = ssh_target(ssh_host, channel_timeout_s=3, connect_timeout_s=2)
+    stopped: list[int] = []
+    try:
+        with pytest.raises(TargetUnreachable):
+            with session(t, "native", f"it-silent-{uuid.uuid4().hex[:6]}") as (tgt, selection):
+                assert [rt.name for rt in selection.runtimes] == ["native"]
+                stopped = stopped_sshd(ssh_host)
+                started = time.monotonic()
+                tgt.run(["true"])
+        assert time.monotonic() - started < 20
+    finally:
+        for pid in stopped:
+            os.kill(pid, signal.SIGCONT)
+    assert f"{t.name} does not answer: what this run started there is left as it is" in capsys.readouterr().err
+
+
 def test_make_figures_knows_a_notebook_ended_by_a_silent_host_from_its_own_failure(tmp_path):
     """make figures stops at a notebook whose cell raised TargetUnreachable, instead of starting the
     next ones on the same silent host; it learns that from papermill's error, run here for real."""

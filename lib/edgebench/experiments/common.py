@@ -12,7 +12,7 @@ from typing import Iterable, Iterator
 from edgebench import resume
 from edgebench.apps import APPS, HTTP_APPS, get_app
 from edgebench.cgroups import NO_MEMORY_CONTROLLER
-from edgebench.errors import ConfigError
+from edgebench.errors import ConfigError, TargetUnreachable
 from edgebench.provisioning.parts import tool_versions
 from edgebench.results import Run, find_run, load_meta
 from edgebench.runtimes import RUNTIMES, Runtime, requested_runtimes
@@ -184,18 +184,32 @@ def session(target_spec, runtimes, run_id: str, apps: Iterable[str] = (),
     """Connect (failing fast when unreachable), choose runtimes, and on the way out, however it
     ends, stop everything the runtimes started and close the connection."""
     target = connect(target_spec)
-    selection = None
+    selection, silent = None, False
     try:
         selection = select_runtimes(target, runtimes, run_tag_for(run_id), apps, options)
         yield target, selection
+    except TargetUnreachable:
+        silent = not answers(target)
+        raise
     finally:
         try:
-            with deferred_signals():  # a second Ctrl-C must not leave half of it running
-                if selection:
+            if silent:  # each clean-up command would wait its timeouts, with Ctrl-C deferred
+                print(f"[edgebench] {target.name} does not answer: what this run started there is left as it "
+                      "is; `make plan` lists it, with how to remove it, once the host answers", file=sys.stderr)
+            elif selection:
+                with deferred_signals():  # a second Ctrl-C must not leave half of it running
                     for rt in selection.runtimes:
                         rt.cleanup()
         finally:
             target.close()
+
+
+def answers(target: Target) -> bool:
+    """Whether the target answers a command now (once more, after one did not)."""
+    try:
+        return target.run(["true"], check=False, timeout=30).ok
+    except TargetUnreachable:
+        return False
 
 
 def run_tag_for(run_id: str) -> str:
