@@ -233,6 +233,31 @@ def test_a_host_that_stops_answering_fails_the_command_within_the_channel_timeou
     t.close()
 
 
+def test_a_command_that_times_out_on_a_host_gone_silent_blames_the_host(ssh_host):
+    """A command in flight when the host went silent timed out like a slow app, and its row blamed
+    the app; one more command now tells the two apart."""
+    import os
+    import signal
+    import threading
+    t = ssh_target(ssh_host, channel_timeout_s=3, connect_timeout_s=2)
+    slow = t.run(["sleep", "5"], timeout=1, check=False)
+    assert slow.exit_code is None  # a slow command on a host that answers: timed out, as before
+    stopped: list[int] = []
+    threading.Timer(0.5, lambda: stopped.extend(stopped_sshd(ssh_host))).start()
+    try:
+        started = time.monotonic()
+        with pytest.raises(TargetUnreachable) as e:
+            t.run(["sleep", "5"], timeout=2, check=False)
+        assert time.monotonic() - started < 15
+    finally:
+        time.sleep(0.6)  # the timer has run
+        for pid in stopped:
+            os.kill(pid, signal.SIGCONT)
+    assert "timed out after 2 s, and the host then opened no SSH channel within 3 s" in str(e.value)
+    assert t.run(["true"]).ok
+    t.close()
+
+
 def test_a_host_that_stops_answering_ends_the_sweep_and_the_run_resumes_where_it_stopped(ssh_host, tmp_path):
     """A sweep used to record a failed row per point left, each after the channel timeout (120 s on a
     device), for a host that was gone: it now stops at once, the run marked interrupted, and a

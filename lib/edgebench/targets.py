@@ -385,8 +385,16 @@ class SSHTarget(Target):
             exited = None if r.exited == -1 else r.exited
             return CommandResult(self.name, cmd, r.stdout, r.stderr, exited, time.monotonic() - start)
         except CommandTimedOut as e:
-            return CommandResult(self.name, cmd, e.result.stdout, e.result.stderr, None,
-                                 time.monotonic() - start)
+            timed_out = CommandResult(self.name, cmd, e.result.stdout, e.result.stderr, None,
+                                      time.monotonic() - start)
+            if self._still_answers(conn):
+                return timed_out
+            self.close()
+            # The host, not the command: a row would otherwise blame the app for a host that went.
+            raise TargetUnreachable(
+                f"{self.name}: a command timed out after {timeout:g} s, and the host then opened no SSH "
+                f"channel within {self._channel_timeout:g} s: it has stopped answering (hung or "
+                "overloaded; for an emulated device, its console log says which)") from None
         except paramiko.SSHException as e:
             if "Timeout opening channel" not in str(e):
                 raise
@@ -395,6 +403,14 @@ class SSHTarget(Target):
                 f"{self.name}: connected, but no SSH channel opened within {self._channel_timeout:g} s: the "
                 "host has stopped answering (hung or overloaded; for an emulated device, its console log "
                 "says which)") from None
+
+    @staticmethod
+    def _still_answers(conn) -> bool:
+        """After a command timed out: does the host run another (waiting at most the channel timeout)?"""
+        try:
+            return conn.run("true", hide=True, warn=True, timeout=30, in_stream=False).exited == 0
+        except Exception:  # noqa: BLE001 - a timeout, a closed transport, no channel: all say no
+            return False
 
     def put(self, local, remote) -> None:
         self.run(["mkdir", "-p", str(Path(remote).parent)])
