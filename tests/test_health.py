@@ -87,6 +87,37 @@ def test_quiet_check_recorded_on_a_busy_vm_names_who_used_the_cpu():
     assert parse_quiet("q0\tcpu 1 0 1 8\n", probe).busy is None  # a broken read: unknown, never "not busy"
 
 
+def test_a_process_rate_is_taken_over_the_scans_span_not_the_shorter_window():
+    """On debian-v2 the device's sshd was named at 1.71 CPUs of 0.46 busy: its ticks ran from the
+    first process scan to the second (slow under emulation), divided by the 0.17 s window."""
+    probe = parse_probe("cpus\t2\nclk_tck\t100\n", "vm")
+    text = ("self\t900\nq0\tcpu 100 0 0 900 0 0 0 0 0 0\nq1\tcpu 110 0 0 910 0 0 0 0 0 0\n"
+            "u0\t5000.00\nu1\t5001.00\np0\t546\t1000\tsshd\np1\t546\t1050\tsshd\n")
+    qc = parse_quiet(text, probe)
+    assert qc.window_s == pytest.approx(0.1) and qc.busy_cpus == pytest.approx(1.0)
+    assert qc.top == [("sshd", 546, pytest.approx(0.5))]  # 50 ticks over the scans' 1 s, not over 0.1 s
+    older = text.replace("u0\t5000.00\nu1\t5001.00\n", "")  # a check recorded before u0/u1
+    assert parse_quiet(older, probe).top[0][2] == pytest.approx(5.0)
+
+
+def test_the_quiet_check_prints_nothing_until_its_window_has_closed_and_skips_its_own_scans():
+    """Output on its way kept the device's sshd busy inside the window; the scans run in
+    subshells of the check, which are not other processes (the second scan's would be new)."""
+    import select
+    import subprocess
+    from edgebench.tools.health import quiet_script
+    p = subprocess.Popen(["sh", "-c", quiet_script(parse_probe("cpus\t2\nclk_tck\t100\n", "vm"), 0.5)],
+                         stdout=subprocess.PIPE, text=True)
+    ready, _, _ = select.select([p.stdout], [], [], 0.3)  # inside the 0.5 s window
+    out, _ = p.communicate(timeout=60)
+    assert not ready, "the check printed while its window was open"
+    scans = {ph: {tuple(line.split("\t")[1:4:2]) for line in out.splitlines() if line.startswith(ph)}
+             for ph in ("p0", "p1")}
+    new = scans["p1"] - scans["p0"]
+    assert scans["p0"] and not [pid for pid, comm in new if comm == "sh"], new
+    assert float(dict(line.split("\t", 1) for line in out.splitlines() if line[:2] in ("u0", "u1"))["u1"]) > 0
+
+
 # -- sysfs trees planted under tmp_path, read by the real shell ----------------------------------
 
 def fake_vcgencmd(tmp_path: Path, state: str = "fine") -> Path:

@@ -442,8 +442,10 @@ def sample_script(p: Probe) -> str:
 
 
 def quiet_script(p: Probe, quiet_s: float) -> str:
-    """CPU time over `quiet_s` s from /proc/stat, the processes' CPU time before and after,
-    then one sample."""
+    """CPU time over `quiet_s` s from /proc/stat, the processes' CPU time before and after (with
+    /proc/uptime around both scans: `u0`, `u1`), then one sample. Nothing is printed until the
+    window has closed: output on its way would keep the device's sshd busy in it, and under
+    emulation that alone marked most points busy."""
     q = shlex.quote
     procs = q(p.procfs) + "/[0-9]*/stat"
     return "\n".join([
@@ -451,10 +453,14 @@ def quiet_script(p: Probe, quiet_s: float) -> str:
         # pid, utime + stime (fields 14, 15) and comm of every process; comm may hold spaces and ')'.
         f'scan() {{ for f in {procs}; do {{ read -r l < "$f"; }} 2>/dev/null || continue; '
         'c=${l#*\\(}; c=${c%) *}; set -f; set -- ${l##*) }; set +f; [ $# -ge 13 ] || continue; '
+        # the check's own children (its scans' subshells) are not "other processes"
+        '[ "$2" = "$$" ] && continue; '
         'p=${f%/stat}; printf \'p%s\\t%s\\t%s\\t%s\\n\' "$ph" "${p##*/}" "$((${12}+${13}))" "$c"; done; }',
-        "printf 'self\\t%s\\n' \"$$\"",
-        f"ph=0; scan; rd {q(p.procfs + '/stat')}; printf 'q0\\t%s\\n' \"$v\"",
-        f"sleep {quiet_s:g}; rd {q(p.procfs + '/stat')}; printf 'q1\\t%s\\n' \"$v\"; ph=1; scan",
+        f"rd {q(p.procfs + '/uptime')}; u0=${{v%% *}}",
+        f"s0=$(ph=0; scan); rd {q(p.procfs + '/stat')}; q0=$v",
+        f"sleep {quiet_s:g}; rd {q(p.procfs + '/stat')}; q1=$v",
+        f"s1=$(ph=1; scan); rd {q(p.procfs + '/uptime')}; u1=${{v%% *}}",
+        "printf 'self\\t%s\\nq0\\t%s\\nq1\\t%s\\nu0\\t%s\\nu1\\t%s\\n%s\\n%s\\n' \"$$\" \"$q0\" \"$q1\" \"$u0\" \"$u1\" \"$s0\" \"$s1\"",
     ]) + "\n" + sample_script(p)
 
 
@@ -554,7 +560,7 @@ def parse_quiet(text: str, p: Probe, threshold: float = BUSY_CPUS, top: int = 3)
     """The quiet script's output -> QuietCheck (its sample lines are parse_sample's)."""
     qc = QuietCheck(threshold=threshold)
     lines = _lines(text)
-    got = {parts[0]: parts[1] for parts in lines if parts[0] in ("q0", "q1", "self") and len(parts) > 1}
+    got = {parts[0]: parts[1] for parts in lines if parts[0] in ("q0", "q1", "u0", "u1", "self") and len(parts) > 1}
     try:
         if p.cpus is None:
             raise ValueError(p.missing.get("cpu_load", "no CPU count"))
@@ -574,7 +580,14 @@ def parse_quiet(text: str, p: Probe, threshold: float = BUSY_CPUS, top: int = 3)
             entry = ticks.setdefault(int(parts[1]), [None, None, "\t".join(parts[3:])])
             entry[0 if parts[0] == "p0" else 1] = int(parts[2])
     me = int(got["self"]) if got.get("self", "").isdigit() else None
-    used = [(name, pid, (after - (before or 0)) / p.clk_tck / max(qc.window_s, 1e-9))
+    # A process's ticks run from the first scan to the second, a longer span than the window
+    # (the scans are slow under emulation): over that span, a rate no process can exceed.
+    span = qc.window_s
+    try:
+        span = max(span, float(got["u1"]) - float(got["u0"]))
+    except (KeyError, ValueError):
+        pass
+    used = [(name, pid, (after - (before or 0)) / p.clk_tck / max(span, 1e-9))
             for pid, (before, after, name) in ticks.items() if after is not None and pid != me
             and after - (before or 0) > 0]
     qc.top = sorted(used, key=lambda u: -u[2])[:top]
@@ -631,6 +644,7 @@ class HealthMonitor:
         self.error = ""                 # why nothing could be sampled
         self.thread: Periodic | None = None
         self._lock = threading.RLock()
+        self._reading = threading.Lock()  # one read on the device at a time (_read)
         self._samples: list[Sample] = []
         self._times: list[float] = []
         self._last: Sample | None = None
@@ -687,13 +701,15 @@ class HealthMonitor:
 
     # -- reads -------------------------------------------------------------------------
     def _read(self, script: str, what: str) -> tuple[str, float, str]:
-        """(stdout, host time of the read's middle, error)."""
-        before = time.monotonic()
-        try:
-            r = run_read(self.target, ["sh", "-c", script], self.read_timeout_s)
-        except SensorReadError as e:
-            return "", (before + time.monotonic()) / 2, str(e)
-        t = (before + time.monotonic()) / 2
+        """(stdout, host time of the read's middle, error). One read at a time: a periodic sample
+        running during a point's quiet check was its own load there (its shell, and sshd)."""
+        with self._reading:
+            before = time.monotonic()
+            try:
+                r = run_read(self.target, ["sh", "-c", script], self.read_timeout_s)
+            except SensorReadError as e:
+                return "", (before + time.monotonic()) / 2, str(e)
+            t = (before + time.monotonic()) / 2
         return r.stdout, t, "" if r.ok else failure(self.target, what, r)
 
     def _take(self, kind: str) -> Sample:
