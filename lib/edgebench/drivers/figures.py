@@ -440,9 +440,9 @@ def main(argv=None) -> int:
         return stopper.exit_code
     if unreachable is not None:
         left = todo[todo.index(unreachable) + 1:]
-        print(f"\n{unreachable.name} stopped: a host stopped answering (above); "
-              + (f"{len(left)} notebooks not started. " if left else "")
-              + "Its measured rows are kept: once the host answers, go on with the same command and "
+        print(f"\n{unreachable.name} stopped: a host stopped answering (above)"
+              + (f"; {len(left)} notebooks not started" if left else "")
+              + ". The rows measured are kept: once the host answers, go on with the same command and "
               "RESUME=latest", flush=True)
         return 1
     if failures:
