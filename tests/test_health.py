@@ -100,6 +100,18 @@ def test_a_process_rate_is_taken_over_the_scans_span_not_the_shorter_window():
     assert parse_quiet(older, probe).top[0][2] == pytest.approx(5.0)
 
 
+def test_the_checks_own_cpu_in_its_window_is_left_out():
+    """Its shell forks and execs `sleep` inside the window: under emulation that alone read as
+    0.4-0.5 CPUs busy before every point on debian-v2, with no process to name."""
+    probe = parse_probe("cpus\t2\nclk_tck\t100\n", "vm")
+    text = "self\t900\nq0\tcpu 100 0 0 900 0 0 0 0 0 0\nq1\tcpu 110 0 0 910 0 0 0 0 0 0\n"
+    assert parse_quiet(text, probe).busy_cpus == pytest.approx(1.0)
+    qc = parse_quiet(text + "o0\t3\no1\t9\n", probe)
+    assert qc.busy_cpus == pytest.approx(0.4) and qc.busy is False and qc.own_cpus == pytest.approx(0.6)
+    assert "the check's own 0.60 left out" in qc.describe()
+    assert parse_quiet(text + "o0\t\no1\t9\n", probe).busy_cpus == pytest.approx(1.0)  # unread: nothing left out
+
+
 def test_the_quiet_check_prints_nothing_until_its_window_has_closed_and_skips_its_own_scans():
     """Output on its way kept the device's sshd busy inside the window; the scans run in
     subshells of the check, which are not other processes (the second scan's would be new)."""

@@ -456,11 +456,15 @@ def quiet_script(p: Probe, quiet_s: float) -> str:
         # the check's own children (its scans' subshells) are not "other processes"
         '[ "$2" = "$$" ] && continue; '
         'p=${f%/stat}; printf \'p%s\\t%s\\t%s\\t%s\\n\' "$ph" "${p##*/}" "$((${12}+${13}))" "$c"; done; }',
+        # The check's own CPU ticks, its waited-for children's (`sleep`) included: inside the window.
+        f'own() {{ o=; {{ read -r l < {q(p.procfs)}/$$/stat; }} 2>/dev/null || return 0; set -f; set -- ${{l##*) }}; '
+        'set +f; [ $# -ge 15 ] && o=$((${12}+${13}+${14}+${15})); }',
         f"rd {q(p.procfs + '/uptime')}; u0=${{v%% *}}",
-        f"s0=$(ph=0; scan); rd {q(p.procfs + '/stat')}; q0=$v",
-        f"sleep {quiet_s:g}; rd {q(p.procfs + '/stat')}; q1=$v",
+        f"s0=$(ph=0; scan); rd {q(p.procfs + '/stat')}; q0=$v; own; o0=$o",
+        f"sleep {quiet_s:g}; rd {q(p.procfs + '/stat')}; q1=$v; own; o1=$o",
         f"s1=$(ph=1; scan); rd {q(p.procfs + '/uptime')}; u1=${{v%% *}}",
-        "printf 'self\\t%s\\nq0\\t%s\\nq1\\t%s\\nu0\\t%s\\nu1\\t%s\\n%s\\n%s\\n' \"$$\" \"$q0\" \"$q1\" \"$u0\" \"$u1\" \"$s0\" \"$s1\"",
+        "printf 'self\\t%s\\nq0\\t%s\\nq1\\t%s\\no0\\t%s\\no1\\t%s\\nu0\\t%s\\nu1\\t%s\\n%s\\n%s\\n' "
+        '"$$" "$q0" "$q1" "$o0" "$o1" "$u0" "$u1" "$s0" "$s1"',
     ]) + "\n" + sample_script(p)
 
 
@@ -543,6 +547,7 @@ class QuietCheck:
     top: list[tuple[str, int, float]] = field(default_factory=list)  # (comm, pid, CPUs)
     threshold: float = BUSY_CPUS
     error: str = ""
+    own_cpus: float = 0.0  # the check's own use of the window, left out of busy_cpus
 
     @property
     def busy(self) -> bool | None:
@@ -552,15 +557,22 @@ class QuietCheck:
         if self.busy_cpus is None:
             return f"the quiet check failed: {self.error}"
         who = ", ".join(f"{c} ({pid}) {cpus:.2f}" for c, pid, cpus in self.top) or "no process named"
-        return (f"{self.busy_cpus:.2f} CPUs busy over {self.window_s:.2f} s before the point "
+        own = f", the check's own {self.own_cpus:.2f} left out" if self.own_cpus else ""
+        return (f"{self.busy_cpus:.2f} CPUs busy over {self.window_s:.2f} s before the point{own} "
                 f"({'at or above' if self.busy else 'below'} {self.threshold:g}); top: {who}")
+
+
+def _own_ticks(got: dict) -> int:
+    o0, o1 = got.get("o0", ""), got.get("o1", "")
+    return max(0, int(o1) - int(o0)) if o0.isdigit() and o1.isdigit() else 0
 
 
 def parse_quiet(text: str, p: Probe, threshold: float = BUSY_CPUS, top: int = 3) -> QuietCheck:
     """The quiet script's output -> QuietCheck (its sample lines are parse_sample's)."""
     qc = QuietCheck(threshold=threshold)
     lines = _lines(text)
-    got = {parts[0]: parts[1] for parts in lines if parts[0] in ("q0", "q1", "u0", "u1", "self") and len(parts) > 1}
+    got = {parts[0]: parts[1] for parts in lines
+           if parts[0] in ("q0", "q1", "o0", "o1", "u0", "u1", "self") and len(parts) > 1}
     try:
         if p.cpus is None:
             raise ValueError(p.missing.get("cpu_load", "no CPU count"))
@@ -572,6 +584,10 @@ def parse_quiet(text: str, p: Probe, threshold: float = BUSY_CPUS, top: int = 3)
     if frac is None:
         qc.error = "no time passed between the two reads of /proc/stat"
         return qc
+    own = _own_ticks(got)
+    if own:  # the check's shell and its `sleep`: a fork and an exec cost ticks under emulation
+        frac = max(0.0, frac - own / (b.total - a.total))
+        qc.own_cpus = own / (b.total - a.total) * p.cpus
     qc.busy_cpus = frac * p.cpus
     qc.window_s = (b.total - a.total) / p.cpus / p.clk_tck
     ticks: dict[int, list] = {}
