@@ -44,6 +44,9 @@ in that window, in CPUs (user + nice + system + irq + softirq + steal over the e
 times the number of CPUs; steal counts: the hypervisor gave the CPU to another guest), is the
 load of everything else; the point is busy at `busy_cpus` (0.5 CPU) or more. The same command
 lists /proc/[pid]/stat before and after, so the reason names the processes that used the CPU.
+edgebench's own work is not load from others: the check's CPU in the window (its shell and its
+`sleep`, from /proc/$$/stat) is left out, it prints nothing until the window has closed (sshd
+relaying output would be busy in it), and no periodic sample runs during it.
 Whatever a previous point left behind (a container still being removed) counts too: the point
 competes with it. A process that starts in the middle of a point is not seen. Load averages and
 the CPU busy fraction between samples are recorded in health.csv for reading, not judged: they
