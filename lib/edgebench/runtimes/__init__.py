@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from edgebench.errors import ConfigError
+from edgebench.runtimes import tags
 from edgebench.runtimes.base import Runtime
 from edgebench.runtimes.contract import (Artifact, Availability, BatchResult, Instance, LaunchPlan, Limits, ProbeResult,
                                          StartFailed)
@@ -73,7 +74,6 @@ def leftovers_on(target: Target, tag_prefix: str = "") -> list[str]:
     """What edgebench runs whose tag starts with `tag_prefix` left running on the target, of every
     runtime: the run that made them could not stop them (a host that stopped answering, a
     controller killed with SIGKILL), or another run uses them now."""
-    from edgebench.runtimes import tags
     found = tags.leftovers(target, tag_prefix)
     for cls in RUNTIMES.values():
         found += [item for item in cls.leftovers(target, tag_prefix) if item not in found]
