@@ -219,7 +219,9 @@ def test_the_plan_names_every_runtime_auto_leaves_out_and_why(tmp_path):
     assert r.returncode == 0, r.stderr
     planned = r.stderr.split("  runtimes ", 1)[1].split(",  apps", 1)[0].split(", apps")[0].split(",")
     _, _, skipped = r.stderr.partition("left out by RUNTIMES=auto:\n")
-    reasons = dict(line.strip().split(": ", 1) for line in skipped.splitlines() if line.startswith("  "))
+    block = skipped.splitlines()
+    block = block[:next((i for i, line in enumerate(block) if not line.startswith("  ")), len(block))]
+    reasons = dict(line.strip().split(": ", 1) for line in block)  # the indented lines right below
     auto = {name for name, cls in RUNTIMES.items() if cls.in_auto}  # docker-crun joins only when named
     assert set(planned) | set(reasons) == auto and not set(planned) & set(reasons)
     assert all(len(why) > 20 for why in reasons.values()), reasons

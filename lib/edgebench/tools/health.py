@@ -722,13 +722,18 @@ class HealthMonitor:
     def _read(self, script: str, what: str) -> tuple[str, float, str]:
         """(stdout, host time of the read's middle, error). One read at a time: a periodic sample
         running during a point's quiet check was its own load there (its shell, and sshd)."""
-        with self._reading:
+        # Bounded: a read is never held up longer than one read can take, whatever the other does.
+        turn = self._reading.acquire(timeout=self.read_timeout_s + 1)
+        try:
             before = time.monotonic()
             try:
                 r = run_read(self.target, ["sh", "-c", script], self.read_timeout_s)
             except SensorReadError as e:
                 return "", (before + time.monotonic()) / 2, str(e)
             t = (before + time.monotonic()) / 2
+        finally:
+            if turn:
+                self._reading.release()
         return r.stdout, t, "" if r.ok else failure(self.target, what, r)
 
     def _take(self, kind: str) -> Sample:
