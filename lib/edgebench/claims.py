@@ -136,6 +136,14 @@ def _equal(column: pd.Series, value: str) -> pd.Series:
         return column.astype(str) == value
 
 
+def _any_of(rows: pd.DataFrame, key: str, value: str) -> pd.Series:
+    """Rows whose `key` is one of `value`'s `|`-separated values."""
+    keep = pd.Series(False, index=rows.index)
+    for one in value.split("|"):
+        keep |= _equal(rows[key], one.strip())
+    return keep
+
+
 def matching(df: pd.DataFrame, claim: Claim, runtime: str, side: str = "a") -> pd.DataFrame:
     """The claim's rows of one runtime (every status): its metric under its conditions for that
     side; `key=v1|v2` takes rows with any of the values."""
@@ -143,10 +151,7 @@ def matching(df: pd.DataFrame, claim: Claim, runtime: str, side: str = "a") -> p
     for key, value in conditions_for(claim, side).items():
         if key not in rows.columns:
             return rows.iloc[0:0]
-        keep = pd.Series(False, index=rows.index)
-        for one in value.split("|"):
-            keep |= _equal(rows[key], one.strip())
-        rows = rows[keep]
+        rows = rows[_any_of(rows, key, value)]
     return rows
 
 
@@ -162,9 +167,7 @@ def _not_in_run(df: pd.DataFrame, claim: Claim, runtime: str, side: str) -> str:
     for key, value in conditions_for(claim, side).items():
         if key not in rows.columns:
             return f"this run's rows have no {key}"
-        keep = pd.Series(False, index=rows.index)
-        for one in value.split("|"):
-            keep |= _equal(rows[key], one.strip())
+        keep = _any_of(rows, key, value)
         if not keep.any():
             seen = ", ".join(sorted({str(v) for v in rows[key].dropna()}))
             return f"this run did not measure {runtime} at {key}={value} (it has {seen or 'none'})"
