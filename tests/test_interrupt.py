@@ -21,7 +21,8 @@ from edgebench.results import load_meta, load_results
 pytestmark = pytest.mark.integration
 
 CHILD = """
-import sys
+import faulthandler, signal, sys
+faulthandler.register(signal.SIGUSR1, all_threads=True)  # the test asks for stacks if the run hangs
 from edgebench.experiments import time_to_ready
 time_to_ready.run(time_to_ready.Params(runtimes=sys.argv[1], repetitions=50, profile="quick", protocols="fair",
                                        caches="warm", run_id=sys.argv[2], progress=False))
@@ -40,6 +41,16 @@ def complete_rows(path) -> list[str]:
         return []
     lines = text.split("\n")[:-1]  # whatever follows the last newline may still be in flight
     return lines[1:]  # without the header
+
+
+def stacks_of(proc: subprocess.Popen) -> str:
+    """Every thread's stack of a hung child (its faulthandler writes them on SIGUSR1), then it is killed:
+    a rare hang must say where it waited the one time it happens."""
+    proc.send_signal(signal.SIGUSR1)
+    time.sleep(1)
+    proc.kill()
+    _, err = proc.communicate()
+    return err[-6000:]
 
 
 def interrupt_run(runtime: str, sig: int, data_dir) -> None:
@@ -64,7 +75,8 @@ def interrupt_run(runtime: str, sig: int, data_dir) -> None:
         try:
             out, err = proc.communicate(timeout=EXIT_TIMEOUT_S)
         except subprocess.TimeoutExpired:
-            pytest.fail(f"the run did not exit within {EXIT_TIMEOUT_S} s of {signal.Signals(sig).name}")
+            pytest.fail(f"the run did not exit within {EXIT_TIMEOUT_S} s of {signal.Signals(sig).name}; "
+                        f"where its threads were:\n{stacks_of(proc)}")
 
         # It unwound through KeyboardInterrupt (which Python ends with SIGINT: exit -2), rather than
         # dying of SIGTERM itself (-15), failing (1) or finishing (0).
