@@ -80,6 +80,7 @@ echo "ready $start $end $pid $n"
 
 
 CACHES = ("warm", "cold", "first")
+OUTSIDE_LIMITS = "measured outside the app's limits (before its start, or apart from it)"
 FIRST_EXTRA_S = 1.5  # the plan's cost of removing, pulling and separately fetching and unpacking an image
 COLD_EXTRA_S = 1.0  # the plan's cost of a drop and the cold reads, per cold start
 _DROP_PAGE_CACHE = "sync && echo 3 > /proc/sys/vm/drop_caches"
@@ -157,8 +158,9 @@ class Params(Limited):
         self.limits()  # parsed once, refused here before connecting; run() clips them to the target
 
 
-def measure_fair(run: Run, rt: Runtime, artifact, limits: Limits, port: int, row: dict) -> float | None:
-    """One fair start; its time to ready in ms, or None when it failed (a failed row says why)."""
+def measure_fair(run: Run, rt: Runtime, artifact, limits: Limits, port: int, row: dict) -> tuple[float, dict] | None:
+    """One fair start: its time to ready in ms and its row with the limits read back from the
+    running app, or None when it failed (a failed row says why)."""
     try:
         instance, probe = rt.start(artifact, limits, port, timeout_s=READY_TIMEOUT_S)
     except StartFailed as e:
@@ -199,14 +201,21 @@ def measure_fair(run: Run, rt: Runtime, artifact, limits: Limits, port: int, row
         faults = major_faults(rt.target, instance.pid)
         if faults is not None:
             run.add(metric="major_faults_at_ready", value=faults, unit="count", **row)
-        return probe.ready_after_ns / 1e6
+        return probe.ready_after_ns / 1e6, row
     finally:
         rt.stop(instance)
+
+
+def outside_limits(row: dict) -> dict:
+    """A row of the point that was not measured on the limited app (the page cache before its start,
+    the image pull): it carries the point's asked limits, and says they were not in force."""
+    return dict(row, limits_note="; ".join(x for x in (row.get("limits_note"), OUTSIDE_LIMITS) if x))
 
 
 def pull_image(run: Run, rt: Runtime, published, row: dict) -> dict:
     """Remove the image from the device, then pull it (a first start's first part): what
     Runtime.fetch_image says."""
+    row = outside_limits(row)
     rt.drop_image(published)
     pulled = rt.fetch_image(published)
     run.save_raw(f"pull-{row['app']}-{rt.name}-rep{row['rep']}", command=pulled["command"], stdout=pulled["output"])
@@ -220,6 +229,7 @@ def measure_pull_parts(run: Run, rt: Runtime, published, registry, row: dict, pu
     """The pull's transfer and unpacking: timed within the fetch where the runtime's fetch is the
     two in sequence (LXD: curl, then lxc image import), else each alone, measured after the start
     so it is not disturbed (Docker's pull does both at once, layer by layer)."""
+    row = outside_limits(row)
     parts = pulled.get("parts") or transfer_and_unpack(registry, published.ref,
                                                        f"{rt.target.workspace}/first-start-layers")
     run.save_raw(f"layers-{row['app']}-{rt.name}-rep{row['rep']}", command=parts["command"], stdout=parts["output"])
@@ -341,12 +351,13 @@ def run(params: Params) -> Path:
                 if protocol == "fair":
                     cached = page_cache_mb(tgt)
                     if cached is not None:
-                        run.add(metric="page_cache_mb_at_launch", value=cached, unit="MiB", **row)
+                        run.add(metric="page_cache_mb_at_launch", value=cached, unit="MiB", **outside_limits(row))
                 how = measure_fair if protocol == "fair" else measure_published
-                ready_ms = how(run, p.runtime, artifact, limits[protocol], port, row)
+                started = how(run, p.runtime, artifact, limits[protocol], port, row)
                 if cache == "first":
-                    if ready_ms is not None:
-                        run.add(metric="first_start", value=pulled["fetch_ms"] + ready_ms, unit="ms", **row)
+                    if started is not None:  # its start ran under the limits read back in its row
+                        ready_ms, started_row = started
+                        run.add(metric="first_start", value=pulled["fetch_ms"] + ready_ms, unit="ms", **started_row)
                     measure_pull_parts(run, p.runtime, artifact, image_registry, row, pulled)
 
             with stack:
