@@ -17,7 +17,8 @@ from tqdm import tqdm
 from edgebench.apps import APPS, App
 from edgebench.errors import EdgebenchError
 from edgebench.experiments.http_load import load_generator_for, loadgen_cpuset
-from edgebench.experiments.protocols import fair_limits, package_all, published_limits, with_applied, with_instance
+from edgebench.experiments.protocols import (fair_limits, package_all, published_limits, with_applied,
+                                            with_instance, with_limits_note)
 from edgebench.experiments.sweep import Point, artifact_for, sweep
 from edgebench.paths import TOOLS_DIR
 from edgebench.resume import point_id
@@ -398,7 +399,7 @@ def _ab_point(b: Bench, ab, wrk, shared: bool, rt, artifact, mode, row: dict, po
     fair = row["protocol"] == "fair"
     limits = replace(b.limits(row["protocol"]), network=mode)
     lg_cpuset, lg_note = loadgen_cpuset(shared, limits.cpuset, b.cores) if fair else (None, "")
-    row = dict(row, limits_note="; ".join(x for x in (row["limits_note"], lg_note) if x))
+    row = with_limits_note(row, lg_note)
     try:
         instance, _ = rt.start(artifact, limits, port, timeout_s=READY_TIMEOUT_S)
     except StartFailed as e:

@@ -40,12 +40,16 @@ def verify_limits(requested: Limits, applied) -> str:
     return "; ".join(diffs)
 
 
+def with_limits_note(row: dict, note: str) -> dict:
+    """The row with `note` added after what its limits_note already says (clipping, pinning, ...)."""
+    return dict(row, limits_note="; ".join(x for x in (row.get("limits_note"), note) if x))
+
+
 def with_applied(row: dict, limits: Limits, applied) -> dict:
     """The row's columns once the limits were read back, and a note that adds any mismatch to
     what the row already noted (clipping, pinning). Without limits there is nothing to check."""
     mismatch = verify_limits(limits, applied) if limits.any else ""
-    note = "; ".join(x for x in (row.get("limits_note"), mismatch) if x)
-    return dict(row, limits_note=note, cpus_applied=applied.cpus if applied else None,
+    return dict(with_limits_note(row, mismatch), cpus_applied=applied.cpus if applied else None,
                 memory_mb_applied=applied.memory_mb if applied else None,
                 cpuset_applied=applied.cpuset if applied else None)
 
@@ -57,8 +61,7 @@ def with_instance(row: dict, limits: Limits, instance: Instance) -> dict:
     if instance.accelerator:
         row["accelerator"] = instance.accelerator
     if instance.pinned_to:
-        note = f"QEMU (all its threads) pinned to cores {instance.pinned_to}"
-        row["limits_note"] = "; ".join(x for x in (row.get("limits_note"), note) if x)
+        row = with_limits_note(row, f"QEMU (all its threads) pinned to cores {instance.pinned_to}")
     return with_applied(row, limits, instance.limits_applied)
 
 

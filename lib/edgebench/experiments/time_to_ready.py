@@ -48,7 +48,8 @@ from edgebench.errors import ConfigError, MissingTool
 from edgebench.experiments.common import (PROFILES, as_list, check_apps, check_protocols, check_repetitions,
                                           open_run, resolve_limits, runtime_options, session)
 from edgebench.experiments.parameters import Limited, library, parsed
-from edgebench.experiments.protocols import fair_limits, package_all, published_limits, with_instance
+from edgebench.experiments.protocols import (fair_limits, package_all, published_limits, with_instance,
+                                            with_limits_note)
 from edgebench.experiments.sweep import Point, artifact_for, sweep
 from edgebench.runtimes.image_registry import check_registry_host, registry_host, serving, transfer_and_unpack
 from edgebench.results import Run
@@ -209,7 +210,7 @@ def measure_fair(run: Run, rt: Runtime, artifact, limits: Limits, port: int, row
 def outside_limits(row: dict) -> dict:
     """A row of the point that was not measured on the limited app (the page cache before its start,
     the image pull): it carries the point's asked limits, and says they were not in force."""
-    return dict(row, limits_note="; ".join(x for x in (row.get("limits_note"), OUTSIDE_LIMITS) if x))
+    return with_limits_note(row, OUTSIDE_LIMITS)
 
 
 def pull_image(run: Run, rt: Runtime, published, row: dict) -> dict:
