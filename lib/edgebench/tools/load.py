@@ -79,8 +79,10 @@ class LoadReport:
         if self.requests and self.requests != self.error_count:
             return None
         if not self.error_count:
+            # Seen on an emulated device: node's /compute under quick's 1 s run on one vCPU.
             return (f"no request was answered in the {self.duration_us / 1e6:.0f} s run and none failed: every "
-                    "connection stalled (open, unanswered)")
+                    "connection stalled (open, unanswered); if the app is only slow on this device, a longer "
+                    "run measures it (duration_s; PROFILE=standard runs 30 s)")
         return f"every request failed ({self.errors})"
 
     def littles_law_ratio(self, connections: int) -> float | None:
