@@ -336,6 +336,28 @@ def test_http_latency_is_never_drawn_below_zero_and_jitter_is_its_own_panel():
             assert {2.0, 9.0, 150.0} <= set(ys), "p50, p90 and p99 each drawn"
 
 
+def test_runtimes_failing_at_the_same_level_get_triangles_apart():
+    """Found on debian-v2: node-http answered nothing at 64 MB under any runtime, and the three
+    triangles were drawn on one spot, so only the last runtime's showed."""
+    df = http_results()
+    dead = (df["app"] == "node-http") & (df["memory_mb"] == 64) & (df["metric"] == "requests_per_second")
+    df.loc[dead, ["status", "value", "error"]] = ["failed", np.nan, "no request was answered"]
+    table = http_load.http_table(df, load_reference("io_bound"))
+    fig = http_load.http_figure(table, "I/O-bound HTTP load")
+    throughput = [ax for ax in fig.axes if ax.get_title().startswith("node-http")
+                  and row_label(fig, ax).startswith("requests/s")]
+    assert throughput
+    for ax in throughput:
+        marks = {c.get_gid(): float(np.asarray(c.get_offsets())[0, 0]) for c in ax.collections
+                 if isinstance(c, PathCollection) and len(c.get_offsets())
+                 and (np.asarray(c.get_offsets())[:, 1] == 0.04).all()}
+        failed = set(df[dead]["runtime"])
+        assert set(marks) == failed and len(failed) >= 2, marks
+        assert len(set(marks.values())) == len(marks), f"triangles on one spot: {marks}"
+        low, high = ax.get_xlim()
+        assert all(low < x < high for x in marks.values()), f"outside its panel {ax.get_xlim()}: {marks}"
+
+
 def test_http_panels_show_a_papers_value_far_above_the_measured_ones():
     """y is shared per row: a paper's value (here nanos' node-http jitter, 100x the measured
     stdev) drawn only in the published column, where nanos alone was measured, is still inside

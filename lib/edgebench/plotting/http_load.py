@@ -109,6 +109,7 @@ def http_figure(table: pd.DataFrame, title: str):
             for ylabel, name in PANELS:
                 ax = panel[name]
                 ax.set_xticks(x, levels)
+                ax.set_xlim(-0.5, len(levels) - 0.5)  # room for the runtimes' side-by-side offsets
                 ax.set_title(f"{app}, {PROTOCOL_TITLE.get(proto, proto)} ({runs} per point)", fontsize=9)
                 ax.grid(alpha=0.3, which="both")
                 if j == 0:
@@ -135,7 +136,8 @@ def draw_runtime(panel: dict, x: np.ndarray, g: pd.DataFrame, rt: str, protocol:
     dead = (g["rps_median"].isna() & (g["failed"] > 0)).to_numpy()
     if dead.any():  # at the panel's foot, above the axis line (a log axis has no zero)
         ax = panel["throughput"]
-        ax.scatter(x[dead], np.full(dead.sum(), 0.04), transform=ax.get_xaxis_transform(),
+        # Offset as in the percentile panel: runtimes failing at one level stay apart.
+        ax.scatter((x + offset)[dead], np.full(dead.sum(), 0.04), transform=ax.get_xaxis_transform(),
                    **runtime_artist(rt), **FAILED_STYLE)
     for name, metric in QUARTILES.items():
         panel[name].plot(x, g[f"{metric}_ms"], **style)
