@@ -308,6 +308,14 @@ def test_figures_place_runtimes_in_the_registrys_order():
 
 # -- latency never below zero ------------------------------------------------------------
 
+def failed_triangles(ax) -> dict[str, float]:
+    """Runtime -> x of its failed-level triangle, drawn at the panel's foot in axes coordinates
+    (a log axis has no zero to put it on)."""
+    return {c.get_gid(): float(np.asarray(c.get_offsets())[0, 0]) for c in ax.collections
+            if isinstance(c, PathCollection) and len(c.get_offsets())
+            and (np.asarray(c.get_offsets())[:, 1] == 0.04).all()}
+
+
 def test_http_latency_is_never_drawn_below_zero_and_jitter_is_its_own_panel():
     table = http_load.http_table(http_results(), load_reference("io_bound"))
     measured = table.dropna(subset=["latency_mean_ms"])
@@ -323,9 +331,7 @@ def test_http_latency_is_never_drawn_below_zero_and_jitter_is_its_own_panel():
         assert "(n = 3 runs per point)" in ax.get_title()
         if label.startswith("requests/s"):
             # At the panel's foot in axes coordinates (a log axis has no zero to put it on).
-            failed_marks = [c for c in ax.collections if c.get_gid() == "nanos" and isinstance(c, PathCollection)
-                            and (np.asarray(c.get_offsets())[:, 1] == 0.04).all()]
-            assert failed_marks, "nanos' failed 64 MB level is marked at the panel's foot"
+            assert "nanos" in failed_triangles(ax), "nanos' failed 64 MB level is marked at the panel's foot"
             continue
         assert ys.size and ys.min() >= 0, f"{label}: draws {ys.min()}"
         if "latency" in label:
@@ -348,9 +354,7 @@ def test_runtimes_failing_at_the_same_level_get_triangles_apart():
                   and row_label(fig, ax).startswith("requests/s")]
     assert throughput
     for ax in throughput:
-        marks = {c.get_gid(): float(np.asarray(c.get_offsets())[0, 0]) for c in ax.collections
-                 if isinstance(c, PathCollection) and len(c.get_offsets())
-                 and (np.asarray(c.get_offsets())[:, 1] == 0.04).all()}
+        marks = failed_triangles(ax)
         failed = set(df[dead]["runtime"])
         assert set(marks) == failed and len(failed) >= 2, marks
         assert len(set(marks.values())) == len(marks), f"triangles on one spot: {marks}"

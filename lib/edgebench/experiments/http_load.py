@@ -296,7 +296,8 @@ def measure_load(run: Run, rt, artifact, limits: Limits, port: int, path: str, l
         gone = instance.pid is not None and not is_alive(rt.target, instance.pid)
         reason = rt.failure_reason(instance.plan) if gone else None
         if report.nothing_answered():
-            why = reason or report.nothing_answered()
+            why = reason or report.nothing_answered(
+                f"duration_s; PROFILE=standard runs {LOAD_PROFILES['standard'].duration_s} s")
             run.failed(metric="requests_per_second", unit="req/s", error=why, **row)
             return
         row = dict(row, load_tool=loadgen.name)

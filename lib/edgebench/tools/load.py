@@ -73,16 +73,17 @@ class LoadReport:
     def error_count(self) -> int:
         return sum(self.errors.values())
 
-    def nothing_answered(self) -> str | None:
+    def nothing_answered(self, longer: str = "") -> str | None:
         """Why the run has no throughput, or None when some request was answered. No answer and
-        no error is a stall: every connection open and waiting when the run ended."""
+        no error is a stall: every connection open and waiting when the run ended; `longer` says
+        how the caller's experiment runs longer."""
         if self.requests and self.requests != self.error_count:
             return None
         if not self.error_count:
             # Seen on an emulated device: node's /compute under quick's 1 s run on one vCPU.
             return (f"no request was answered in the {self.duration_us / 1e6:.0f} s run and none failed: every "
                     "connection stalled (open, unanswered); if the app is only slow on this device, a longer "
-                    "run measures it (duration_s; PROFILE=standard runs 30 s)")
+                    "run measures it" + (f" ({longer})" if longer else ""))
         return f"every request failed ({self.errors})"
 
     def littles_law_ratio(self, connections: int) -> float | None:
