@@ -230,3 +230,22 @@ def test_fair_disk_operations_last_the_window_with_one_file_size_for_every_runti
     notes = json.loads((run_dir / "meta.json").read_text())["notes"]
     assert "fio under fair: files of" in str(notes.get("disk_window"))
     assert any("disk-fio-calibration-native" in p.name for p in (run_dir / "raw").iterdir())
+
+
+def test_docker_is_one_legend_entry_across_disk_and_network():
+    """debian-v2's figure listed "docker" (disk, memory) and "docker (bridge)" (HTTP), drawn
+    alike, and the paper's crosses under both names: its default network is plain "docker", the
+    host network keeps its own hatched entry, and the network panel says which is which."""
+    disk = _rows(native=("disk", "read", "throughput", [100, 100]), docker=("disk", "read", "throughput", [90, 90]))
+    http = pd.concat([_rows(**{"native": ("network", "ab", "requests_per_second", [1000, 1000])}).assign(point="native"),
+                      _rows(docker=("network", "ab", "requests_per_second", [800, 800])).assign(point="docker (bridge)"),
+                      _rows(docker=("network", "ab", "requests_per_second", [950, 950])).assign(point="docker (host)")])
+    http["app"], http["load_tool"] = "go-http", "ab"
+    table = plot.overhead_table(pd.concat([disk, http]), load_reference("container_overhead"))
+    assert set(table["label"]) == {"docker", "docker (bridge)", "docker (host)"}  # the table keeps the modes
+    fig = plot.overhead_figure(table)
+    legend = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert len(legend) == len(set(legend)), legend
+    assert "docker (bridge)" not in legend and {"docker", "docker (host)", "docker (paper 003)"} <= set(legend), legend
+    network = next(ax for ax in fig.axes if ax.get_title().startswith("network"))
+    assert "docker: its default bridge network; hatched: host network" in network.get_title()

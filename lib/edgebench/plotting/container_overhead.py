@@ -146,6 +146,13 @@ def failure_summary(df: pd.DataFrame) -> str:
     return "; ".join(sorted(set(failed["error"].astype(str))))[:500] or "no rows"
 
 
+def legend_label(label: str) -> str:
+    """A bar's name in the legend: Docker's default bridge network is plain "docker", as its
+    disk and memory bars are (both drawn alike: two names for one look made the legend list
+    Docker, and the paper's crosses, twice); its host network keeps "(host)", hatched."""
+    return "docker" if label == "docker (bridge)" else label
+
+
 def _relative_figure(table: pd.DataFrame, column: str, ylabel: str, title: str):
     missing = table.attrs.get("missing") or {}
     benchmarks = [b for b in BENCHMARK_ORDER if b in set(table["benchmark"]) | {b for b, _ in missing}]
@@ -171,7 +178,8 @@ def _relative_figure(table: pd.DataFrame, column: str, ylabel: str, title: str):
                 x = np.arange(len(cells)) - 0.4 + width * (k + 0.5)
                 # One runtime's network modes share its colour; host networking is hatched.
                 mode = dict(hatch="//", edgecolor="white") if "host" in label else {}
-                bars = ax.bar(x, g[column], width * 0.9, label=label, **runtime_artist(label), **mode)
+                key = legend_label(label)
+                bars = ax.bar(x, g[column], width * 0.9, label=key, **runtime_artist(label), **mode)
                 flagged = g["sanity"].fillna("").astype(bool) if "sanity" in g else pd.Series(False, index=g.index)
                 for bar, bad in zip(bars, flagged):
                     if bad:  # ruled out by edgebench.tools.sanity: drawn, but crossed through
@@ -180,12 +188,14 @@ def _relative_figure(table: pd.DataFrame, column: str, ylabel: str, title: str):
                         bar.set_alpha(0.5)
                 draw_interval(ax, x, g, column)
                 mark_health(ax, x, g[column], g.get("health"))
-                mark_paper_values(ax, x, g["published_pct"], label, PAPER)
+                mark_paper_values(ax, x, g["published_pct"], key, PAPER)
             ax.axhline(0, color="black", linewidth=0.8)
             names = [op if sub["size"].nunique() == 1 else f"{op}\n{size}" for op, size in cells]
             ax.set_xticks(range(len(cells)), names, fontsize=7, rotation=0 if len(cells) < 8 else 45)
             ax.set_ylabel(ylabel)
-            ax.set_title(f"{bench}, {PROTOCOL_TITLE.get(proto, proto)}", fontsize=9)
+            modes = "\ndocker: its default bridge network; hatched: host network" if any(
+                "(host)" in lab for lab in labels) else ""
+            ax.set_title(f"{bench}, {PROTOCOL_TITLE.get(proto, proto)}{modes}", fontsize=9)
             ax.grid(axis="y", alpha=0.3)
     if f"{column}_ci95_low" in table and table[f"{column}_ci95_low"].notna().any():
         title += "\nwhiskers: the 95% interval (bootstrap, where both sides ran 3 times or more)"
