@@ -13,6 +13,7 @@ from edgebench.plotting.tables import (NoData, interval_kind, mark_health as hea
                                        spread)
 
 PAPER_TABLE_2 = "paper 001, Table 2"
+PAPER_NETWORK = "paper 001, iperf on its Pi (published)"
 # What each protocol's panel shows: the published points are Table 2's total time; the fair
 # runs last a fixed time, so their rate is what compares.
 SYSBENCH_VALUE = {("cpu", "fair"): ("events_per_s", "events/s"), ("memory", "fair"): ("MiB_per_s", "MiB/s"),
@@ -211,8 +212,9 @@ def network_figure(table: pd.DataFrame):
         raise NoData("network table is empty")
     fig, axes = plt.subplots(1, 2, figsize=(9, 3.8))
     x = np.arange(len(table))
-    panels = [("throughput_Gbps", "published_Gbps", "iperf3 throughput (Gbps)", "paper 001, Pi"),
-              ("rtt_ms", "published_iperf_latency_ms", "mean TCP RTT of the stream (ms, log)", "paper 001, iperf")]
+    # One source for both panels' crosses: two names for one black x made two legend entries.
+    panels = [("throughput_Gbps", "published_Gbps", "iperf3 throughput (Gbps)", PAPER_NETWORK),
+              ("rtt_ms", "published_iperf_latency_ms", "mean TCP RTT of the stream (ms, log)", PAPER_NETWORK)]
     # A dagger on every bar tells nothing: then the title says it once.
     health = table["health"] if "health" in table else pd.Series(None, index=table.index)
     all_busy = bool(len(health)) and health_marked(health).all()
@@ -232,7 +234,7 @@ def network_figure(table: pd.DataFrame):
                 mark_health(ax, [xi], [top], [getattr(r, "health", None)], beside=(2.3 * len(label) + 2, 7))
             if published in table and pd.notna(table.loc[xi, published]):
                 ax.scatter([xi], [table.loc[xi, published]], color="black", marker="x", s=40, zorder=5,
-                           label=f"{source} (published)")
+                           label=source)
         ax.set_xticks(x, table["mode"])
         ax.set_ylabel(f"{ylabel}\n{whisker_note(table, kind)}", fontsize=8)
         if "log" in ylabel:
