@@ -88,6 +88,9 @@ def test_what_cannot_be_measured_says_why():
     failed = pd.concat([rows("docker", [1, 2, 3]), rows("nanos", [np.nan] * 3, status="failed")])
     v = judge(c, failed)
     assert v.verdict == NOT_MEASURABLE and v.reason == "every nanos row failed (OOM-killed)"
+    # Rows the device cannot measure (no power meter) did not fail, and the reason does not say so.
+    unmeasurable = pd.concat([rows("docker", [1, 2, 3]), rows("nanos", [np.nan] * 3, status="not measurable")])
+    assert judge(c, unmeasurable).reason == "every nanos row is not measurable here (OOM-killed)"
     tcg = pd.concat([rows("docker", [1500] * 3), rows("nanos", [100] * 3, accelerator="tcg")])
     assert "TCG" in judge(c, tcg).reason
     ok = pd.concat([rows("docker", [1500, 1510, 1490]), rows("nanos", [100, 101, 99])])

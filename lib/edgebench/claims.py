@@ -34,6 +34,7 @@ from scipy import stats
 
 from edgebench.errors import ConfigError
 from edgebench.paths import REFERENCE_DIR
+from edgebench.results import NOT_MEASURABLE as ROW_NOT_MEASURABLE
 
 CLAIMS_FILE = REFERENCE_DIR / "claims.csv"
 KINDS = ("ratio_range", "direction", "within", "below", "above", "failure")
@@ -183,7 +184,9 @@ def _why_missing(rows: pd.DataFrame, runtime: str, df: pd.DataFrame, claim: Clai
     errors = rows.loc[rows["status"] != "ok", "error"].dropna()
     errors = errors[errors.astype(str) != ""]
     common = errors.value_counts().index[0] if not errors.empty else "no ok row"
-    return f"every {runtime} row failed ({common})"
+    # A device without a power meter did not fail: its rows say "not measurable", and so does this.
+    unmeasurable = (rows["status"] == ROW_NOT_MEASURABLE).all()
+    return f"every {runtime} row {'is not measurable here' if unmeasurable else 'failed'} ({common})"
 
 
 def _emulated(rows: pd.DataFrame) -> str:
