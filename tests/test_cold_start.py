@@ -88,6 +88,10 @@ def test_cold_starts_launch_on_an_emptied_page_cache(local, docker_ready, cgroup
     cached = df[df["metric"] == "page_cache_mb_at_launch"]
     cold, warm = cached[cached["cache"] == "cold"]["value"], cached[cached["cache"] == "warm"]["value"]
     assert len(cold) == len(warm) == 4
-    assert (cold <= floor + 32).all(), (floor, cold.tolist())  # every cold launch on a just-dropped cache
+    # Every cold launch on a just-dropped cache: within 64 MiB of what a drop left before the run.
+    # Idle, a cold launch finds 2 MiB more; beside the device tests (tests/run.py runs them at the
+    # same time) their QEMU's writes land in the cache between the drop and the read, 33 MiB in CI.
+    # Without the drop a cold launch would find what the builds and the warm starts read (+300 MiB).
+    assert (cold <= floor + 64).all(), (floor, cold.tolist())
     assert warm.mean() > cold.mean(), (warm.tolist(), cold.tolist())  # warm ones find what earlier starts read
     assert df[df["metric"] == "major_faults_at_ready"]["value"].notna().sum() == 8
