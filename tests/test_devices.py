@@ -188,11 +188,14 @@ def test_a_figure_says_which_runtime_it_cannot_draw_because_every_row_failed(tmp
         "native,request_time,0.1,ok,\n"
         "linux-vm,request_time,,failed,curl: (35) Recv failure: Connection reset by peer\n"
         "linux-vm,request_time,,failed,curl: (35) Recv failure: Connection reset by peer\n"
-        "docker,request_time,,failed,timed out\ndocker,request_time,0.2,ok,\n")
+        "docker,request_time,,failed,timed out\ndocker,request_time,0.2,ok,\n"
+        "lxd,energy_j,,not measurable,no power meter\n")
     fig, _ = plt.subplots()
     style.save_figure(fig, "demo", "a", run)
     (mark,) = [" ".join(t.get_text().split()) for t in fig.texts if t.get_gid() == style.FIGURE_NOTES_MARK]
-    assert mark == "linux-vm is not drawn: every row failed (curl: (35) Recv failure: Connection reset by peer)"
+    # What could not be measured is not said to have failed (the summary counts the two apart).
+    assert mark == ("linux-vm is not drawn: every row failed (curl: (35) Recv failure: Connection reset by peer) "
+                    "lxd is not drawn: every row is not measurable here (no power meter)")
 
 
 def test_booting_a_cached_image_asks_only_for_what_a_boot_needs(monkeypatch):

@@ -21,6 +21,7 @@ import pandas as pd  # noqa: E402
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter  # noqa: E402
 
 from edgebench.paths import FIGURES_DIR  # noqa: E402
+from edgebench.results import NOT_MEASURABLE  # noqa: E402
 from edgebench.runtimes import runtime_colours  # noqa: E402
 from edgebench.runtimes import runtime_order as registry_order
 from edgebench.tools.health import is_marked  # noqa: E402
@@ -233,29 +234,33 @@ def figure_legend(fig, extra=(), ncol: int = 6) -> None:
 FIGURE_NOTES_MARK = "eb-figure-notes"
 
 
-def failed_runtimes(df: pd.DataFrame) -> dict[str, tuple[int, str]]:
-    """Runtimes whose every row failed (no figure can draw them): how many rows, and their most
-    frequent reason."""
+def failed_runtimes(df: pd.DataFrame) -> dict[str, tuple[int, str, str]]:
+    """Runtimes without an ok row (no figure can draw them): how many rows, their most frequent
+    reason, and what happened to them: "failed", or "not measurable here" when none failed (no
+    power meter, no NPB binaries), which is not a failure and must not read like one."""
     out = {}
     for runtime, g in df.groupby("runtime", sort=False):
         if not (g["status"] == "ok").any():
-            errors = g["error"].dropna().astype(str).value_counts()
-            out[str(runtime)] = (len(g), errors.index[0] if not errors.empty else "no reason recorded")
+            failed = g[g["status"] != NOT_MEASURABLE]
+            errors = (failed if not failed.empty else g)["error"].dropna().astype(str).value_counts()
+            out[str(runtime)] = (len(g), errors.index[0] if not errors.empty else "no reason recorded",
+                                 "failed" if not failed.empty else "not measurable here")
     return out
 
 
-def left_out_runtimes(run_dir: Path) -> dict[str, str]:
-    """failed_runtimes of a run's results, each reason shortened for a figure's note."""
+def left_out_runtimes(run_dir: Path) -> dict[str, tuple[str, str]]:
+    """failed_runtimes of a run's results: what happened, and the reason shortened for a figure's note."""
     try:
         df = pd.read_csv(Path(run_dir) / "results.csv", usecols=["runtime", "status", "error"])
     except (OSError, ValueError):
         return {}
-    return {rt: why if len(why) <= 90 else why[:87] + "..." for rt, (_, why) in failed_runtimes(df).items()}
+    return {rt: (what, why if len(why) <= 90 else why[:87] + "...")
+            for rt, (_, why, what) in failed_runtimes(df).items()}
 
 
 def figure_notes(run_dir: Path) -> list[str]:
     """What a reader of a figure must know first, from the run it came from: an emulated
-    device's numbers measure QEMU, not a device; a runtime whose every row failed is missing."""
+    device's numbers measure QEMU, not a device; a runtime without an ok row is missing."""
     try:
         facts = json.loads((Path(run_dir) / "meta.json").read_text()).get("target") or {}
     except (OSError, ValueError):
@@ -264,8 +269,8 @@ def figure_notes(run_dir: Path) -> list[str]:
     if facts.get("emulated_device"):
         notes.append(f"{facts.get('target')}: {facts['emulated_device']}. Its numbers measure QEMU's emulator, "
                      "not a device.")
-    for runtime, why in left_out_runtimes(run_dir).items():
-        notes.append(f"{runtime} is not drawn: every row failed ({why})")
+    for runtime, (what, why) in left_out_runtimes(run_dir).items():
+        notes.append(f"{runtime} is not drawn: every row {'failed' if what == 'failed' else 'is ' + what} ({why})")
     return notes
 
 

@@ -195,8 +195,9 @@ def run_notes(run_dir, df: pd.DataFrame | None = None) -> str:
                 "paper's KVM numbers)" if "tcg" in kinds else ""
             lines.append(f"- **{rt}** ran with accelerator: {kinds}{emulated}")
     if df is not None and {"runtime", "status", "error"} <= set(df.columns):
-        for rt, (rows, why) in failed_runtimes(df).items():
-            lines.append(f"- **{rt}** is in no figure: all {rows} of its rows failed, most often: {why}")
+        for rt, (rows, why, what) in failed_runtimes(df).items():
+            happened = "failed" if what == "failed" else f"are {what}"
+            lines.append(f"- **{rt}** is in no figure: all {rows} of its rows {happened}, most often: {why}")
     health = health_notes(run_dir, df)
     return "\n".join(device + (lines or ["- Every runtime was measured."]) + health)
 
