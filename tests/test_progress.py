@@ -303,3 +303,35 @@ def test_a_notebook_the_device_has_not_run_gets_the_model_times_the_devices_pace
     ran("pi-arm64-nomemcg", 10, 100)
     own = plan.make_plan(nb, {**params, "target": "pi-arm64-nomemcg"}, ["native"], data_dir=tmp_path)
     assert own.estimate_s == pytest.approx(10 * own.work.seconds) and "this device's" in own.basis
+
+
+def test_a_slower_device_stretches_the_work_and_not_the_set_load_windows(tmp_path):
+    """debian-v2's first container_overhead was planned at 2h09m (the model x14) and took 36
+    minutes: most of that notebook is load and benchmark runs of a set length, which last as long
+    on an emulated device. The pace applies to the rest; a device's pace is learnt the same way."""
+    from edgebench.devices.spec import DEVICES
+    from edgebench.drivers.figures import notebooks
+    nb = next(n for n in notebooks() if n.name.startswith("03_"))
+    params = {"profile": "quick", "runtimes": "native,docker", "apps": "go-http", "target": "debian-v2",
+              "protocols": "published"}  # closed-loop runs only (fair adds open-loop rates, timed too)
+    first = plan.make_plan(nb, params, ["native", "docker"], data_dir=tmp_path)
+    work = first.work
+    from edgebench.experiments.http_load import LOAD_PROFILES
+    load = LOAD_PROFILES["quick"]
+    # Every point of io_bound is one closed-loop run: its warm-up and measured seconds are set.
+    assert work.window_s == pytest.approx(work.points * (load.warmup_s + load.duration_s))
+    assert 0 < work.window_s < work.seconds
+    typical = DEVICES["debian-v2"].typical_pace
+    assert first.estimate_s == pytest.approx((work.seconds - work.window_s) * typical + work.window_s)
+    assert first.estimate_s < typical * work.seconds
+    # The device's own pace: its wall time over the model's, windows out of both.
+    plan.record(first, work.window_s + 20 * (work.seconds - work.window_s), "completed", tmp_path)
+    entries = plan.history(tmp_path)
+    assert entries[-1]["model_window_s"] == pytest.approx(work.window_s, abs=0.1)
+    assert plan.pace("debian-v2", entries)[0] == pytest.approx(20, rel=1e-3)
+    cpu_bound = next(n for n in notebooks() if n.name.startswith("04_"))  # not run there yet: paced
+    again = plan.make_plan(cpu_bound, params, ["native", "docker"], data_dir=tmp_path)
+    assert "this device's pace over 1 notebook" in again.basis and again.work.window_s > 0
+    assert again.estimate_s == pytest.approx(again.work.paced(plan.pace("debian-v2", entries)[0]))
+    # An entry written before windows were modelled counts whole, as before.
+    assert plan.work_pace({"model_s": 10, "seconds": 50}) == 5

@@ -130,10 +130,13 @@ DEVICES: dict[str, DeviceSpec] = {d.name: d for d in (
     DeviceSpec("debian-v2", "Debian 12 for this machine's architecture, systemd, cgroup v2 unified",
                arch=None, machine="pc", cpu=X86_TCG_CPU, cpus=2, memory_mb=2048, lan_index=1,
                cmdline_extra=("modprobe.blacklist=kvm_amd,kvm_intel",),
-               # lxd appendix 12.5x the model, microbenchmarks 12.4x, home automation 7.3x,
-               # page faults 14.9x, face recognition 21.5x, time to ready 30x (quick, native,
-               # Docker and LXD): the median, 13.7.
-               typical_pace=14.0),
+               # The work's pace, the models' set load windows taken out (quick; native, Docker and
+               # LXD; the 12 notebooks' wall times of stops 38-50): microbenchmarks 14.6x, lxd
+               # appendix 15.1x, services 17.8x, page faults 23.7x, home automation 25.5x, min
+               # memory 27.3x, cpu bound 29.6x, time to ready 30.6x, io bound 33x, boot time 70x,
+               # static footprint 90x; container overhead 4.8x (its model counts NPB binaries the
+               # device lacks). The median, 26.4.
+               typical_pace=26.0),
     DeviceSpec("pi-arm64", "Debian 12 arm64 on QEMU virt, Cortex-A72, 2 vCPUs, 1 GiB (a Raspberry Pi 3B+/4)",
                lan_index=2, **_PI),
     DeviceSpec("pi-arm64-nomemcg", "pi-arm64 booted with the memory controller off (cgroup_disable=memory), as "

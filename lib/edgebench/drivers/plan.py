@@ -82,6 +82,7 @@ def record(plan: NotebookPlan, seconds: float, status: str, data_dir: Path | Non
     path.parent.mkdir(parents=True, exist_ok=True)
     entry = {"experiment": plan.experiment, "target": plan.target, "profile": plan.profile,
              "runtimes": plan.runtimes, "points": plan.work.points, "model_s": round(plan.work.seconds, 1),
+             "model_window_s": round(plan.work.window_s, 1),
              "seconds": round(seconds, 1), "status": status, "finished_at": utc_now(),
              "params": {k: v for k, v in plan.params.items() if isinstance(v, (str, int, float, bool, type(None)))}}
     if in_points is not None:
@@ -129,11 +130,21 @@ def from_history(experiment: str, target: str, profile: str, runtimes: list[str]
 
 def pace(target: str, entries: list[dict], newest: int = 10) -> tuple[float, int] | None:
     """How many times slower than the models `target` ran its newest completed notebooks (the
-    median of wall time over model time), and over how many; None when it has run none."""
-    ratios = [e["seconds"] / e["model_s"] for e in entries
-              if e.get("target") == target and e.get("status") == "completed" and (e.get("model_s") or 0) > 0
-              and not (e.get("params") or {}).get("resume")][-newest:]
+    median of wall time over model time, both without the model's fixed windows, which no
+    device stretches), and over how many; None when it has run none."""
+    ratios = [work_pace(e) for e in entries
+              if e.get("target") == target and e.get("status") == "completed"
+              and not (e.get("params") or {}).get("resume")]
+    ratios = [r for r in ratios if r is not None][-newest:]
     return (statistics.median(ratios), len(ratios)) if ratios else None
+
+
+def work_pace(entry: dict) -> float | None:
+    """One history entry's wall time over its model's, fixed windows taken out of both (entries
+    written before the model had windows count whole)."""
+    window = entry.get("model_window_s") or 0.0
+    model, seconds = (entry.get("model_s") or 0.0) - window, entry.get("seconds", 0.0) - window
+    return seconds / model if model > 0 and seconds > 0 else None
 
 
 def same_board(target: str) -> str | None:
@@ -165,10 +176,10 @@ def make_plan(nb: Path, params: dict, available: list[str], data_dir: Path | Non
     if found:
         estimate, basis = found
     elif paced:
-        estimate, basis = work.seconds * paced[0], (f"model x{paced[0]:.1f}, {whose} pace over "
+        estimate, basis = work.paced(paced[0]), (f"model x{paced[0]:.1f}, {whose} pace over "
                                                  f"{paced[1]} notebook{'s' if paced[1] != 1 else ''}")
     elif typical != 1.0:  # an emulated device's first run: what such a device's pace usually is
-        estimate, basis = work.seconds * typical, f"model x{typical:g}, typical of {target} under TCG"
+        estimate, basis = work.paced(typical), f"model x{typical:g}, typical of {target} under TCG"
     else:
         estimate, basis = work.seconds, "model"
     return NotebookPlan(nb.name, experiment_of(nb), target, profile, runtimes, work, estimate, basis, dict(params))

@@ -194,6 +194,7 @@ def plan(params: Params, runtimes: list[str]) -> estimate.Work:
     parts, protocols, s, reps = params.parts, params.protocol_names, params.settings, params.reps
     tools = [r for r in runtimes if r in estimate.TOOL_RUNTIMES]
     points, seconds, levels = 0, estimate.SESSION_S + s.idle_s, []
+    windows = s.idle_s  # of seconds, the set times a slower device does not stretch
     runs = reps * len(protocols)
     if "disk" in parts:
         # fio's four operations over PAPER_THREADS files (published: IOZone, only where installed),
@@ -202,6 +203,7 @@ def plan(params: Params, runtimes: list[str]) -> estimate.Work:
         per_run = 4 * (max(PAPER_THREADS * s.file_mb / PLAN_DISK_MB_PER_S, window) + 1)
         points += 4 * runs * len(tools)
         seconds += estimate.model_seconds(tools, 1, runs, per_run * reps * ("fair" in protocols)) - estimate.SESSION_S
+        windows += estimate.window_seconds(tools, 4 * window * reps * ("fair" in protocols))
         levels.append(f"disk {s.file_mb} MB x {PAPER_THREADS}")
     if "memory" in parts:
         per_size = [10 * s.stream_ntimes * mib * 1.048576 / PLAN_STREAM_MB_PER_S + 1 for mib in s.stream_mib]
@@ -209,6 +211,7 @@ def plan(params: Params, runtimes: list[str]) -> estimate.Work:
         seconds += (estimate.model_seconds(tools, 1, runs * len(s.stream_mib), sum(per_size) * runs)
                     - estimate.SESSION_S)
         seconds += 2 * CROSSCHECK_MIN_S + 4  # stress-ng and sysbench once, natively
+        windows += 2 * CROSSCHECK_MIN_S
         levels.append(f"STREAM {','.join(f'{m:g}' for m in s.stream_mib)} MiB")
     if "hpc" in parts:
         kernels = [(b, c) for c in s.npb_classes for b in s.npb_benchmarks]
@@ -227,5 +230,7 @@ def plan(params: Params, runtimes: list[str]) -> estimate.Work:
         points += len(apps) * modes * runs
         seconds += len(apps) * (modes * (fair + published + runs * 0.5)
                                 + sum(estimate.RUNTIME_COST_S.get(r, (5, 0))[0] for r in runtimes))
+        windows += len(apps) * modes * 2 * s.seconds * reps * ("fair" in protocols)  # ab and wrk, each timed
         levels.append("ab")
-    return estimate.Work(points=points, seconds=seconds, apps=apps, levels="; ".join(levels), repetitions=reps)
+    return estimate.Work(points=points, seconds=seconds, apps=apps, levels="; ".join(levels), repetitions=reps,
+                         window_s=windows)

@@ -21,6 +21,13 @@ class Work:
     levels: str = ""             # what it sweeps besides runtimes and apps, in words
     repetitions: int = 0
     runtimes: list[str] | None = None  # those of the given it will use (None: all of them)
+    # Of `seconds`, the fixed windows: load and benchmark runs of a set duration, holds. A slower
+    # device does not stretch them (a 30 s wrk run lasts 30 s on a Pi); it stretches the rest.
+    window_s: float = 0.0
+
+    def paced(self, pace: float) -> float:
+        """The estimate on a device `pace` times slower than the model's machine at the work."""
+        return (self.seconds - self.window_s) * pace + self.window_s
 
 
 # What a runtime adds on the project's reference machine (2 cores, Debian 12, VMs under TCG), in
@@ -53,6 +60,12 @@ def model_seconds(runtimes: list[str], packages: int, starts: int, busy_s: float
         share = len(runnable(name, apps)) / len(apps) if apps else 1.0
         total += share * (pack * packages + start * starts + busy_s)
     return total
+
+
+def window_seconds(runtimes: list[str], window_s: float, apps: list[str] | None = None) -> float:
+    """Of model_seconds' `busy_s`, the part that is fixed windows (`window_s` per runtime),
+    summed as model_seconds sums it."""
+    return sum(window_s * (len(runnable(name, apps)) / len(apps) if apps else 1.0) for name in runtimes)
 
 
 def names(value, everything) -> list[str]:

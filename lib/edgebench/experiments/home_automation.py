@@ -216,4 +216,5 @@ def plan(params: Params, runtimes: list[str]) -> estimate.Work:
     seconds = sum(estimate.model_seconds([n], 1, starts * modes[n], busy * modes[n]) - estimate.SESSION_S
                   for n in runtimes)
     return estimate.Work(points=sum(starts * modes[n] for n in runtimes), seconds=estimate.SESSION_S + seconds,
+                         window_s=sum(starts * modes[n] * WRK_DURATION_S[params.profile] for n in runtimes),
                          apps=[APP], levels=f"protocols {','.join(protocols)}", repetitions=reps)

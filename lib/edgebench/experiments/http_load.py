@@ -329,6 +329,7 @@ def plan(params: HttpLoad, runtimes: list[str]) -> estimate.Work:
     busy = cells * (len(protocols) * closed_s + open_s)
     return estimate.Work(points=cells * len(protocols) * len(runtimes),
                          seconds=estimate.model_seconds(runtimes, len(apps), cells * len(protocols), busy, apps),
+                         window_s=estimate.window_seconds(runtimes, busy, apps),  # every load run lasts its set time
                          apps=apps, levels=("rich + " if params.asked[0][0] == "rich" else "")
                          + f"memory {','.join(levels)}, protocols {','.join(protocols)}",
                          repetitions=params.reps)

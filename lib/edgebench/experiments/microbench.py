@@ -301,12 +301,15 @@ def plan_microbenchmarks(params: Microbenchmarks, runtimes: list[str]) -> estima
     published = 2 * len(TABLE2_POINTS) if "published" in protocols else 0
     busy = reps * (fair / 2 * (seconds + plan_memory_s(seconds)) + published * PLAN_FIXED_WORK_S)
     total = estimate.model_seconds(used, 1, reps * (fair + published), busy)
+    # Fair points run sysbench for the set seconds (memory: at most those); published ones a set amount.
+    windows = estimate.window_seconds(used, reps * fair / 2 * (seconds + plan_memory_s(seconds)))
     points = reps * (fair + published) * len(used)
     if params.network:
         net = len(network_points([RUNTIMES[r] for r in used if r in RUNTIMES])) * reps
         points += net
         total += net * (seconds + estimate.RUNTIME_COST_S["docker"][1] + 1)
-    return estimate.Work(points=points, seconds=total, apps=[TOOL], repetitions=reps, runtimes=used,
+        windows += net * seconds  # iperf3 for the set seconds
+    return estimate.Work(points=points, seconds=total, apps=[TOOL], repetitions=reps, runtimes=used, window_s=windows,
                          levels=f"protocols {','.join(protocols)}" + (", network" if params.network else ""))
 
 
@@ -319,6 +322,9 @@ def plan_lxd_appendix(params: LxdAppendix, runtimes: list[str]) -> estimate.Work
     # fileio: writing the files, then the timed run; memory: the seconds or 100 GiB; CPU: fixed events.
     busy = reps * (sum(n / PLAN_FILES_MB_PER_S + cfg["seconds"] for n in files)
                    + len(threads) * (plan_memory_s(cfg["seconds"]) + cfg["cpu_events"] / PLAN_CPU_EVENTS_PER_S))
+    # Set times: fileio's timed run and memory's (at most the seconds); writing the files and CPU's events are work.
+    windows = reps * (len(files) * cfg["seconds"] + len(threads) * plan_memory_s(cfg["seconds"]))
     return estimate.Work(points=reps * cells * len(used), seconds=estimate.model_seconds(used, 1, reps * cells, busy),
+                         window_s=estimate.window_seconds(used, windows),
                          apps=[TOOL], repetitions=reps, runtimes=used,
                          levels=f"files {','.join(map(str, files))}; threads {','.join(map(str, threads))}")

@@ -297,5 +297,6 @@ def plan(params: Params, runtimes: list[str]) -> estimate.Work:
     return estimate.Work(points=bisections * len(runtimes),
                          seconds=estimate.model_seconds(runtimes, len(apps), bisections * trials,
                                                         bisections * trials * hold, apps),
+                         window_s=estimate.window_seconds(runtimes, bisections * trials * params.hold_s, apps),
                          apps=apps, levels=f"bisection to {s.resolution_mb:g} MiB (~{trials} trials)",
                          repetitions=s.repetitions)

@@ -274,7 +274,11 @@ def plan(params: Params, runtimes: list[str]) -> estimate.Work:
                "fair": 1.5 * REQUESTS[profile] / 20_000 + 2 * MIN_WINDOW_S[profile] * WINDOW_MARGIN}  # GET and SET
     per_start = {"redis": sum(redis_s[p] for p in protocols) / len(protocols), "nginx": WRK_DURATION_S[profile] + 0.5}
     busy = starts * sum(per_start[s] for s in services)
+    # Of those, set times: fair redis's minimum windows and wrk's duration (a request count is work).
+    windows = starts * (("redis" in services) * ("fair" in protocols) * 2 * MIN_WINDOW_S[profile] * WINDOW_MARGIN
+                        / len(protocols) + ("nginx" in services) * WRK_DURATION_S[profile])
     seconds = sum(estimate.model_seconds([n], len(services), starts * modes[n] * len(services), busy * modes[n])
                   for n in serving) or estimate.SESSION_S
     return estimate.Work(points=sum(starts * modes[n] for n in serving) * len(services), seconds=seconds,
+                         window_s=sum(windows * modes[n] for n in serving),
                          apps=services, levels=f"protocols {','.join(protocols)}", repetitions=reps, runtimes=serving)
