@@ -617,3 +617,9 @@ def test_parts_of_a_time_never_take_a_runtimes_colour():
     for name, colour in runtime_colours().items():
         nearest = min(np.linalg.norm(p - np.array(mcolors.to_rgb(colour))) for p in parts)
         assert nearest > 0.25, f"a part's shade is close to {name}'s colour"
+
+
+def test_a_ratio_far_below_native_keeps_two_significant_digits():
+    """linux-vm under TCG serves redis at 0.004x native: '0.00x' on its bar read as nothing at all."""
+    from edgebench.plotting.style import times
+    assert [times(x) for x in (0.0042, 0.03, 0.91, 1.0, 12.345)] == ["0.0042x", "0.03x", "0.91x", "1.00x", "12.35x"]

@@ -9,7 +9,7 @@ import pandas as pd
 
 from edgebench.plotting.tables import WHISKERS, interval, stacked_with_interval, wrapped_suptitle
 from edgebench.plotting.services import label
-from edgebench.plotting.style import PROTOCOL_TITLE, part_colours, plt, protocols_in
+from edgebench.plotting.style import PROTOCOL_TITLE, part_colours, plt, protocols_in, times
 from edgebench.plotting.tables import NoData, mark_emulated, mark_health, sort_by_runtime, ratio_to_baseline
 
 BASELINE = "native"
@@ -62,7 +62,7 @@ def face_figure(table: pd.DataFrame):
     for j, protocol in enumerate(protocols):
         ax = axes[0][j]
         stacked_with_interval(ax, table[table["protocol"] == protocol], PARTS, "end_to_end_latency",
-                              lambda r: (f"{r.vs_native:.2f}x, " if r.label != BASELINE and np.isfinite(r.vs_native)
+                              lambda r: (f"{times(r.vs_native)}, " if r.label != BASELINE and np.isfinite(r.vs_native)
                                          else "") + f"acc {r.accuracy:.0%}")
         ax.set_title(PROTOCOL_TITLE.get(protocol, protocol), fontsize=9)
         ax.grid(axis="y", alpha=0.3)

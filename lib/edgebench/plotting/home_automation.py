@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 
 from edgebench.plotting.services import label
-from edgebench.plotting.style import PROTOCOL_TITLE, part_colours, plt, protocols_in
+from edgebench.plotting.style import PROTOCOL_TITLE, part_colours, plt, protocols_in, times
 from edgebench.plotting.tables import (WHISKERS, NoData, interval, mark_emulated, mark_health, ratio_to_baseline,
                                        sort_by_runtime, stacked_with_interval, wrapped_suptitle)
 
@@ -51,7 +51,7 @@ def latency_figure(table: pd.DataFrame):
     for j, protocol in enumerate(protocols):
         ax = axes[0][j]
         stacked_with_interval(ax, table[table["protocol"] == protocol], PARTS, "mean_ms",
-                              lambda r: f"{r.vs_native:.2f}x" if r.label != BASELINE and np.isfinite(r.vs_native)
+                              lambda r: times(r.vs_native) if r.label != BASELINE and np.isfinite(r.vs_native)
                               else "")
         ax.set_title(f"{PROTOCOL_TITLE.get(protocol, protocol)}", fontsize=9)
         ax.grid(axis="y", alpha=0.3)

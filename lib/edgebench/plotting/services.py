@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 
 from edgebench.claims import ratio_interval
-from edgebench.plotting.style import PROTOCOL_TITLE, plt, protocols_in, runtime_colour
+from edgebench.plotting.style import PROTOCOL_TITLE, plt, protocols_in, runtime_colour, times
 from edgebench.plotting.tables import NoData, mark_emulated, mark_health, ok_rows, sort_by_runtime, spread, ratio_to_baseline
 
 BASELINE = "native"
@@ -80,7 +80,7 @@ def throughput_figure(table: pd.DataFrame):
                                   linewidth=3)
                     if np.isfinite(r.vs_native) and lab != BASELINE:
                         top = np.nanmax([r.median_rps, r.max_rps, r.ci95_high_rps])  # above the whiskers
-                        ax.text(xi + offset, top / 1000, f"{r.vs_native:.2f}x", ha="center", va="bottom",
+                        ax.text(xi + offset, top / 1000, times(r.vs_native), ha="center", va="bottom",
                                 fontsize=7)
             ax.set_xticks(x, labels, rotation=20, ha="right")
             ax.set_title(f"{app} ({LOADS.get(app, '')}), {PROTOCOL_TITLE.get(protocol, protocol)}", fontsize=9)
@@ -100,7 +100,7 @@ def services_findings(table: pd.DataFrame, reference: pd.DataFrame) -> str:
         parts = []
         for lab, h in g.groupby("label", sort=False):
             named = h["test"].nunique() > 1  # Redis's GET and SET; nginx has one test, the page
-            ratios = ", ".join(f"{r.test.upper() + ' ' if named else ''}{r.vs_native:.2f}x"
+            ratios = ", ".join(f"{r.test.upper() + ' ' if named else ''}{times(r.vs_native)}"
                                for r in h.itertuples() if np.isfinite(r.vs_native))
             if lab != BASELINE and ratios:
                 parts.append(f"{lab} {ratios}")

@@ -39,6 +39,12 @@ COLD = " (cold)"
 FIRST = " (first)"  # a start whose image was pulled just before
 
 
+def times(ratio: float) -> str:
+    """A ratio as a bar's label: two decimals, or two significant digits below 0.1 (a VM under
+    TCG serves 0.004x native, which two decimals print as 0.00x)."""
+    return f"{ratio:.2f}x" if abs(ratio) >= 0.1 else f"{ratio:.2g}x"
+
+
 def base_runtime(label: str) -> str:
     """'nanos (TCG)' -> 'nanos'; 'docker (cold)', 'docker (first)' and a network point such as
     'docker (bridge)' -> 'docker'; 'linux-vm (TCG) microvm' -> 'linux-vm': the runtime a label
