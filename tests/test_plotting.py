@@ -623,3 +623,12 @@ def test_a_ratio_far_below_native_keeps_two_significant_digits():
     """linux-vm under TCG serves redis at 0.004x native: '0.00x' on its bar read as nothing at all."""
     from edgebench.plotting.style import times
     assert [times(x) for x in (0.0042, 0.03, 0.91, 1.0, 12.345)] == ["0.0042x", "0.03x", "0.91x", "1.00x", "12.35x"]
+
+
+def test_the_footprint_bars_labels_stay_inside_their_panel():
+    """The standard run's LXD bar (83.9 MB) printed its label across the panel's top edge."""
+    from edgebench.plotting import footprint
+    fig = footprint.footprint_figure(footprint.footprint_table(footprint_results(), load_reference("static_footprint")))
+    for ax in fig.axes:
+        tallest = max(b.get_height() for b in ax.patches)
+        assert ax.get_ylim()[1] >= 1.1 * tallest
