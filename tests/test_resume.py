@@ -192,6 +192,9 @@ def test_make_figures_stopped_twice_and_resumed_measures_each_point_once(tmp_pat
     assert "Error" not in err[-500:], err[-3000:]
     (whole_dir,) = (tmp_path / "whole" / "time_to_ready").iterdir()
     assert len(run_points(whole_dir)) == POINTS
+    # The notebook's time and its points' are read on one clock: the points fit inside it.
+    (timed,) = plan.read_history(tmp_path / "whole" / plan.HISTORY_FILE)
+    assert 0 < timed["in_points_s"] <= timed["seconds"], timed
 
     results = Path(stopped["EDGEBENCH_DATA_DIR"]) / "time_to_ready"
     for sitting in range(2):  # stopped at a random row, once from the start and once resumed

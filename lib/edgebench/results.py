@@ -45,6 +45,11 @@ def utc_now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
 
 
+def seconds_since(when: str) -> float:
+    """Wall-clock seconds from `when` (an ISO time, as utc_now writes them) to now."""
+    return (datetime.now(timezone.utc) - datetime.fromisoformat(when)).total_seconds()
+
+
 def new_run_id() -> str:
     return datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(2)
 
