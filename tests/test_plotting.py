@@ -619,10 +619,10 @@ def test_parts_of_a_time_never_take_a_runtimes_colour():
         assert nearest > 0.25, f"a part's shade is close to {name}'s colour"
 
 
-def test_a_ratio_far_below_native_keeps_two_significant_digits():
+def test_a_ratio_far_below_native_keeps_a_significant_digit():
     """linux-vm under TCG serves redis at 0.004x native: '0.00x' on its bar read as nothing at all."""
     from edgebench.plotting.style import times
-    assert [times(x) for x in (0.0042, 0.03, 0.91, 1.0, 12.345)] == ["0.0042x", "0.03x", "0.91x", "1.00x", "12.35x"]
+    assert [times(x) for x in (0.0042, 0.027, 0.91, 1.0, 12.345)] == ["0.004x", "0.03x", "0.91x", "1.00x", "12.35x"]
 
 
 def test_the_footprint_bars_labels_stay_inside_their_panel():
@@ -632,3 +632,18 @@ def test_the_footprint_bars_labels_stay_inside_their_panel():
     for ax in fig.axes:
         tallest = max(b.get_height() for b in ax.patches)
         assert ax.get_ylim()[1] >= 1.1 * tallest
+
+
+def test_two_tiny_bars_side_by_side_print_their_ratios_apart():
+    """The standard services figure printed linux-vm's GET and SET ratios (0.005x, both bars near
+    zero) at one height, run together as '0.005x0.005x'."""
+    from edgebench.plotting import services as ps
+    rows = [dict(app="redis", test=test, protocol="fair", runtime=rt, network_mode="", rep=rep, metric="throughput",
+                 unit="req/s", status="ok", error="", health="", value=base)
+            for test in ("get", "set") for rt, base in (("native", 1.4e6), ("docker", 7e5), ("lxd", 8e5),
+                                                        ("unikraft", 1e6), ("linux-vm", 7e3)) for rep in (1, 2, 3)]
+    fig = ps.throughput_figure(ps.throughput_table(pd.DataFrame(rows)))
+    fig.canvas.draw()
+    boxes = [t.get_window_extent() for t in fig.axes[0].texts if t.get_text() == "0.005x"]
+    assert len(boxes) == 2 and not boxes[0].overlaps(boxes[1])
+    style.plt.close(fig)

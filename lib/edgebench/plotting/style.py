@@ -40,9 +40,9 @@ FIRST = " (first)"  # a start whose image was pulled just before
 
 
 def times(ratio: float) -> str:
-    """A ratio as a bar's label: two decimals, or two significant digits below 0.1 (a VM under
-    TCG serves 0.004x native, which two decimals print as 0.00x)."""
-    return f"{ratio:.2f}x" if abs(ratio) >= 0.1 else f"{ratio:.2g}x"
+    """A ratio as a bar's label: two decimals, or one significant digit below 0.1 (a VM under
+    TCG serves 0.004x native, which two decimals print as 0.00x; two digits overlap the next bar's)."""
+    return f"{ratio:.2f}x" if abs(ratio) >= 0.1 else f"{ratio:.1g}x"
 
 
 def base_runtime(label: str) -> str:
