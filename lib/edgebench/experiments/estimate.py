@@ -49,6 +49,11 @@ def runnable(runtime: str, apps: list[str]) -> list[str]:
     return [a for a in apps if a not in APPS or RUNTIMES[runtime].runs(APPS[a])]
 
 
+def app_share(runtime: str, apps: list[str] | None) -> float:
+    """The share of `apps` the runtime runs (all of them when none are named)."""
+    return len(runnable(runtime, apps)) / len(apps) if apps else 1.0
+
+
 def model_seconds(runtimes: list[str], packages: int, starts: int, busy_s: float,
                   apps: list[str] | None = None) -> float:
     """A notebook's time in the model: per runtime, `packages` artifacts, `starts` instance
@@ -57,15 +62,14 @@ def model_seconds(runtimes: list[str], packages: int, starts: int, busy_s: float
     total = SESSION_S
     for name in runtimes:
         pack, start = RUNTIME_COST_S.get(name, UNKNOWN_RUNTIME_COST_S)
-        share = len(runnable(name, apps)) / len(apps) if apps else 1.0
-        total += share * (pack * packages + start * starts + busy_s)
+        total += app_share(name, apps) * (pack * packages + start * starts + busy_s)
     return total
 
 
 def window_seconds(runtimes: list[str], window_s: float, apps: list[str] | None = None) -> float:
     """Of model_seconds' `busy_s`, the part that is fixed windows (`window_s` per runtime),
     summed as model_seconds sums it."""
-    return sum(window_s * (len(runnable(name, apps)) / len(apps) if apps else 1.0) for name in runtimes)
+    return sum(window_s * app_share(name, apps) for name in runtimes)
 
 
 def names(value, everything) -> list[str]:

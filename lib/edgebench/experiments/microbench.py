@@ -299,10 +299,10 @@ def plan_microbenchmarks(params: Microbenchmarks, runtimes: list[str]) -> estima
     cores = os.cpu_count() or 1  # the target's cores decide the fair points; the local count is a guess
     fair = 2 * len({1, cores}) if "fair" in protocols else 0
     published = 2 * len(TABLE2_POINTS) if "published" in protocols else 0
-    busy = reps * (fair / 2 * (seconds + plan_memory_s(seconds)) + published * PLAN_FIXED_WORK_S)
-    total = estimate.model_seconds(used, 1, reps * (fair + published), busy)
-    # Fair points run sysbench for the set seconds (memory: at most those); published ones a set amount.
-    windows = estimate.window_seconds(used, reps * fair / 2 * (seconds + plan_memory_s(seconds)))
+    # Fair points run sysbench for the set seconds (memory: at most those), published ones a set amount.
+    timed = reps * fair / 2 * (seconds + plan_memory_s(seconds))
+    total = estimate.model_seconds(used, 1, reps * (fair + published), timed + reps * published * PLAN_FIXED_WORK_S)
+    windows = estimate.window_seconds(used, timed)
     points = reps * (fair + published) * len(used)
     if params.network:
         net = len(network_points([RUNTIMES[r] for r in used if r in RUNTIMES])) * reps
