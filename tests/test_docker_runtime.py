@@ -104,6 +104,22 @@ def test_a_port_another_program_holds_moves_the_start_to_a_free_one(runtime, art
             runtime.stop(instance)
 
 
+def test_a_port_taken_after_the_check_is_tried_again_on_the_next(runtime, artifacts, no_leftovers):
+    """CI saw Docker's proxy fail with "address already in use" on a port that was free when
+    checked. A socket bound and not listening is invisible to the check (ss) yet makes the bind
+    fail, as a port taken in between does: the start is tried again on the next free port."""
+    with socket.socket() as held:
+        held.bind(("0.0.0.0", 0))
+        port = held.getsockname()[1]
+        instance, _ = runtime.start(artifacts["go-http"], Limits(), port)
+        try:
+            assert instance.port > port and instance.url.endswith(f":{instance.port}")
+            with urllib.request.urlopen(instance.url + "/io", timeout=10) as r:
+                assert r.status == 200
+        finally:
+            runtime.stop(instance)
+
+
 def test_the_daemons_reason_is_kept_not_the_clis_last_line():
     from edgebench.runtimes.docker import daemon_error
     stderr = ("docker: Error response from daemon: driver failed programming external connectivity on "

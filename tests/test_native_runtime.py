@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import socket
 import subprocess
 import urllib.request
 
@@ -197,3 +198,17 @@ def test_a_start_cut_by_the_timeout_says_it_was_still_going(runtime, artifacts, 
         runtime.start(artifacts["go-http"], Limits(), free_port(), timeout_s=0.001)
     assert e.value.timed_out and "after 1ms" in str(e.value), str(e.value)
     assert not runtime._live
+
+
+def test_a_port_taken_after_the_check_is_tried_again_on_the_next(runtime, artifacts, no_leftovers):
+    """The app's "bind: address already in use" on a port the check found free (taken in between;
+    here bound and not listening, which ss does not show) moves the start to the next free port."""
+    with socket.socket() as held:
+        held.bind(("0.0.0.0", 0))
+        port = held.getsockname()[1]
+        instance, _ = runtime.start(artifacts["go-http"], Limits(), port)
+        try:
+            assert instance.port > port
+            assert get(instance.url + "/io")[0] == 200
+        finally:
+            runtime.stop(instance)

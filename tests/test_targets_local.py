@@ -1,6 +1,7 @@
 """LocalTarget runs the same quoted shell commands an SSH target gets; connect() picks the kind."""
 
 import os
+import socket
 import time
 from pathlib import Path
 
@@ -128,3 +129,17 @@ def test_connect_to_nothing_listening_says_what_to_check():
     assert msg.startswith("root@127.0.0.1:1:")
     assert "sshd" in msg and "address" in msg
     assert time.monotonic() - start < 10
+
+
+def test_a_port_an_outgoing_connection_uses_is_not_free(local):
+    """A listener cannot bind the local port of an established connection (Docker's proxy said
+    "address already in use" on a port that only listeners were checked for)."""
+    with socket.socket() as server, socket.socket() as client:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        client.connect(server.getsockname())
+        used = client.getsockname()[1]
+        with socket.socket() as listener, pytest.raises(OSError):
+            listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            listener.bind(("0.0.0.0", used))
+        assert local.free_port(used) != used

@@ -185,8 +185,9 @@ class Target(ABC):
         return remote
 
     def free_port(self, port: int, tries: int = 64) -> int:
-        """`port`, or the next of `tries` that nothing listens on here."""
-        r = self.run(["ss", "-Htln"], check=False)
+        """`port`, or the next of `tries` that no TCP socket here uses: a listener, and also an
+        outgoing connection's local port, which a listener cannot bind either."""
+        r = self.run(["ss", "-Htan"], check=False)
         if not r.ok:  # no ss: what starts there will say what holds the port
             return port
         busy = set()

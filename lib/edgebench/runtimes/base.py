@@ -46,6 +46,10 @@ EMULATED_READY_FACTOR = 5
 PROBE_TIMEOUTS = ("not ready after", "launcher still running after")
 WATCHDOG_S = 1.0  # how often a detached app's liveness is checked while the probe waits
 PORT_TRIES = 64   # ports tried after a busy one
+# What a start says when another program took its port between the check and the bind (Docker's
+# proxy, LXD's proxy device, a native app); such a start is tried again on the next free port.
+PORT_TAKEN = ("address already in use", "port is already allocated")
+PORT_RACES = 3    # starts tried again after their port was taken
 
 
 class Runtime(ABC):
@@ -315,9 +319,24 @@ class Runtime(ABC):
     def start(self, artifact: Artifact, limits: Limits, port: int,
               timeout_s: float = DEFAULT_READY_TIMEOUT_S) -> tuple[Instance, ProbeResult]:
         """Launch through the probe (the same path for every runtime) and wait until ready, on
-        `port` or, when something else holds it, the next free one (Instance.port says which).
+        `port` or, when something else holds it, the next free one (Instance.port says which). A
+        start whose port was taken between the check and the bind is tried again on the next one.
         On an emulated device the timeout is `ready_timeout(timeout_s)`."""
         timeout_s = self.ready_timeout(timeout_s)
+        for _ in range(PORT_RACES):
+            try:
+                return self._start_on(artifact, limits, port, timeout_s)
+            except StartFailed as e:
+                # A port free when checked can be taken before the app binds it: by an outgoing
+                # connection's ephemeral port, or by another run's start.
+                taken = any(words in str(e).lower() for words in PORT_TAKEN)
+                if not taken or artifact.built.app.fixed_port or e.plan is None:
+                    raise
+                port = e.plan.port + 1
+        return self._start_on(artifact, limits, port, timeout_s)
+
+    def _start_on(self, artifact: Artifact, limits: Limits, port: int,
+                  timeout_s: float) -> tuple[Instance, ProbeResult]:
         probe = place_probe(self.target)
         readiness = artifact.built.app.readiness
         if readiness is None:
