@@ -196,7 +196,8 @@ def sentences(table: pd.DataFrame, tolerance: float | None = None) -> list[str]:
             for r in rows.itertuples():
                 name = _name(r)
                 if verdict == COSTS_MORE:
-                    name += f" ({r.rps_vs_native:.0%} of its throughput, p99 x{r.p99_vs_native:.3g})"
+                    # As multiples of native's, like the table: "35% of its throughput" read as a 35% cost.
+                    name += f" (req/s x{r.rps_vs_native:.3g}, p99 x{r.p99_vs_native:.3g} of native's)"
                 names.append(name)
             parts.append(f"{label}: {', '.join(names)}")
         point = level["why"].astype(str).str.startswith("n=").any()
