@@ -131,15 +131,20 @@ def test_connect_to_nothing_listening_says_what_to_check():
     assert time.monotonic() - start < 10
 
 
-def test_a_port_an_outgoing_connection_uses_is_not_free(local):
-    """A listener cannot bind the local port of an established connection (Docker's proxy said
-    "address already in use" on a port that only listeners were checked for)."""
+def test_a_port_only_an_earlier_servers_connections_use_is_free(local):
+    """nginx names its port: after one point, the connections its server had accepted are still
+    there (established, closing, TIME-WAIT), and the next start must get the same port, not a
+    refusal ("something already listens there"): such sockets do not stop a listener binding it."""
     with socket.socket() as server, socket.socket() as client:
-        server.bind(("127.0.0.1", 0))
+        server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        server.bind(("0.0.0.0", 0))
         server.listen()
-        client.connect(server.getsockname())
-        used = client.getsockname()[1]
-        with socket.socket() as listener, pytest.raises(OSError):
-            listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            listener.bind(("0.0.0.0", used))
-        assert local.free_port(used) != used
+        port = server.getsockname()[1]
+        client.connect(("127.0.0.1", port))
+        accepted, _ = server.accept()
+        with accepted:
+            server.close()
+            assert local.free_port(port) == port
+            with socket.socket() as next_server:
+                next_server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                next_server.bind(("0.0.0.0", port))

@@ -185,9 +185,11 @@ class Target(ABC):
         return remote
 
     def free_port(self, port: int, tries: int = 64) -> int:
-        """`port`, or the next of `tries` that no TCP socket here uses: a listener, and also an
-        outgoing connection's local port, which a listener cannot bind either."""
-        r = self.run(["ss", "-Htan"], check=False)
+        """`port`, or the next of `tries` that nothing listens on here. Only listeners count: the
+        connections an earlier server on the port accepted (nginx's fixed port after a point) do
+        not stop the next one binding it. An outgoing connection's port does, and can be taken
+        after this check anyway: `Runtime.start` then tries the next port."""
+        r = self.run(["ss", "-Htln"], check=False)
         if not r.ok:  # no ss: what starts there will say what holds the port
             return port
         busy = set()
