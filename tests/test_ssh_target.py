@@ -259,6 +259,42 @@ def test_a_command_that_times_out_on_a_host_gone_silent_blames_the_host(ssh_host
     t.close()
 
 
+def test_a_timeout_the_timer_thread_marks_late_still_asks_whether_the_host_answers(ssh_host, monkeypatch):
+    """invoke's timer closes the channel, then ends; a run that saw the channel closed before the
+    timer thread ended got no exit status and no timeout, and returned a slow app's result without
+    asking the host (CI failed so, on a busy machine). Here the timer silences the host, closes
+    the channel and ends late, every time."""
+    import os
+    import signal
+    from fabric.runners import Remote
+
+    closes = Remote.kill
+    stopped: list[int] = []
+    silence_the_host = False
+
+    def kill_then_linger(self):
+        if silence_the_host:
+            stopped.extend(stopped_sshd(ssh_host))
+        closes(self)
+        time.sleep(1.5)  # still alive when the run sees the channel closed
+
+    monkeypatch.setattr(Remote, "kill", kill_then_linger)
+    t = ssh_target(ssh_host, channel_timeout_s=3, connect_timeout_s=2)
+    slow = t.run(["sleep", "5"], timeout=1, check=False)
+    assert slow.exit_code is None  # the host answers: a slow command's timeout, as before
+    silence_the_host = True
+    try:
+        with pytest.raises(TargetUnreachable) as e:
+            t.run(["sleep", "5"], timeout=1, check=False)
+    finally:
+        time.sleep(1.6)  # the timer has ended
+        for pid in stopped:
+            os.kill(pid, signal.SIGCONT)
+    assert "timed out after 1 s, and the host then opened no SSH channel within 3 s" in str(e.value)
+    assert t.run(["true"]).ok
+    t.close()
+
+
 def test_a_host_that_stops_answering_ends_the_sweep_and_the_run_resumes_where_it_stopped(ssh_host, tmp_path):
     """A sweep used to record a failed row per point left, each after the channel timeout (120 s on a
     device), for a host that was gone: it now stops at once, the run marked interrupted, and a

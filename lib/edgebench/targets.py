@@ -383,21 +383,13 @@ class SSHTarget(Target):
         try:
             r = conn.run(waited, hide=True, warn=True, timeout=timeout,
                          in_stream=io.StringIO(stdin) if stdin is not None else False)
-            # -1 is paramiko's "no exit status came back": the channel closed first, as when
-            # invoke's timer kills a command but the timer thread has not yet marked it timed out.
-            exited = None if r.exited == -1 else r.exited
-            return CommandResult(self.name, cmd, r.stdout, r.stderr, exited, time.monotonic() - start)
+            if r.exited != -1:
+                return CommandResult(self.name, cmd, r.stdout, r.stderr, r.exited, time.monotonic() - start)
+            # -1 is paramiko's "no exit status came back": the channel closed first, as when invoke's
+            # timer has closed it but its thread has not yet ended, so invoke raised no timeout.
+            ended = r
         except CommandTimedOut as e:
-            timed_out = CommandResult(self.name, cmd, e.result.stdout, e.result.stderr, None,
-                                      time.monotonic() - start)
-            if self._still_answers(conn):
-                return timed_out
-            self.close()
-            # The host, not the command: a row would otherwise blame the app for a host that went.
-            raise TargetUnreachable(
-                f"{self.name}: a command timed out after {timeout:g} s, and the host then opened no SSH "
-                f"channel within {self._channel_timeout:g} s: it has stopped answering (hung or "
-                "overloaded; for an emulated device, its console log says which)") from None
+            ended = e.result
         except paramiko.SSHException as e:
             if "Timeout opening channel" not in str(e):
                 raise
@@ -406,6 +398,17 @@ class SSHTarget(Target):
                 f"{self.name}: connected, but no SSH channel opened within {self._channel_timeout:g} s: the "
                 "host has stopped answering (hung or overloaded; for an emulated device, its console log "
                 "says which)") from None
+        elapsed = time.monotonic() - start
+        if self._still_answers(conn):
+            return CommandResult(self.name, cmd, ended.stdout, ended.stderr, None, elapsed)
+        self.close()
+        # The host, not the command: a row would otherwise blame the app for a host that went.
+        how = (f"timed out after {timeout:g} s" if timeout is not None and elapsed >= timeout
+               else "ended with no exit status")
+        raise TargetUnreachable(
+            f"{self.name}: a command {how}, and the host then opened no SSH channel within "
+            f"{self._channel_timeout:g} s: it has stopped answering (hung or overloaded; for an emulated "
+            "device, its console log says which)") from None
 
     @staticmethod
     def _still_answers(conn) -> bool:
