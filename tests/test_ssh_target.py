@@ -209,6 +209,18 @@ def stopped_sshd(host) -> list[int]:
     return pids
 
 
+def running_in(host, cmdline: str) -> bool:
+    """Whether a process of the host's namespace runs `cmdline` (its arguments joined by NULs)."""
+    pids = subprocess.run(["ip", "netns", "pids", host.netns], capture_output=True, text=True).stdout.split()
+    for pid in pids:
+        try:
+            if Path(f"/proc/{pid}/cmdline").read_bytes().rstrip(b"\0").decode() == cmdline:
+                return True
+        except OSError:
+            continue
+    return False
+
+
 def test_a_host_that_stops_answering_fails_the_command_within_the_channel_timeout(ssh_host):
     """An emulated device whose guest locked up kept its TCP connection and answered nothing: each
     command waited paramiko's hour for a channel. sshd stopped (SIGSTOP) is such a host."""
@@ -243,15 +255,24 @@ def test_a_command_that_times_out_on_a_host_gone_silent_blames_the_host(ssh_host
     slow = t.run(["sleep", "5"], timeout=1, check=False)
     assert slow.exit_code is None  # a slow command on a host that answers: timed out, as before
     stopped: list[int] = []
-    threading.Timer(0.5, lambda: stopped.extend(stopped_sshd(ssh_host))).start()
+
+    def stop_once_it_runs():
+        # Not after a fixed delay: on a busy machine the channel may not yet be open, or the
+        # command not yet started.
+        deadline = time.monotonic() + 3
+        while time.monotonic() < deadline and not running_in(ssh_host, "sleep\x005.1"):
+            time.sleep(0.05)
+        stopped.extend(stopped_sshd(ssh_host))
+
+    stopper = threading.Thread(target=stop_once_it_runs)
+    stopper.start()
     try:
         started = time.monotonic()
         with pytest.raises(TargetUnreachable) as e:
-            # The stop comes 0.5 s in; 4 s leave it time on a machine busy with other tests.
-            t.run(["sleep", "5"], timeout=4, check=False)
+            t.run(["sleep", "5.1"], timeout=4, check=False)
         assert time.monotonic() - started < 15
     finally:
-        time.sleep(0.6)  # the timer has run
+        stopper.join()
         for pid in stopped:
             os.kill(pid, signal.SIGCONT)
     assert "timed out after 4 s, and the host then opened no SSH channel within 3 s" in str(e.value)
