@@ -129,3 +129,43 @@ def test_remote_target_loaded_from_this_machine(ssh_host, run_dirs, cgroups_read
     assert meta["notes"]["load_generator"]["host"] == "local"
     assert meta["notes"]["load_generator"]["shares_target"] is False
     assert any(ssh_host.host in json.loads(p.read_text())["command"] for p in (run_dir / "raw").glob("*wrk-*"))
+
+
+def test_a_service_that_dies_during_the_open_loop_rates_is_said_dead_and_not_loaded_again(
+        monkeypatch, run_dirs, cgroups_ready, wrk_ready, no_leftovers):
+    """LXD's node-http at 64 MiB was OOM-killed after the closed-loop run: its 25 open-loop rows
+    then said "no request answered" at every rate, and never why. The app is killed here before
+    the second rate, as an OOM kill would."""
+    import os
+    import re
+    import signal
+    import subprocess
+    from edgebench.tools.open_loop import OpenLoopGenerator
+
+    offered = OpenLoopGenerator.run_at_rate
+    calls = []
+
+    def killed_before_the_second_rate(self, url, rate, settings, cpuset=None):
+        calls.append(rate)
+        if len(calls) == 2:
+            port = url.split(":")[2].split("/")[0]
+            listening = subprocess.run(["ss", "-Htlnp", f"sport = :{port}"], capture_output=True, text=True).stdout
+            os.kill(int(re.search(r"pid=(\d+)", listening).group(1)), signal.SIGKILL)
+        return offered(self, url, rate, settings, cpuset)
+
+    monkeypatch.setattr(OpenLoopGenerator, "run_at_rate", killed_before_the_second_rate)
+    run_dir = run_http_load("io_bound", runtimes="native", apps="go-http", protocols="fair",
+                            memory_levels="256m", run_id=f"it-died-{uuid.uuid4().hex[:6]}", open_loop="openloop",
+                            open_loop_rates="20%,40%,60%", open_loop_duration_s=1, **QUICK)
+    run_dirs.append(run_dir)
+    df = load_results(run_dir)
+    first = df[(df.scenario == "rich") & df.metric.str.startswith("ol_")]
+    rates = sorted(first.offered_rps.unique())
+    assert len(rates) == 2, rates  # the third rate was not offered to a dead service
+    assert (first[first.offered_rps == rates[0]].status == "ok").all()
+    died = first[first.offered_rps == rates[1]]
+    assert (died.status == "failed").all(), died[["metric", "status", "error"]]
+    assert died.error.str.startswith(f"died under load at {rates[1]:g} req/s").all(), died.error.iloc[0]
+    assert "not offered" in died.error.iloc[0]
+    again = df[(df.scenario == "constrained") & df.metric.str.startswith("ol_")]
+    assert (again.status == "ok").all() and again.offered_rps.nunique() == 3  # a fresh start: every rate

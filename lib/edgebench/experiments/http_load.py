@@ -21,7 +21,7 @@ import itertools
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import ClassVar, Iterator
+from typing import Callable, ClassVar, Iterator
 
 from edgebench.apps import HTTP_APPS
 from edgebench.errors import ConfigError, EdgebenchError
@@ -249,9 +249,12 @@ def open_loop_settings(profile: str, tool: str, rates: str, duration_s,
 
 
 def measure_open_loop(run: Run, gen: OpenLoopGenerator, settings: OpenLoopSettings, url: str, saturation_rps: float,
-                      lg_cpuset: str | None, row: dict, tag: str) -> None:
-    """Latency at each offered rate (shares of the closed-loop throughput just measured)."""
-    for rate, share in offered_rates(settings.rates, saturation_rps):
+                      lg_cpuset: str | None, row: dict, tag: str,
+                      died: Callable[[], str | None] = lambda: None) -> None:
+    """Latency at each offered rate (shares of the closed-loop throughput just measured), up to the
+    rate the service died at: `died` says why it is gone, None while it runs."""
+    rates = offered_rates(settings.rates, saturation_rps)
+    for i, (rate, share) in enumerate(rates):
         at = dict(row, load_tool=gen.name, offered_rps=rate, offered_share=round(share, 3) if share else None,
                   duration_s=settings.duration_s, connections=settings.connections, littles_law=None)
         try:
@@ -262,6 +265,16 @@ def measure_open_loop(run: Run, gen: OpenLoopGenerator, settings: OpenLoopSettin
         run.save_raw(f"{gen.name}-{tag}-{rate:g}rps", command=report.command, stdout=report.stdout,
                      stderr=report.stderr)
         at = dict(at, window_s=window_of(report))
+        reason = died()
+        if reason:
+            # Its rows said "no request answered" at this and every later rate, and never why.
+            error = f"died under load at {rate:g} req/s: {reason}" + (
+                f" (not offered: {', '.join(f'{r:g}' for r, _ in rates[i + 1:])} req/s)" if rates[i + 1:] else "")
+            run.add(metric="ol_achieved_rps", value=report.requests_per_second, unit="req/s", status="failed",
+                    error=error, **at)
+            for metric, _ in OPEN_LOOP_METRICS:
+                run.failed(metric=metric, unit="ms", error=error, **at)
+            return
         run.add(metric="ol_achieved_rps", value=report.requests_per_second, unit="req/s", **at)
         for metric, key in OPEN_LOOP_METRICS:
             value = report.latency_us.get(key)
@@ -293,8 +306,13 @@ def measure_load(run: Run, rt, artifact, limits: Limits, port: int, path: str, l
         report = loadgen.run(url, settings, lg_cpuset)
         run.save_raw(f"wrk-{tag}", command=report.command, stdout=report.stdout, stderr=report.stderr,
                      limits_applied=instance.limits_applied)
-        gone = instance.pid is not None and not is_alive(rt.target, instance.pid)
-        reason = rt.failure_reason(instance.plan) if gone else None
+        def died() -> str | None:
+            if instance.pid is None or is_alive(rt.target, instance.pid):
+                return None
+            return rt.failure_reason(instance.plan) or "the service exited"
+
+        reason = died()
+        gone = reason is not None
         if report.nothing_answered():
             why = reason or report.nothing_answered(
                 f"duration_s; PROFILE=standard runs {LOAD_PROFILES['standard'].duration_s} s")
@@ -313,7 +331,8 @@ def measure_load(run: Run, rt, artifact, limits: Limits, port: int, path: str, l
         for kind, count in report.errors.items():
             run.add(metric=f"errors_{kind}", value=count, unit="count", **closed_row)
         if open_gen and open_settings and not gone:
-            measure_open_loop(run, open_gen, open_settings, url, report.requests_per_second, lg_cpuset, row, tag)
+            measure_open_loop(run, open_gen, open_settings, url, report.requests_per_second, lg_cpuset, row, tag,
+                              died)
     finally:
         rt.stop(instance)
 
