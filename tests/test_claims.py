@@ -211,3 +211,48 @@ def test_the_ratio_interval_beside_a_ratio_to_native_holds_it():
     low, high = claims.ratio_interval(a, b)
     assert low < np.median(a) / np.median(b) < high and 0.7 < low and high < 1.1
     assert all(np.isnan(claims.ratio_interval(a, [100.0, 101.0])))
+
+
+@pytest.mark.parametrize("paired", [True, False], ids=["paired", "unpaired"])
+def test_the_95_percent_intervals_cover_a_known_slowdown_in_200_simulated_runs(paired):
+    """Docker 10% slower than native, 10 repetitions a run, 200 runs: the interval holds the true
+    0.9 in at least 90% of them, and the verdicts of a 5% band and a 20% band follow it."""
+    rng = np.random.default_rng(36)
+    within_5, within_20 = claim("within", a="docker", b="native", high=0.05), claim("within", a="docker",
+                                                                                     b="native", high=0.2)
+    covered, verdicts_5, verdicts_20 = 0, [], []
+    for _ in range(200):
+        native = 100 + rng.normal(0, 5, 10)
+        if paired:  # each repetition's pair shares its moment's noise; the ratio's own noise is symmetric
+            docker = native * 0.9 * (1 + rng.normal(0, 0.03, 10))
+        else:
+            docker = 90 + rng.normal(0, 4.5, 10)
+        both = pd.concat([rows("native", native), rows("docker", docker).assign(rep=range(11, 21) if not paired
+                                                                                    else range(1, 11))])
+        v = judge(within_5, both)
+        assert ("unpaired" not in v.reason) == paired
+        covered += v.ci_low <= 0.9 <= v.ci_high
+        verdicts_5.append(v.verdict)
+        verdicts_20.append(decide(v.ci_low, v.ci_high, v.effect, v.n, claims.band(within_20))[0])
+    assert covered >= 180, f"{covered} of 200 intervals hold the true 0.9"
+    assert HOLDS not in verdicts_5 and CONTRADICTED not in verdicts_20
+    # Unpaired, the two runtimes' own spreads widen the interval: a 5% band is more often unsettled.
+    assert verdicts_5.count(CONTRADICTED) >= (180 if paired else 80)
+    assert verdicts_20.count(HOLDS) >= 180
+
+
+def test_no_difference_is_never_called_a_difference_in_200_simulated_runs():
+    rng = np.random.default_rng(37)
+    faster = claim("direction", a="docker", b="native", better="higher")
+    within_10 = claim("within", a="docker", b="native", high=0.1)
+    directions, bands, covered = [], [], 0
+    for _ in range(200):
+        native = 100 + rng.normal(0, 5, 10)
+        both = pd.concat([rows("native", native), rows("docker", native * (1 + rng.normal(0, 0.03, 10)))])
+        d = judge(faster, both)
+        covered += d.ci_low <= 1 <= d.ci_high
+        directions.append(d.verdict)
+        bands.append(decide(d.ci_low, d.ci_high, d.effect, d.n, claims.band(within_10))[0])
+    assert covered >= 180, f"{covered} of 200 intervals hold the true 1"
+    assert directions.count(INCONCLUSIVE) >= 180  # "docker is faster" is neither shown nor refuted
+    assert bands.count(HOLDS) >= 180 and CONTRADICTED not in bands
