@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
+import signal
 import subprocess
 import time
 import uuid
@@ -200,13 +202,17 @@ def test_unreachable_port(ssh_host):
 def stopped_sshd(host) -> list[int]:
     """Stops (SIGSTOP) every process of the host's namespace: a host that keeps its TCP
     connections and answers nothing, as a locked-up device does."""
-    import os
-    import signal
     pids = [int(p) for p in subprocess.run(["ip", "netns", "pids", host.netns], capture_output=True,
                                            text=True).stdout.split()]
     for pid in pids:
         os.kill(pid, signal.SIGSTOP)
     return pids
+
+
+def resumed(pids: list[int]) -> None:
+    """Lets the processes stopped_sshd stopped go on: the host answers again."""
+    for pid in pids:
+        os.kill(pid, signal.SIGCONT)
 
 
 def running_in(host, cmdline: str) -> bool:
@@ -224,8 +230,6 @@ def running_in(host, cmdline: str) -> bool:
 def test_a_host_that_stops_answering_fails_the_command_within_the_channel_timeout(ssh_host):
     """An emulated device whose guest locked up kept its TCP connection and answered nothing: each
     command waited paramiko's hour for a channel. sshd stopped (SIGSTOP) is such a host."""
-    import os
-    import signal
     t = ssh_target(ssh_host, channel_timeout_s=3, connect_timeout_s=2)
     assert t.run(["true"]).ok
     sshd = stopped_sshd(ssh_host)
@@ -239,8 +243,7 @@ def test_a_host_that_stops_answering_fails_the_command_within_the_channel_timeou
             t.run(["true"])
         assert time.monotonic() - started < 30
     finally:
-        for pid in sshd:
-            os.kill(pid, signal.SIGCONT)
+        resumed(sshd)
     assert t.run(["true"]).ok  # answering again: the target goes on
     t.close()
 
@@ -248,8 +251,6 @@ def test_a_host_that_stops_answering_fails_the_command_within_the_channel_timeou
 def test_a_command_that_times_out_on_a_host_gone_silent_blames_the_host(ssh_host):
     """A command in flight when the host went silent timed out like a slow app, and its row blamed
     the app; one more command now tells the two apart."""
-    import os
-    import signal
     import threading
     t = ssh_target(ssh_host, channel_timeout_s=3, connect_timeout_s=2)
     slow = t.run(["sleep", "5"], timeout=1, check=False)
@@ -273,8 +274,7 @@ def test_a_command_that_times_out_on_a_host_gone_silent_blames_the_host(ssh_host
         assert time.monotonic() - started < 15
     finally:
         stopper.join()
-        for pid in stopped:
-            os.kill(pid, signal.SIGCONT)
+        resumed(stopped)
     assert "timed out after 4 s, and the host then opened no SSH channel within 3 s" in str(e.value)
     assert t.run(["true"]).ok
     t.close()
@@ -285,8 +285,6 @@ def test_a_timeout_the_timer_thread_marks_late_still_asks_whether_the_host_answe
     timer thread ended got no exit status and no timeout, and returned a slow app's result without
     asking the host (CI failed so, on a busy machine). Here the timer silences the host, closes
     the channel and ends late, every time."""
-    import os
-    import signal
     from fabric.runners import Remote
 
     closes = Remote.kill
@@ -309,8 +307,7 @@ def test_a_timeout_the_timer_thread_marks_late_still_asks_whether_the_host_answe
             t.run(["sleep", "5"], timeout=1, check=False)
     finally:
         time.sleep(1.6)  # the timer has ended
-        for pid in stopped:
-            os.kill(pid, signal.SIGCONT)
+        resumed(stopped)
     assert "timed out after 1 s, and the host then opened no SSH channel within 3 s" in str(e.value)
     assert t.run(["true"]).ok
     t.close()
@@ -320,8 +317,6 @@ def test_a_host_that_stops_answering_ends_the_sweep_and_the_run_resumes_where_it
     """A sweep used to record a failed row per point left, each after the channel timeout (120 s on a
     device), for a host that was gone: it now stops at once, the run marked interrupted, and a
     resumed sitting measures the points that had not ended."""
-    import os
-    import signal
     from types import SimpleNamespace
     from edgebench.experiments.sweep import sweep
     from edgebench.results import Run, ended_points
@@ -346,8 +341,7 @@ def test_a_host_that_stops_answering_ends_the_sweep_and_the_run_resumes_where_it
                 swept(run)
         assert time.monotonic() - started < 30  # not a wait per point left
     finally:
-        for pid in stopped:
-            os.kill(pid, signal.SIGCONT)
+        resumed(stopped)
     meta = load_meta(run.dir)
     assert meta["status"] == "interrupted" and "stopped answering" in meta["error"]
     assert "RESUME=latest" in meta["error"]
@@ -444,8 +438,6 @@ def test_time_to_ready_without_limits_creates_no_cgroup(ssh_host, no_leftovers):
 def test_a_silent_host_ends_the_session_without_waiting_on_its_clean_up(ssh_host, capsys):
     """Clean-up ran one command after another on a host that answered none, each waiting its
     timeouts with Ctrl-C deferred; one more try now decides, and what is left is said."""
-    import os
-    import signal
     from edgebench.experiments.common import session
 
     t = ssh_target(ssh_host, channel_timeout_s=3, connect_timeout_s=2)
@@ -459,8 +451,7 @@ def test_a_silent_host_ends_the_session_without_waiting_on_its_clean_up(ssh_host
                 tgt.run(["true"])
         assert time.monotonic() - started < 20
     finally:
-        for pid in stopped:
-            os.kill(pid, signal.SIGCONT)
+        resumed(stopped)
     assert f"{t.name} does not answer: what this run started there is left as it is" in capsys.readouterr().err
 
 
