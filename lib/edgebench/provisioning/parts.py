@@ -49,11 +49,11 @@ TOOL_NEEDS: tuple[TargetNeeds, ...] = (
     _tool("node app", "nodejs", "node", ("node", "--version"), by_hand="Node.js (node)"),
     TargetNeeds("process and network tools", (Need("procps", (("ps",),)), Need("iproute2", (("ip",),))),
                 by_hand=("procps", "iproute2"), on_load_generator=True),
-    # The open-loop curves prefer oha; a 6-minute cargo build, so `make figures` does it and
-    # `make test` does not (the built-in tools/openloop serves meanwhile).
+    # The open-loop curves prefer oha: a 6-minute cargo build, once. `make test` builds it too, so
+    # that the path `make figures` takes is the one tested (the built-in tools/openloop is the
+    # fallback where there is no cargo).
     TargetNeeds("open-loop http load (oha)", versions=(Version("oha", ("oha", "--version")),),
-                by_hand=("oha (cargo install oha)",), prepare=Oha.install,
-                prepare_for_tests=False, on_load_generator=True),
+                by_hand=("oha (cargo install oha)",), prepare=Oha.install, on_load_generator=True),
     # Container overhead (paper 003): fio for the disk, ab for HTTP, a C compiler for STREAM
     # (apps/stream is compiled on the target), stress-ng to cross-check STREAM's rates.
     _tool("disk benchmark (fio)", "fio", "fio", ("fio", "--version")),
@@ -73,8 +73,9 @@ TOOL_NEEDS: tuple[TargetNeeds, ...] = (
           daemon="docker-registry", on_load_generator=True),
     _tool("redis load (redis-benchmark)", "redis-tools", "redis-benchmark", ("redis-benchmark", "--version"),
           on_load_generator=True),
-    # NPB: built from NASA's sources on the target (minutes), so `make figures` does it and
-    # `make test` does not; without it the HPC rows are missing with the reason.
+    # NPB: built from NASA's sources on the target (minutes), so `make figures` does it; `make test`
+    # builds class S from ../shared/npb into the tests' own cache (shared_fixtures). Without it the
+    # HPC rows are missing with the reason.
     # make: NPB's build runs it, and a fresh Debian device has none (seen on the emulated debian-v2).
     TargetNeeds("hpc (NAS Parallel Benchmarks)", (Need("gfortran", (("gfortran",),)), Need("make", (("make",),))),
                 versions=(Version("npb", NPB_VERSION_CHECK),),

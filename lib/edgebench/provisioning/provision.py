@@ -23,6 +23,7 @@ One module, over 400 lines: the table a user reads (Row, Report) and the steps t
 from __future__ import annotations
 
 import argparse
+import os
 import shlex
 import sys
 import time
@@ -33,6 +34,7 @@ from edgebench.errors import EdgebenchError
 from edgebench.provisioning.apt import (Plan, UnsupportedTarget, install_argv, make_plan, os_family, packages_for,
                                         parse_apt_policy, parse_dpkg_query, unsupported_message, update_argv)
 from edgebench.provisioning.needs import PATH_EXTRA, Preparation, VersionState, tail, version_states
+from edgebench.provisioning import shared_fixtures
 from edgebench.provisioning.parts import TOOL_NEEDS, runtime_needs, survey_commands, table_versions
 from edgebench.runtimes import RUNTIMES
 from edgebench.targets import Target, connect
@@ -246,6 +248,8 @@ class Provisioner:
             rep.unprivileged = True
 
         plan = self.timed("packages", self.packages, plan)
+        if self.for_tests and self.target.is_local:
+            self.timed("shared fixtures", self.take_shared_fixtures)
         self.prepare_runtimes()
         self.prepare_tools()
         self.timed("table", self.table, plan)
@@ -325,6 +329,17 @@ class Provisioner:
                 self.report.actions.append(f"systemctl disable --now {unit}")
             elif not r.ok:
                 self.report.failed[f"stop {unit}"] = tail(r.stderr)
+
+    def take_shared_fixtures(self) -> None:
+        """`make test` on this machine: what ../shared holds for the tests (ops and Nanos, Unikraft
+        images, NPB's source), laid out in the tests' cache; the table then shows what the tests get."""
+        if not self.check:
+            for part, why in shared_fixtures.lay_out(self.log).items():
+                self.log(f"tests' {part}: {why}")
+        env = shared_fixtures.environment()
+        if env:
+            os.environ.update(env)
+            self.read_survey()  # ops on PATH now
 
     def prepare_runtimes(self) -> None:
         """Each runtime, in the registry's order, starts what it needs (daemons, images, its CLI)."""

@@ -62,9 +62,7 @@ def install(prep) -> None:
     if os.environ.get(DIR_VARIABLE):
         return
     bin_dir = binaries_dir(target)
-    wanted = [binary_name(b, c) for c in CLASSES for b in BENCHMARKS]
-    have = target.run(["ls", "-1", bin_dir], check=False).stdout.split()
-    if all(w in have for w in wanted):
+    if built(target, bin_dir, CLASSES):
         return
     for tool in ("gfortran", "gcc", "make"):
         if not target.which(tool):
@@ -74,15 +72,14 @@ def install(prep) -> None:
         prep.would(f"build NPB {VERSION} (OpenMP) for classes {', '.join(CLASSES)} in {bin_dir}", "npb",
                    "not built; would build it")
         return
-    base = posixpath.dirname(bin_dir)
-    tarball = f"{base}/NPB{VERSION}.tar.gz"
+    tarball = f"{posixpath.dirname(bin_dir)}/NPB{VERSION}.tar.gz"
     local = os.environ.get(TARBALL_VARIABLE)
     if local:
         target.upload_if_changed(local, tarball)
     elif not target.run(["test", "-s", tarball], check=False).ok:
         fetch = (["curl", "-fsSL", "--max-time", "300", "-o", tarball, SOURCE_URL] if target.which("curl") else
                  ["wget", "-q", "-T", "60", "-O", tarball, SOURCE_URL])
-        target.run(["mkdir", "-p", base])
+        target.run(["mkdir", "-p", posixpath.dirname(tarball)])
         r = target.run(fetch, timeout=400, check=False)
         if not r.ok:
             target.run(["rm", "-f", tarball], check=False)
@@ -90,23 +87,40 @@ def install(prep) -> None:
                                    f"({(r.stderr or r.stdout).strip()[-150:] or 'exit ' + str(r.exit_code)}); "
                                    f"download it elsewhere and set {TARBALL_VARIABLE}, or set {DIR_VARIABLE}")
             return
-    prep.log(f"building NPB {VERSION} (OpenMP) on {target.name}: {len(wanted)} programs, about a minute")
+    prep.log(f"building NPB {VERSION} (OpenMP) on {target.name}: {len(BENCHMARKS) * len(CLASSES)} programs, "
+             "about a minute")
+    failure = build(target, tarball, bin_dir, CLASSES)
+    prep.rescan()
+    if failure:
+        prep.fail("npb", failure)
+        return
+    prep.did(f"built NPB {VERSION} (classes {', '.join(CLASSES)}) in {bin_dir}")
+
+
+def built(target: Target, bin_dir: str, classes) -> bool:
+    """Every benchmark of these classes is in bin_dir."""
+    have = target.run(["ls", "-1", bin_dir], check=False).stdout.split()
+    return all(binary_name(b, c) in have for c in classes for b in BENCHMARKS)
+
+
+def build(target: Target, tarball: str, bin_dir: str, classes) -> str | None:
+    """Every benchmark of these classes from NASA's tarball (a path on the target) into bin_dir,
+    with the target's gfortran and gcc; None, or why the build failed."""
+    base = posixpath.dirname(bin_dir)
     src = f"{base}/src/NPB{VERSION}/NPB3.4-OMP"
     script = " && ".join([
         f"rm -rf {sh([base + '/src'])}", f"mkdir -p {sh([base + '/src', bin_dir])}",
         f"tar -xzf {sh([tarball])} -C {sh([base + '/src'])}", f"cd {sh([src])}",
         "cp config/make.def.template config/make.def",
         # One program at a time: NPB's makefiles share object files between classes.
-        *(f"make {b} CLASS={c} >> ../build.log 2>&1" for c in CLASSES for b in BENCHMARKS),
+        *(f"make {b} CLASS={c} >> ../build.log 2>&1" for c in classes for b in BENCHMARKS),
         f"cp bin/*.x {sh([bin_dir])}", f"echo 'NPB {VERSION} (NPB3.4-OMP, gfortran -O3 -fopenmp)' > "
                                         f"{sh([bin_dir + '/VERSION'])}"])
     r = target.run(["sh", "-c", script], timeout=BUILD_TIMEOUT_S, check=False)
-    prep.rescan()
-    if not r.ok:
-        log = target.run(["tail", "-n", "5", f"{base}/src/NPB{VERSION}/build.log"], check=False).stdout
-        prep.fail("npb", f"building NPB {VERSION} failed (exit {r.exit_code}): {(r.stderr + log).strip()[-300:]}")
-        return
-    prep.did(f"built NPB {VERSION} (classes {', '.join(CLASSES)}) in {bin_dir}")
+    if r.ok:
+        return None
+    log = target.run(["tail", "-n", "5", f"{base}/src/NPB{VERSION}/build.log"], check=False).stdout
+    return f"building NPB {VERSION} failed (exit {r.exit_code}): {(r.stderr + log).strip()[-300:]}"
 
 
 _FIELD = re.compile(r"^\s*(Class|Size|Iterations|Time in seconds|Total threads|Mop/s total|Verification|Version)"
