@@ -80,3 +80,46 @@ def test_real_ab_names_an_unreachable_server(local):
     need_tool(local, "ab")
     with pytest.raises(EdgebenchError, match="ab on local exited"):
         Ab(local).run_requests(f"http://127.0.0.1:{free_port()}/", 4, 2)
+
+
+# A server that answers its first ANSWERED connections, then accepts and holds the rest unanswered:
+# what nginx on Unikraft 0.16's network stack does under ab's one-connection-per-request load.
+STALLING_SERVER = """
+import socket, sys
+server = socket.socket()
+server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+server.bind(("127.0.0.1", int(sys.argv[1])))
+server.listen(64)
+print("listening", flush=True)
+answered, held = 0, []
+while True:
+    conn, _ = server.accept()
+    if answered < int(sys.argv[2]):
+        conn.recv(4096)
+        conn.sendall(b"HTTP/1.0 200 OK\\r\\nContent-Length: 3\\r\\n\\r\\nok\\n")
+        conn.close()
+        answered += 1
+    else:
+        held.append(conn)
+"""
+
+
+@pytest.mark.parametrize("answered", [7, 0])
+def test_a_server_that_stalls_gives_timeouts_not_a_failed_run(local, tmp_path, answered):
+    """ab exits 119 when no connection moves for its -s timeout, printing only how many it
+    completed: the report counts those, and the connections left waiting as timeouts."""
+    need_tool(local, "ab")
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-c", STALLING_SERVER, str(port), str(answered)], stdout=subprocess.PIPE,
+                            text=True)
+    try:
+        assert proc.stdout.readline().strip() == "listening"
+        r = Ab(local).run_requests(f"http://127.0.0.1:{port}/io", 20, 2, timeout_s=1)
+    finally:
+        proc.kill()
+        proc.wait()
+    expected = answered
+    assert r.requests == expected and r.errors == {"timeout": 2} and r.latency_us == {}
+    assert "no connection answered for its 1 s timeout" in r.stopped_early and f"after {expected} requests" in r.stopped_early
+    assert r.duration_us >= 1e6 and r.requests_per_second == pytest.approx(expected / (r.duration_us / 1e6))
+    assert (r.nothing_answered() is None) == (expected > 2)

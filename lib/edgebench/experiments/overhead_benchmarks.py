@@ -428,11 +428,14 @@ def _add_load(run: Run, report, row: dict) -> None:
     if report.nothing_answered():
         run.failed(metric="requests_per_second", unit="req/s", error=report.nothing_answered(), **row)
         return
+    if report.stopped_early:  # the throughput counts the stall; the note says so
+        row = dict(row, note="; ".join(x for x in (row.get("note"), report.stopped_early) if x))
     run.add(metric="requests_per_second", value=report.requests_per_second, unit="req/s", **row)
     for metric, key in AB_METRICS:
         value = report.latency_us.get(key)
         if value is None:
-            run.failed(metric=metric, unit="ms", error=f"{row['load_tool']} reports no {key}", **row)
+            run.failed(metric=metric, unit="ms", error=report.stopped_early or f"{row['load_tool']} reports no {key}",
+                       **row)
         else:
             run.add(metric=metric, value=value / 1000, unit="ms", **row)
     run.add(metric="errors", value=report.error_count, unit="count", **row)

@@ -68,6 +68,9 @@ class LoadReport:
     stdout: str
     stderr: str
     offered_rps: float | None = None   # open loop: the rate it was asked to send
+    # Why the tool stopped before its end with what it had counted (ab at its timeout); the
+    # latency it then reports none of is missing with this reason.
+    stopped_early: str = ""
 
     @property
     def error_count(self) -> int:
@@ -215,6 +218,26 @@ def parse_ab(stdout: str, command: str = "", stderr: str = "") -> LoadReport:
                       values["requests_per_second"] or 0.0, latency, errors, command, stdout, stderr)
 
 
+_AB_STALL = re.compile(r"apr_pollset_poll: The timeout specified has expired")
+_AB_COMPLETED = re.compile(r"Total of (\d+) requests completed")
+
+
+def ab_stalled(result, connections: int, timeout_s: float) -> LoadReport | None:
+    """ab that gave up because no connection moved for its timeout (-s): it exits (APR's
+    70007, exit 119) with only the count it completed, no report. As wrk counts its timeouts, this
+    is a run with errors: the requests completed over the whole run (the stall included) and every
+    connection then waiting counted as a timeout. None when ab failed otherwise."""
+    if not _AB_STALL.search(result.stderr or ""):
+        return None
+    m = _AB_COMPLETED.search(result.stdout or "")
+    done = int(m.group(1)) if m else 0
+    seconds = max(result.duration_s, 1e-6)
+    why = (f"ab stopped after {done} requests: no connection answered for its {timeout_s:g} s timeout "
+           f"({connections} counted as timeouts); it reports no latency then")
+    return LoadReport(done, int(seconds * 1e6), 0, done / seconds, {}, {"timeout": connections},
+                      result.command, result.stdout, result.stderr, stopped_early=why)
+
+
 class Ab(LoadGenerator):
     """ApacheBench (Debian: apache2-utils), closed loop without keep-alive, as paper 003 used it."""
     name = "ab"
@@ -225,9 +248,12 @@ class Ab(LoadGenerator):
             raise MissingTool("ab", f"{host.name} has no `ab`; install it there (apt-get install apache2-utils, "
                               "or `make provision`) or choose another load-generator host")
 
-    def _run(self, argv: list[str], limit_s: float) -> LoadReport:
+    def _run(self, argv: list[str], limit_s: float, connections: int, timeout_s: float) -> LoadReport:
         r = self.host.run(argv, timeout=limit_s + 60, check=False)
         if not r.ok:
+            stalled = ab_stalled(r, connections, timeout_s)
+            if stalled:
+                return stalled
             raise EdgebenchError(f"ab on {self.host.name} exited {r.exit_code}: "
                                  f"{(r.stderr or r.stdout).strip()[-300:]}")
         return parse_ab(r.stdout, r.command, r.stderr)
@@ -237,13 +263,13 @@ class Ab(LoadGenerator):
         settings.check()
         d = int(duration_s if duration_s is not None else settings.duration_s)
         argv = ab_command(url, settings.connections, duration_s=d, timeout_s=settings.timeout_s, cpuset=cpuset)
-        return self._run(argv, d + settings.timeout_s)
+        return self._run(argv, d + settings.timeout_s, settings.connections, settings.timeout_s)
 
     def run_requests(self, url: str, requests: int, connections: int, timeout_s: int = 30,
                      cpuset: str | None = None) -> LoadReport:
         """The paper's form: a fixed number of requests (`ab -n N -c C`)."""
         argv = ab_command(url, connections, requests=requests, timeout_s=timeout_s, cpuset=cpuset)
-        return self._run(argv, 3600)
+        return self._run(argv, 3600, connections, timeout_s)
 
 
 LOAD_GENERATORS: dict[str, type[LoadGenerator]] = {"wrk": Wrk, "ab": Ab}
