@@ -71,6 +71,9 @@ def test_start_serves_reads_limits_back_and_stop_kills_qemu(nanos, go_image, no_
         assert inst.network_path.startswith("qemu user-mode") and f"{port}-:8080" in inst.network_path
         listening = [json.loads(x) for x in nanos.app_output(inst).splitlines() if '"listening"' in x]
         assert listening and listening[0]["num_cpu"] == 1  # the guest sees the vCPUs asked for
+        # The console, stamped on the host's clock: Nanos' first line, then the app's listening line.
+        phases, listen = nanos.boot_phases(inst), nanos.listen_unix_ns(inst)
+        assert probe.start_unix_ns < phases["kernel_first_output"] <= listen <= probe.ready_unix_ns
         qemu = inst.pid
         assert qemu_alive(qemu)
     finally:
@@ -169,3 +172,15 @@ def test_node_runs_as_the_node_binary_with_its_libraries(nanos, local, no_leftov
         assert "node binary" in inst.details["program_mode"]
     finally:
         nanos.stop(inst)
+
+
+def test_boot_phases_start_at_nanos_first_line_not_at_ops_own():
+    rt = NanosRuntime.__new__(NanosRuntime)
+    console = [(100, "\x1b[1;33mversion lookup failed, using local."), (110, "\x1b[0mrunning local instance"),
+               (120, "booting /root/.ops/images/edgebench-go-http ..."), (900, "[0.745204] en1: assigned 10.0.2.15"),
+               (950, '{"event":"listening","app":"go-http"}'), (990, "[2.573220] en1: assigned FE80::1")]
+    rt.console_lines = lambda _plan: console
+    inst = type("I", (), {"plan": None})()
+    assert rt.boot_phases(inst) == {"kernel_first_output": 900}
+    rt.console_lines = lambda _plan: console[:3]
+    assert rt.boot_phases(inst) == {}

@@ -17,7 +17,8 @@ start's phases add up to its time to ready whatever its runtime could show. For 
 002's split: `vmm_part` (launch to the firmware's hand-over: QEMU and its firmware),
 `guest_part` (hand-over to the app's start, the paper's "first guest instruction to main()")
 and `total_boot` (launch to the app's start); missing with the reason where the console does not
-show the hand-over (microvm's qboot prints nothing; Nanos' console goes through ops, unstamped).
+show the hand-over (microvm's qboot prints nothing, nor does the firmware of the QEMU ops runs for
+Nanos: its first event is Nanos' own first line).
 
 linux-vm runs once per machine type in `machines` (pc, microvm). Under TCG (here) a VM's
 kernel runs emulated: seconds where KVM takes milliseconds; every VM row says which.

@@ -17,7 +17,9 @@
   asks for `accel=kvm:tcg`, and QEMU falls back to TCG without saying so.
 
 The guest's clock is not the target's (QEMU's RTC gives it whole seconds at boot), so the
-app's own 'listening' reading is not used: time to listen and probe lag are missing for Nanos.
+app's own 'listening' reading is not used: a service's console is stamped on the host's clock as
+its lines arrive (`probe -stamp`, as for the other VMs), and its listening line's arrival and
+Nanos' first line are the events boot time reads.
 
 This module holds NanosRuntime; the ops CLI's configurations, command lines and output are in
 runtimes/ops.py, and everything read from QEMU (any VM runtime's) in runtimes/qemu.py.
@@ -27,14 +29,15 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import shlex
 from dataclasses import replace
 
-from edgebench.apps import BuiltApp
+from edgebench.apps import BuiltApp, place_probe
 from edgebench.errors import ConfigError, EdgebenchError
 from edgebench.provisioning.needs import TargetNeeds
 from edgebench.runtimes import qemu
-from edgebench.runtimes.contract import Artifact, Availability, LaunchPlan, Limits
+from edgebench.runtimes.contract import Artifact, Availability, Instance, LaunchPlan, Limits
 from edgebench.runtimes.ops import (ACCEL_MODES, BUILD_TIMEOUT_S, FIND_OPS, OPS_HOME, image_config, load_base_config,
                                     ops_build_argv, ops_notes, ops_run_argv, parse_ops_version, run_config)
 from edgebench.runtimes.ops import INSTALL_BY_HAND as OPS_BY_HAND
@@ -42,8 +45,13 @@ from edgebench.runtimes.ops import VERSION as OPS_VERSION
 from edgebench.runtimes.ops import install as ops_install
 from edgebench.runtimes.qemu import qemu_needs
 from edgebench.runtimes.tags import LAUNCH_TAG, tagged
-from edgebench.runtimes.vm import VmRuntime
+from edgebench.runtimes.vm import StampedConsoleVm, VmRuntime, stamped_console
 from edgebench.targets import sh
+
+# ops' last line before it runs QEMU ("booting /root/.ops/images/NAME ..."), and Nanos' own lines,
+# each with its uptime ("[0.745204] en1: assigned 10.0.2.15").
+OPS_BOOTING = "booting "
+NANOS_LINE = re.compile(r"\[\s*\d+\.\d+\] ")
 
 
 class NanosRuntime(VmRuntime):
@@ -219,6 +227,12 @@ class NanosRuntime(VmRuntime):
         ops_argv = ops_run_argv(self.ops(), program or artifact.details["program"], image_name, config_path,
                                 port, guest, self.accel, skip_build=skip_build)
         tag = f"{LAUNCH_TAG}={name}"
+        state = {"tag": tag, "config_path": config_path, "program_mode": artifact.details.get("program_mode")}
+        if port is not None:
+            # A service's console (ops' lines, then Nanos' and the app's) stamped on the host's clock
+            # as it arrives, for its boot phases; a batch run keeps ops' own exit status.
+            state["console_stamps"] = f"{logs}/{name}.console"
+            ops_argv = [*stamped_console(state["console_stamps"], place_probe(self.target)), *ops_argv]
         # Pinning ops pins every QEMU thread it starts (vCPUs, I/O, the user-mode network), which
         # are all outside the VM's limits, to the granted cores.
         argv = ["env", tag, *qemu.pinned(limits.cpuset), *ops_argv]
@@ -228,8 +242,7 @@ class NanosRuntime(VmRuntime):
         network = "none" if port is None else f"qemu user-mode (slirp) hostfwd tcp::{port}-:{guest}"
         return LaunchPlan(self.name, artifact.app, name, argv, port or 0, limits=limits,
                           stdout_path=f"{logs}/{name}.out", stderr_path=f"{logs}/{name}.err",
-                          network_path=network, state={"tag": tag, "config_path": config_path,
-                                                       "program_mode": artifact.details.get("program_mode")})
+                          network_path=network, state=state)
 
     def launch_plan(self, artifact: Artifact, limits: Limits, port: int) -> LaunchPlan:
         return self._plan(artifact, limits, port)
@@ -241,6 +254,21 @@ class NanosRuntime(VmRuntime):
                           image_name=f"{artifact.details['image_name']}-published")
         self._images.add(f"{artifact.details['image_name']}-published")
         return plan
+
+    # A service's listening line is timed where it reaches the host, never by the guest's clock.
+    foreign_clock = None
+    listen_unix_ns = StampedConsoleVm.listen_unix_ns
+
+    def boot_phases(self, instance: Instance) -> dict[str, int]:
+        """On the host's clock: Nanos' first line (its kernel is up and has brought its network up:
+        `[0.745204] en1: assigned 10.0.2.15`). ops' own lines come before it; QEMU's firmware prints
+        nothing on the console ops gives it, and Nanos prints nothing when it starts the program."""
+        lines = self.console_lines(instance.plan)
+        booting = next((i for i, (_, line) in enumerate(lines) if line.startswith(OPS_BOOTING)), None)
+        if booting is None:
+            return {}
+        first = next((ns for ns, line in lines[booting + 1:] if NANOS_LINE.match(line)), None)
+        return {"kernel_first_output": first} if first else {}
 
     def tagged(self, tag: str, prefix: bool = False) -> list[tuple[int, str]]:
         """[(pid, comm)] of live processes carrying this launch's tag (ops and its QEMU), or with
