@@ -16,7 +16,7 @@ import urllib.request
 
 import pytest
 
-from conftest import interrupt_while_a_vm_boots, need, qemu_alive, vm_tagged_processes
+from conftest import interrupt_while_a_vm_boots, need, need_tool, qemu_alive, redis_set_get, vm_tagged_processes
 from edgebench.apps import APPS, place_app
 from edgebench.errors import ConfigError
 from edgebench.experiments.iomt import parse_record, workload_args
@@ -184,3 +184,31 @@ def test_boot_phases_start_at_nanos_first_line_not_at_ops_own():
     assert rt.boot_phases(inst) == {"kernel_first_output": 900}
     rt.console_lines = lambda _plan: console[:3]
     assert rt.boot_phases(inst) == {}
+
+
+@pytest.mark.parametrize("service", ["nginx", "redis"])
+def test_debians_nginx_and_redis_serve_on_nanos_as_elf_programs(nanos, local, service, no_leftovers):
+    """Paper 002 ran Redis and nginx in every runtime: on Nanos, the target's own binaries with the
+    libraries they link, nginx from its single (master) process, its page at the path its
+    arguments name."""
+    app = APPS[service]
+    need_tool(local, app.entry)
+    artifact = nanos.package(place_app(local, app))
+    assert artifact.build == "ops+tool-binary" and "Debian's" in artifact.details["program_mode"]
+    config = artifact.details["config"]
+    assert config["MapDirs"]  # /etc and /tmp (and nginx's page)
+    if service == "nginx":
+        assert "daemon off; master_process off;" in config["Args"]
+    port = app.container_port if app.fixed_port else free_port()
+    inst, probe = nanos.start(artifact, Limits(cpus=1, memory_mb=256), port, timeout_s=120)
+    try:
+        assert probe.ready_after_ns and probe.error is None
+        if service == "nginx":
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/index.html", timeout=10) as r:
+                assert r.status == 200 and len(r.read()) == 612
+        else:
+            assert redis_set_get(port) == b"+OK\r\n$1\r\nv\r\n"
+        assert "kernel_first_output" in nanos.boot_phases(inst)
+    finally:
+        nanos.stop(inst)
+    assert not vm_tagged_processes()

@@ -51,6 +51,8 @@ from edgebench.targets import sh
 # ops' last line before it runs QEMU ("booting /root/.ops/images/NAME ..."), and Nanos' own lines,
 # each with its uptime ("[0.745204] en1: assigned 10.0.2.15").
 OPS_BOOTING = "booting "
+# Arguments replaced where Nanos' single process needs it (app -> {argument: replacement}).
+SINGLE_PROCESS = {"nginx": {"daemon off;": "daemon off; master_process off;"}}
 NANOS_LINE = re.compile(r"\[\s*\d+\.\d+\] ")
 
 
@@ -61,9 +63,19 @@ class NanosRuntime(VmRuntime):
     min_memory_mb = 32
     batch_faults_scope = "host side: ops and QEMU running the VM (the guest's own faults are not the host's)"
     batch_rusage_missing = "Nanos' getrusage reported 0 page faults and 0 max RSS: it does not count them"
-    languages = ("go", "node")
+    languages = ("go", "node", "tool")
 
     prepare_target = staticmethod(ops_install)
+
+    @classmethod
+    def runs(cls, app) -> bool:
+        """Go and Node apps, and Debian's tools that serve (nginx, Redis) as ELF programs with the
+        libraries they link: a batch tool's phases run through tools/steps, a shell script."""
+        return app.language in ("go", "node") or (app.language == "tool" and app.is_service)
+
+    @classmethod
+    def runs_what(cls) -> str:
+        return "Go and Node apps, and Debian's tools that serve, such as nginx and Redis"
 
     @classmethod
     def target_needs(cls, arch: str) -> TargetNeeds:
@@ -165,8 +177,36 @@ class NanosRuntime(VmRuntime):
             return node, [built.app.entry], [built.app.entry], (
                 f"local node binary ({node}) with the libraries it links, script as its argument "
                 "(no ops package: those need internet)")
+        if language == "tool" and built.app.is_service:
+            program = f"{workdir}/{built.app.entry}"
+            self.target.run(["cp", built.remote_path, program])
+            return program, self.service_args(built), [], (
+                f"Debian's {built.app.entry} ({built.remote_path}) with the libraries it links")
         raise ConfigError(f"{built.app.name} ({language}) cannot run on Nanos in edgebench; "
                           "leave it out of the nanos runs")
+
+    @staticmethod
+    def service_args(built: BuiltApp) -> list[str]:
+        """A tool's arguments as a service on its guest port. Nanos runs one process (no fork):
+        nginx serves from its master process, as Unikraft's does."""
+        args = built.service_args(built.app.container_port)
+        return [SINGLE_PROCESS.get(built.app.name, {}).get(a, a) for a in args]
+
+    def image_files(self, built: BuiltApp, workdir: str) -> dict[str, str]:
+        """MapDirs for a tool that serves: its data files at the path its arguments name, as in
+        every runtime, and the /etc and /tmp a Debian program expects (nginx resolves its user's
+        group, writes its pid file to /tmp)."""
+        if built.app.language != "tool":
+            return {}
+        etc, tmp = f"{workdir}/etc", f"{workdir}/tmp"
+        self.target.run(["mkdir", "-p", etc, tmp])
+        self.target.write_text(f"{etc}/passwd", "root:x:0:0:root:/root:/bin/sh\n")
+        self.target.write_text(f"{etc}/group", "root:x:0:\n")
+        self.target.write_text(f"{tmp}/.keep", "")
+        dirs = {f"{etc}/*": "/etc", f"{tmp}/*": "/tmp"}
+        if built.data_dir:
+            dirs[f"{built.data_dir}/*"] = built.data_dir
+        return dirs
 
     def build_image(self, built: BuiltApp, image_name: str, args: list[str] | None = None,
                     skip_if_present: bool = False) -> dict:
@@ -177,6 +217,8 @@ class NanosRuntime(VmRuntime):
         guest_port = built.app.container_port if built.app.is_service else None  # any service: the host forwards to it
         config = image_config(load_base_config(built.app.name), guest_port,
                               args=[*base_args, *(args or [])], files=files)
+        if mapped := self.image_files(built, workdir):
+            config["MapDirs"] = mapped
         config_path = f"{workdir}/{image_name}.json"
         self.target.write_text(config_path, json.dumps(config, indent=2) + "\n")
         if skip_if_present and self.target.run(["test", "-s", self.image_path(image_name)], check=False).ok:
