@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Callable
 
 from edgebench.paths import PROJECT_ROOT
+from edgebench.runtimes.unikraft import IMAGES_ENV
 from edgebench.targets import LocalTarget
 from edgebench.tools import npb
 
@@ -80,7 +81,6 @@ def environment(cache: Path = CACHE_DIR) -> dict[str, str]:
         env["OPS_HOME"] = str(ops)
         env["PATH"] = f"{ops / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}"
     if (cache / "unikraft" / UNIKRAFT_IMAGES[0]).is_file():
-        from edgebench.runtimes.unikraft import IMAGES_ENV
         env[IMAGES_ENV] = str(cache / "unikraft")
     bin_dir = cache / "npb" / "bin"
     if all((bin_dir / npb.binary_name(b, c)).is_file() for c in NPB_TEST_CLASSES for b in npb.BENCHMARKS):
