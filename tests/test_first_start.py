@@ -107,6 +107,34 @@ def test_docker_first_starts_pull_from_a_registry_on_this_machine(local, docker_
 
 
 @pytest.mark.integration
+def test_dropping_the_image_leaves_another_runs_build_under_the_shared_tag(local, docker_ready, no_leftovers):
+    """The build's tag (edgebench/go-http:offline) is one name on a daemon several runs use: a test
+    session beside a quick run re-pointed it at its own build, and every later first start failed
+    'still on local after docker image rm'. Removing this run's image must succeed and leave the
+    other run's image; the pull then gives the tag back."""
+    from edgebench.apps import APPS, place_app
+    from edgebench.runtimes.docker import DockerRuntime
+    from edgebench.runtimes.image_registry import serving
+    _registry_ready(local)
+    rt = DockerRuntime(local)
+    go, node = (rt.package(place_app(local, APPS[name])) for name in ("go-http", "node-http"))
+    try:
+        with serving(local, local, rt.run_tag) as registry:
+            published = rt.publish_image(go, registry)
+            others = rt.inspect(node.ref, "{{.Id}}")
+            local.run(["docker", "tag", node.ref, go.ref])  # another run's build now holds the tag
+            rt.drop_image(published)
+            assert rt.inspect(published.ref, "{{.Id}}") is None
+            assert rt.inspect(others, "{{.Id}}") == others  # not this run's to remove
+            pulled = rt.fetch_image(published)
+            assert pulled["layers_fetched"] >= 1
+            assert rt.inspect(go.ref, "{{.Id}}") == rt.inspect(published.ref, "{{.Id}}") != others
+            local.run(["docker", "image", "rm", published.ref])
+    finally:
+        rt.cleanup()
+
+
+@pytest.mark.integration
 def test_a_registry_host_without_the_registry_fails_before_anything_is_packaged(local, docker_ready):
     """On a fresh machine driving debian-v2 this came after minutes of packaging on the device."""
     from edgebench.errors import MissingTool

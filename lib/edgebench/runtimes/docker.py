@@ -324,10 +324,13 @@ class DockerRuntime(Runtime):
 
     def drop_image(self, artifact: Artifact) -> None:
         # Every tag of the image goes (the build's too), or its layers would stay "Already exists".
-        image_id = self.inspect(artifact.ref, "{{.Id}}")
+        # What is checked afterwards is that image, by its id: the build's tag is one name on a
+        # daemon others use too, and another run (a test session beside `make figures`) may have
+        # pointed it at an image of its own build meanwhile, which is not this run's to remove.
+        image_id = self.inspect(artifact.ref, "{{.Id}}") or self.inspect(artifact.details["local_ref"], "{{.Id}}")
         if image_id:
             self.target.run(["docker", "image", "rm", "-f", image_id], timeout=120)
-        if self.inspect(artifact.ref, "{{.Id}}") or self.inspect(artifact.details["local_ref"], "{{.Id}}"):
+        if self.inspect(artifact.ref, "{{.Id}}") or (image_id and self.inspect(image_id, "{{.Id}}")):
             raise EdgebenchError(f"{artifact.ref} is still on {self.target.name} after docker image rm")
 
     def fetch_image(self, artifact: Artifact) -> dict:
