@@ -11,7 +11,7 @@ import time
 import uuid
 
 import pytest
-from conftest import need, sigint_default
+from conftest import TAG_PREFIX, need, sigint_default
 from edgebench.apps import APPS, place_app
 from edgebench.errors import ConfigError
 from edgebench.experiments import iomt
@@ -180,8 +180,10 @@ def test_ctrl_c_keeps_rows_and_stops_the_container(tmp_path, docker_ready, cgrou
         assert meta["status"] == "interrupted"
         df = load_results(run_dir)
         assert (df[df.metric == "end_to_end_latency"]["input_size"] == "1K").sum() == 2
-        assert not subprocess.run(["docker", "ps", "-aq", "--filter", "label=edgebench.run"],
-                                  capture_output=True, text=True).stdout.strip()
+        # This session's containers only: another run may share the daemon (CI's, a user's).
+        labels = subprocess.run(["docker", "ps", "-a", "--format", '{{.Label "edgebench.run"}}'],
+                                capture_output=True, text=True).stdout.split()
+        assert not [label for label in labels if label.startswith(TAG_PREFIX)]
     finally:
         if proc.poll() is None:
             proc.kill()
