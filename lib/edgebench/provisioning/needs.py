@@ -61,14 +61,16 @@ class TargetNeeds:
 
 PATH_EXTRA = 'export PATH="$PATH:/usr/sbin:/sbin:/usr/local/sbin:/snap/bin:$HOME/.ops/bin:$HOME/.cargo/bin"'
 
-# name<TAB>exit code or "absent"<TAB>path<TAB>first non-empty output line
+# name<TAB>exit code or "absent"<TAB>path<TAB>the first output line with a version number in it, else
+# the first non-empty one (offline, ops says "version lookup failed, using local." before its version)
 _VERSIONS = PATH_EXTRA + r"""
 v() {
   name=$1; shift
   p=$(command -v "$1" 2>/dev/null) || { printf '%s\tabsent\t\t\n' "$name"; return; }
   if command -v timeout >/dev/null 2>&1; then out=$(timeout 90 "$@" 2>&1 </dev/null); rc=$?
   else out=$("$@" 2>&1 </dev/null); rc=$?; fi
-  first=$(printf '%s\n' "$out" | grep -v '^[[:space:]]*$' | head -n 1 | tr '\t' ' ')
+  first=$(printf '%s\n' "$out" | grep -m 1 '[0-9]\.[0-9]' || printf '%s\n' "$out" | grep -v '^[[:space:]]*$' | head -n 1)
+  first=$(printf '%s' "$first" | tr '\t' ' ')
   printf '%s\t%s\t%s\t%s\n' "$name" "$rc" "$p" "$first"
 }
 """
