@@ -138,9 +138,24 @@ def artifacts(local, runtime, image):
     return {name: runtime.package(place_app(local, APPS[name])) for name in names}
 
 
-def forkproxies() -> int:
-    r = subprocess.run(["ps", "-eo", "args="], capture_output=True, text=True)
-    return sum(1 for a in r.stdout.splitlines() if " forkproxy " in a)
+def forkproxies() -> dict[str, str]:
+    """{proxy helper's pid: the pid of the container it forwards into} (`lxd forkproxy -- LXD_PID
+    FD LISTEN CONTAINER_PID ...`)."""
+    r = subprocess.run(["ps", "-eo", "pid=,args="], capture_output=True, text=True)
+    out = {}
+    for line in r.stdout.splitlines():
+        pid, _, args = line.strip().partition(" ")
+        words = args.split()
+        if "forkproxy" in words[:2]:
+            listen = next((i for i, w in enumerate(words) if w.startswith(("tcp:", "udp:", "unix:"))), None)
+            out[pid] = words[listen + 1] if listen is not None and listen + 1 < len(words) else ""
+    return out
+
+
+def other_runs(prefix: str) -> tuple[set[str], set[str]]:
+    """(init pids, names) of the containers another run has (a `make figures` sharing LXD)."""
+    others = [i for i in lxc_json("/1.0/instances?recursion=2") or [] if not i["name"].startswith(prefix)]
+    return {str((i.get("state") or {}).get("pid")) for i in others}, {i["name"] for i in others}
 
 
 @pytest.fixture
@@ -152,11 +167,15 @@ def lxd_clean(runtime, image):
     proxies = forkproxies()
     yield
     after = lxd_state()
-    assert forkproxies() <= proxies, "an LXD proxy helper (forkproxy) was left running"
+    # Another run's containers, proxies and volumes (one sharing this LXD) are not this test's.
+    their_pids, their_names = other_runs(runtime.name_prefix)
+    left = [p for p, into in forkproxies().items() if p not in proxies and into not in their_pids]
+    assert not left, "an LXD proxy helper (forkproxy) was left running"
     mine = [n for n, tag in after["containers"].items() if tag == runtime.run_tag or n.startswith(runtime.name_prefix)]
     assert not mine, f"containers left: {mine}"
     assert after["images"] - before["images"] <= {image.fingerprint}, "an image was left behind"
-    assert not after["volumes"] - before["volumes"], f"storage volumes left: {after['volumes'] - before['volumes']}"
+    volumes = {v for v in after["volumes"] - before["volumes"] if v.rsplit("/", 1)[-1] not in their_names}
+    assert not volumes, f"storage volumes left: {volumes}"
     assert not lxc_processes(runtime.name_prefix), "lxc processes left"
     assert not runtime._live
 
