@@ -81,21 +81,30 @@ def expected(values: np.ndarray, kind: str) -> tuple[float, float]:
 
 
 def check_bars(fig, df, metric, workload, row, kind, scale=1.0):
+    sizes = sorted(float(iomt_exp.parse_size(s)) for s in SIZES[workload])
     for protocol in ("fair", "published"):
         ax = panel(fig, workload, protocol, row)
+        places = []
         for rt in RUNTIMES:
             bars = bars_of(ax, rt)
-            assert sorted(bars) == sorted(float(iomt_exp.parse_size(s)) for s in SIZES[workload])
+            # Beside each size (iomt.beside_size): one factor on x per runtime, within a fraction of a decade.
+            xs = sorted(bars)
+            places.append(xs[0] / sizes[0])
+            assert xs == pytest.approx([size * places[-1] for size in sizes], rel=1e-9)
+            assert 10 ** -0.3 < places[-1] < 10 ** 0.3
+            at_size = dict(zip(sizes, (bars[x] for x in xs)))
             for size in SIZES[workload]:
                 values = runs(df, metric, workload, size, rt, protocol)
                 low, high = expected(values, kind)
                 assert high > low, "the data spread, so must the bars"
-                assert bars[float(iomt_exp.parse_size(size))] == pytest.approx((low * scale, high * scale), rel=1e-9)
+                assert at_size[float(iomt_exp.parse_size(size))] == pytest.approx((low * scale, high * scale),
+                                                                                   rel=1e-9)
             # The runtime's colour, and still one line per runtime (the caps draw no line).
             container = next(c for c in ax.containers if c.lines[0].get_gid() == rt)
             assert container.lines[0].get_color() == runtime_colour(rt)
             lines = [line for line in ax.lines if line.get_gid() == rt and line.get_linestyle() != "None"]
             assert len(lines) == 1
+        assert places == sorted(places) and len(set(places)) == len(RUNTIMES), "side by side, in the registry's order"
 
 
 @pytest.mark.parametrize("reps, kind, note", [(5, "ci95", "bars: its 95% CI"), (2, "range", "bars: range of runs")])
@@ -107,7 +116,7 @@ def test_iomt_latency_draws_each_medians_interval(reps, kind, note):
     fig = iomt.latency_figure(table)
     for w in SIZES:
         check_bars(fig, df, "end_to_end_latency", w, 0, kind)
-        check_bars(fig, df, "startup_overhead", w, 1, kind, scale=1000)  # drawn in ms
+        check_bars(fig, df, "startup_overhead", w, 1, kind)  # in seconds, as the end-to-end row
         assert row_label(fig, panel(fig, w, "fair", 0)).endswith("median, " + note)
         assert row_label(fig, panel(fig, w, "fair", 1)).endswith("median, " + note)
 

@@ -19,9 +19,10 @@ from matplotlib.lines import Line2D
 from edgebench.reference import load_reference
 from edgebench.results import load_results
 
-from edgebench.plotting.style import (FAILED_STYLE, PROTOCOL_TITLE, figure_legend, in_runtime_order, keep_in_view,
-                                      mark_health, mark_paper_values, protocol_grid, protocol_line, protocols_in,
-                                      readable_log_ticks, runtime_artist, runtime_colour, save_figure)
+from edgebench.plotting.style import (FAILED_STYLE, PROTOCOL_TITLE, dodge, figure_legend, in_runtime_order,
+                                      keep_in_view, mark_health, mark_paper_values, protocol_grid, protocol_line,
+                                      protocols_in, readable_log_ticks, room_for_health_marks, runtime_artist,
+                                      runtime_colour, save_figure)
 from edgebench.plotting.tables import (NoData, beside_published, mark_emulated, ok_rows, run_notes, sort_by_runtime,
                                        spread)
 from edgebench.plotting.tables import mark_health as health_column
@@ -91,8 +92,8 @@ def http_figure(table: pd.DataFrame, title: str):
     protocols = protocols_in(table["protocol"])
     fig, axes = protocol_grid(len(apps) * len(PANELS), protocols, panel_size=(6.0, 2.1))
     x = np.arange(len(levels))
+    runtimes = in_runtime_order(table["runtime"])  # one place per runtime in every panel
     for a, app in enumerate(apps):
-        runtimes = in_runtime_order(table[table["app"] == app]["runtime"])
         for j, proto in enumerate(protocols):
             panel = {name: axes[a * len(PANELS) + p][j] for p, (_, name) in enumerate(PANELS)}
             t = table[(table["app"] == app) & (table["protocol"] == proto)]
@@ -103,9 +104,8 @@ def http_figure(table: pd.DataFrame, title: str):
                 g = t[t["runtime"] == rt].set_index("level").reindex(levels)
                 if g["rps_median"].isna().all() and not (g["failed"] > 0).any():
                     continue
-                # Side by side within a level in the percentile panel, so the strokes do not overlap.
-                offset = (k - (len(runtimes) - 1) / 2) * 0.5 / len(runtimes)
-                draw_runtime(panel, x, g, rt, proto, offset)
+                # Side by side within a level in every panel: seven runtimes at one value showed one.
+                draw_runtime(panel, x + dodge(k, len(runtimes), 0.6), g, rt, proto)
             for ylabel, name in PANELS:
                 ax = panel[name]
                 ax.set_xticks(x, levels)
@@ -116,6 +116,7 @@ def http_figure(table: pd.DataFrame, title: str):
                     ax.set_ylabel(ylabel, fontsize=8)
                 ax.set_yscale("log")
     keep_in_view(axes)  # y is shared per row: what the published column or a paper's value adds
+    room_for_health_marks(axes)  # else a dagger above a row's highest point prints on the panel's title
     for ax in np.ravel(axes):
         readable_log_ticks(ax)
     shapes = [Line2D([], [], color="grey", marker=m, linestyle="", label=lab) for _, m, lab in PERCENTILES]
@@ -125,8 +126,8 @@ def http_figure(table: pd.DataFrame, title: str):
     return fig
 
 
-def draw_runtime(panel: dict, x: np.ndarray, g: pd.DataFrame, rt: str, protocol: str, offset: float) -> None:
-    """One runtime's values over the levels, in each panel."""
+def draw_runtime(panel: dict, x: np.ndarray, g: pd.DataFrame, rt: str, protocol: str) -> None:
+    """One runtime's values over the levels, in each panel, at its own x beside each level's (dodge)."""
     style = protocol_line(rt, protocol)
     # Quartiles of the runs: asymmetric, so they stay within the measured values.
     below = (g["rps_median"] - g["rps_q1"]).clip(lower=0).fillna(0)
@@ -136,8 +137,7 @@ def draw_runtime(panel: dict, x: np.ndarray, g: pd.DataFrame, rt: str, protocol:
     dead = (g["rps_median"].isna() & (g["failed"] > 0)).to_numpy()
     if dead.any():  # at the panel's foot, above the axis line (a log axis has no zero)
         ax = panel["throughput"]
-        # Offset as in the percentile panel: runtimes failing at one level stay apart.
-        ax.scatter((x + offset)[dead], np.full(dead.sum(), 0.04), transform=ax.get_xaxis_transform(),
+        ax.scatter(x[dead], np.full(dead.sum(), 0.04), transform=ax.get_xaxis_transform(),
                    **runtime_artist(rt), **FAILED_STYLE)
     for name, metric in QUARTILES.items():
         panel[name].plot(x, g[f"{metric}_ms"], **style)
@@ -145,12 +145,11 @@ def draw_runtime(panel: dict, x: np.ndarray, g: pd.DataFrame, rt: str, protocol:
     for column, name in (("published_rps", "throughput"), ("published_latency_mean_ms", "mean"),
                          ("published_latency_stdev_ms", "jitter")):
         mark_paper_values(panel[name], x, g[column], rt, PAPER)
-    xs = x + offset
     low, high = g["latency_p50_ms"], g["latency_p99_ms"]
     has = (low.notna() & high.notna()).to_numpy()
-    panel["percentiles"].vlines(xs[has], low[has], high[has], linewidth=1.5, **runtime_artist(rt))
+    panel["percentiles"].vlines(x[has], low[has], high[has], linewidth=1.5, **runtime_artist(rt))
     for column, marker, _ in PERCENTILES:
-        panel["percentiles"].scatter(xs, g[column], marker=marker, s=22, **runtime_artist(rt))
+        panel["percentiles"].scatter(x, g[column], marker=marker, s=22, **runtime_artist(rt))
 
 
 def quartile_whiskers(ax, x, q1, q3, rt: str) -> None:

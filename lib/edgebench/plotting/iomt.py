@@ -6,8 +6,9 @@ import numpy as np
 import pandas as pd
 
 from edgebench.experiments.iomt import LABELS, parse_size
-from edgebench.plotting.style import (PROTOCOL_TITLE, figure_legend, in_runtime_order, mark_health, mark_paper_values,
-                                      protocol_grid, protocol_line, protocols_in, readable_log_ticks)
+from edgebench.plotting.style import (PROTOCOL_TITLE, figure_legend, in_runtime_order, log_dodge, mark_health,
+                                      mark_paper_values, paper_key, protocol_grid, protocol_line, protocols_in,
+                                      readable_log_ticks, room_for_health_marks)
 from edgebench.plotting.tables import (NoData, beside_published, mark_emulated, mark_health as health_column, ok_rows,
                                        interval_kind, sort_by_runtime, spread)
 
@@ -82,26 +83,47 @@ def size_axis(ax, workload: str) -> None:
     ax.grid(alpha=0.3)
 
 
+def beside_size(table: pd.DataFrame, workload: str) -> dict[str, float]:
+    """Per runtime, the factor on x that sets it beside each input size of `workload`, in the same
+    place in every panel (style.log_dodge): seven runtimes' points, and the paper's crosses for
+    native and Docker (6,200 and 6,150 faults at 100KB), drew over one another at one size."""
+    runtimes = in_runtime_order(table["runtime"])
+    sizes = table[table["workload"] == workload]["input_size"].map(parse_size)
+    return {rt: log_dodge(sizes, k, len(runtimes)) for k, rt in enumerate(runtimes)}
+
+
 def lines_over_size(ax, sub: pd.DataFrame, column: str, protocol: str, scale: float = 1.0,
-                    interval: str | None = None) -> None:
-    """One line per runtime of `column` over input size; with `interval` (a key of INTERVALS,
-    from interval_kind) each median carries its bars, in the runtime's colour."""
+                    interval: str | None = None, beside: dict[str, float] | None = None) -> None:
+    """One line per runtime of `column` over input size, each runtime at its own x beside the
+    size (`beside`, from beside_size); with `interval` (a key of INTERVALS, from interval_kind)
+    each median carries its bars, in the runtime's colour."""
     if column not in sub:  # a counter this machine never recorded
         return
     for rt in in_runtime_order(sub["runtime"]):
         g = sub[sub["runtime"] == rt].sort_values("size_n").dropna(subset=[column])
         if g.empty:
             continue
+        x = g["size_n"].to_numpy(float) * (beside or {}).get(rt, 1.0)
         y = g[column].to_numpy(float) * scale
         if interval:
             low, high = (g[f"{column}_{interval}_{end}"].to_numpy(float) * scale for end in ("low", "high"))
             yerr = [np.clip(y - low, 0, None), np.clip(high - y, 0, None)]
-            ax.errorbar(g["size_n"], y, yerr=yerr, capsize=2.5, elinewidth=1, label=rt,
-                        **protocol_line(rt, protocol))
+            ax.errorbar(x, y, yerr=yerr, capsize=2.5, elinewidth=1, label=rt, **protocol_line(rt, protocol))
             y = np.fmax(y, high)  # the dagger above the bar, not on it
         else:
-            ax.plot(g["size_n"], y, label=rt, **protocol_line(rt, protocol))
-        mark_health(ax, g["size_n"], y, g.get("health"))
+            ax.plot(x, y, label=rt, **protocol_line(rt, protocol))
+        mark_health(ax, x, y, g.get("health"))
+
+
+def mark_papers_sizes(ax, table: pd.DataFrame, workload: str, column: str, source: str,
+                      beside: dict[str, float]) -> None:
+    """The paper's values for `workload` as crosses, each beside its size where its runtime's
+    own points are, one legend entry for them all (paper_key)."""
+    paper = table[table["workload"] == workload].dropna(subset=[column]).drop_duplicates(["input_size", "runtime"])
+    for rt in in_runtime_order(paper["runtime"]):
+        g = paper[paper["runtime"] == rt]
+        mark_paper_values(ax, g["input_size"].map(parse_size) * beside.get(rt, 1.0), g[column], rt, source,
+                          legend=False)
 
 
 # -- Table 4: end-to-end latency ------------------------------------------------------
@@ -131,13 +153,11 @@ def latency_figure(table: pd.DataFrame):
         for j, proto in enumerate(protocols):
             top, bottom = axes[2 * i][j], axes[2 * i + 1][j]
             sub = table[(table["workload"] == w) & (table["protocol"] == proto)]
-            lines_over_size(top, sub, "end_to_end_latency", proto, interval=e2e)
-            lines_over_size(bottom, sub, "startup_overhead", proto, scale=1000, interval=startup)
-            paper = table[table["workload"] == w].dropna(subset=["published_s"])
-            paper = paper.drop_duplicates(["input_size", "runtime"])
-            for rt in in_runtime_order(paper["runtime"]):
-                g = paper[paper["runtime"] == rt]
-                mark_paper_values(top, g["size_n"], g["published_s"], rt, PAPER_TABLE_4)
+            beside = beside_size(table, w)
+            # Both rows in seconds, as Table 4: a reader compares the start-up with the whole.
+            lines_over_size(top, sub, "end_to_end_latency", proto, interval=e2e, beside=beside)
+            lines_over_size(bottom, sub, "startup_overhead", proto, interval=startup, beside=beside)
+            mark_papers_sizes(top, table, w, "published_s", PAPER_TABLE_4, beside)
             for ax in (top, bottom):
                 size_axis(ax, w)
                 ax.set_title(f"{LABELS.get(w, w)}, {PROTOCOL_TITLE.get(proto, proto)}", fontsize=9)
@@ -145,16 +165,20 @@ def latency_figure(table: pd.DataFrame):
             bottom.set_yscale("log")
             top.set_yscale("log")
         axes[2 * i][0].set_ylabel(f"end-to-end latency (s, log)\n{interval_note(e2e)}")
-        axes[2 * i + 1][0].set_ylabel(f"start-up + teardown (ms, log)\n{interval_note(startup)}")
+        axes[2 * i + 1][0].set_ylabel(f"start-up + teardown (s, log)\n{interval_note(startup)}")
+    room_for_health_marks(axes)
     for ax in np.ravel(axes):
         readable_log_ticks(ax)  # once every column has widened its row's shared range
-    fig.suptitle("IoMT workloads: launch to exit, and the part that is not the program's own time")
-    figure_legend(fig)
+    fig.suptitle("IoMT workloads: launch to exit, and the part that is not the program's own time\n"
+                 "(each runtime beside the input size it ran, in the same place in every panel)")
+    papers = "published_s" in table and table["published_s"].notna().any()
+    figure_legend(fig, extra=[paper_key(PAPER_TABLE_4)] if papers else [])
     return fig
 
 
 def latency_findings(table: pd.DataFrame) -> str:
-    """Docker/native ratios per workload at the smallest and largest size, next to the paper's."""
+    """Docker/native ratios per workload at the smallest and largest size (once, where the run has
+    one size), next to the paper's, and Docker's extra start-up + teardown over the sizes."""
     lines = []
     for proto in ("fair", "published"):
         t = table[table["protocol"] == proto]
@@ -168,7 +192,7 @@ def latency_findings(table: pd.DataFrame) -> str:
                 continue
             rows = rows.iloc[np.argsort([parse_size(s) for s in rows.index])]
             parts = []
-            for size in (rows.index[0], rows.index[-1]):
+            for size in dict.fromkeys((rows.index[0], rows.index[-1])):
                 r = rows.loc[size]
                 d, n = r[("end_to_end_latency", "docker")], r[("end_to_end_latency", "native")]
                 if pd.isna(d) or pd.isna(n):
@@ -179,10 +203,22 @@ def latency_findings(table: pd.DataFrame) -> str:
                     part += f"; paper x{pd_ / pn:.2g} ({pd_:g} s vs {pn:g} s)"
                 parts.append(part)
             if parts:
-                overhead = rows[("startup_overhead", "docker")].median() - rows[("startup_overhead", "native")].median()
-                lines.append(f"- **{LABELS.get(w, w)}** ({proto}): " + "; ".join(parts)
-                             + f". Docker's extra start-up + teardown: {overhead * 1000:.0f} ms at every size.")
+                lines.append(f"- **{LABELS.get(w, w)}** ({proto}): " + "; ".join(parts) + ". " + extra_startup(rows))
     return "\n".join(lines)
+
+
+def extra_startup(rows: pd.DataFrame) -> str:
+    """Docker's start-up + teardown minus native's, per size (one workload's pivoted rows), in
+    seconds as the figure: one value at one size, else its range over the sizes."""
+    get = lambda rt: rows.get(("startup_overhead", rt), pd.Series(np.nan, index=rows.index))  # noqa: E731
+    extra = (get("docker") - get("native")).dropna()
+    if extra.empty:
+        return ""
+    if len(extra) == 1:
+        return f"Docker's extra start-up + teardown: {extra.iloc[0]:.3g} s (at {extra.index[0]})."
+    low, high = f"{extra.min():.3g}", f"{extra.max():.3g}"
+    span = f"{low} s at each of the" if low == high else f"{low} s to {high} s over the"
+    return f"Docker's extra start-up + teardown: {span} {len(extra)} sizes."
 
 
 def checksum_findings(df: pd.DataFrame) -> str:

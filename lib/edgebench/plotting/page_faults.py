@@ -9,10 +9,9 @@ import numpy as np
 import pandas as pd
 
 from edgebench.experiments.iomt import LABELS, parse_size
-from edgebench.plotting.iomt import (beside_paper, interval_kind, interval_note, lines_over_size, size_axis,
-                                     workload_grid, workload_medians)
-from edgebench.plotting.style import (PROTOCOL_TITLE, figure_legend, in_runtime_order, mark_paper_values,
-                                      readable_log_ticks)
+from edgebench.plotting.iomt import (beside_paper, beside_size, interval_kind, interval_note, lines_over_size,
+                                     mark_papers_sizes, size_axis, workload_grid, workload_medians)
+from edgebench.plotting.style import PROTOCOL_TITLE, figure_legend, paper_key, readable_log_ticks, room_for_health_marks
 from edgebench.plotting.tables import NoData, mark_emulated
 from edgebench.results import NOT_MEASURABLE
 
@@ -61,25 +60,23 @@ def missing_counters(df: pd.DataFrame) -> pd.DataFrame:
 
 def counts_figure(table: pd.DataFrame, metric: str, ylabel: str, paper_column: str | None):
     """One row per workload, one column per protocol: `metric` over input size, log-log, each
-    median with its bars (iomt.interval_kind), which the row's label names."""
+    median with its bars (iomt.interval_kind), which the row's label names; each runtime, and the
+    paper's cross for it, beside the size (iomt.beside_size)."""
     table = table.assign(size_n=table["input_size"].map(parse_size))
     interval = interval_kind(table, metric)
     fig, axes, workloads, protocols = workload_grid(table, 1)
     for i, w in enumerate(workloads):
         for j, proto in enumerate(protocols):
-            ax = axes[i][j]
+            ax, beside = axes[i][j], beside_size(table, w)
             lines_over_size(ax, table[(table["workload"] == w) & (table["protocol"] == proto)], metric, proto,
-                            interval=interval)
+                            interval=interval, beside=beside)
             if paper_column:
-                paper = table[table["workload"] == w].dropna(subset=[paper_column])
-                paper = paper.drop_duplicates(["input_size", "runtime"])
-                for rt in in_runtime_order(paper["runtime"]):
-                    g = paper[paper["runtime"] == rt]
-                    mark_paper_values(ax, g["size_n"], g[paper_column], rt, PAPER_TABLE_5)
+                mark_papers_sizes(ax, table, w, paper_column, PAPER_TABLE_5, beside)
             size_axis(ax, w)
             ax.set_yscale("log")
             ax.set_title(f"{LABELS.get(w, w)}, {PROTOCOL_TITLE.get(proto, proto)}", fontsize=9)
         axes[i][0].set_ylabel(f"{ylabel}, log\n{interval_note(interval)}")
+    room_for_health_marks(axes)
     for ax in np.ravel(axes):
         readable_log_ticks(ax)  # no 2x10^2, 3x10^2, ... printed over each other in a row under a decade or two
     return fig
@@ -111,13 +108,15 @@ def faults_figure(table: pd.DataFrame, missing: pd.DataFrame | None = None):
         raise NoData("page-fault table is empty")
     metric, label = counted_faults(table)
     fig = counts_figure(table, metric, label, "published_faults")
-    fig.suptitle("Page faults: fair counts the workload's cgroup, published counts the launch command")
+    fig.suptitle("Page faults: fair counts the workload's cgroup, published counts the launch command\n"
+                 "(each runtime beside the input size it ran, in the same place in every panel)")
     notes = undrawn(table, metric, missing)
     if notes:
         width = max(40, int(fig.get_figwidth() / 0.06))
         fig.text(0.5, 0.955, "\n".join(textwrap.fill(f"Not drawn: {n}", width) for n in notes), ha="center",
                  va="top", fontsize=8, color="#a00000")
-    figure_legend(fig)
+    papers = "published_faults" in table and table["published_faults"].notna().any()
+    figure_legend(fig, extra=[paper_key(PAPER_TABLE_5)] if papers else [])
     return fig
 
 

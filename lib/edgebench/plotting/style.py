@@ -86,6 +86,24 @@ def runtime_artist(label: str) -> dict:
     return dict(color=runtime_colour(label), gid=label)
 
 
+# -- side by side at one x ----------------------------------------------------------------
+
+def dodge(k: int, n: int, width: float = 0.5) -> float:
+    """How far the k-th of n runtimes sits from an x they share: evenly over `width` (in x's
+    units), centred on it. Runtimes that measured the same value at one x (seven runtimes at one
+    memory level, three at one thread count) then show side by side, not the last one drawn alone."""
+    return (k - (n - 1) / 2) * width / n if n > 1 else 0.0
+
+
+def log_dodge(xs, k: int, n: int, share: float = 0.6, most: float = 0.6) -> float:
+    """dodge on a log x axis, as a factor on x: the k-th of n runtimes spread over `share` of
+    the narrowest gap between the swept values `xs` (in decades; at most `most` decades, and
+    `most` with one value), so no runtime reaches a neighbouring value's group."""
+    values = np.unique(np.log10([float(v) for v in xs if np.isfinite(float(v)) and float(v) > 0]))
+    gap = float(np.diff(values).min()) if len(values) > 1 else np.inf
+    return float(10 ** dodge(k, n, min(share * gap, most)))
+
+
 # -- protocols --------------------------------------------------------------------------
 
 # Figures facet by protocol (one column each, this order): a panel then holds one line per
@@ -116,14 +134,25 @@ PAPER_VALUE_STYLE = dict(marker="X", s=80, edgecolors="black", linewidths=0.8, z
 FAILED_STYLE = dict(marker="v", s=45, zorder=5, clip_on=False)
 
 
-def mark_paper_values(ax, x, y, label: str, source: str) -> None:
-    """The paper's values for one runtime, where it printed one (NaN elsewhere)."""
+def mark_paper_values(ax, x, y, label: str, source: str, legend: bool = True) -> None:
+    """The paper's values for one runtime, where it printed one (NaN elsewhere). `legend=False`
+    leaves them out of the legend, for a figure that names all papers' crosses once (paper_key)."""
     x, y = pd.Series(list(x), dtype=float), pd.Series(list(y), dtype=float)
     keep = y.notna()
     if keep.any():
         # The papers ran KVM: their marker names the runtime without "(TCG)".
-        ax.scatter(x[keep], y[keep], label=f"{label.replace(EMULATED, '')} ({source})", **runtime_artist(label),
+        name = f"{label.replace(EMULATED, '')} ({source})"
+        ax.scatter(x[keep], y[keep], label=name if legend else f"_{name}", **runtime_artist(label),
                    **PAPER_VALUE_STYLE)
+
+
+def paper_key(source: str):
+    """One legend entry for the crosses of every runtime: the colour already names the runtime,
+    so seven "runtime (paper ...)" entries beside the runtimes' own would only repeat it."""
+    from matplotlib.lines import Line2D
+    return Line2D([], [], linestyle="", marker=PAPER_VALUE_STYLE["marker"], markersize=9,
+                  markerfacecolor="lightgrey", markeredgecolor="black", markeredgewidth=0.8,
+                  label=f"{source}, in the runtime's colour")
 
 
 # -- device health ------------------------------------------------------------------------
@@ -162,6 +191,26 @@ def mark_health(ax, x, y, health, beside: tuple[float, float] | None = None, col
         ax.annotate(HEALTH_MARK, (xi, yi), xytext=(0, -4 if below else 4), textcoords="offset points",
                     ha="center", va="top" if below else "bottom", fontsize=11, fontweight="bold",
                     gid=HEALTH_GID)
+
+
+def room_for_health_marks(axes, share: float = 0.15) -> None:
+    """Widen y above the highest points of each panel that draws a dagger (mark_health), by `share`
+    of its range (in decades on a log axis): a dagger above a panel's highest point otherwise
+    prints over the frame and the title. Panels that share y are widened once, together."""
+    axes = list(np.ravel(axes))
+    done = []
+    for ax in axes:
+        if any(ax.get_shared_y_axes().joined(ax, d) for d in done):
+            continue
+        done.append(ax)
+        group = [a for a in axes if a.get_shared_y_axes().joined(a, ax)]
+        if not any(t.get_gid() == HEALTH_GID for a in group for t in a.texts):
+            continue
+        lo, hi = ax.get_ylim()
+        if ax.get_yscale() == "log" and 0 < lo < hi:
+            ax.set_ylim(lo, hi * (hi / lo) ** share)
+        elif ax.get_yscale() != "log":
+            ax.set_ylim(lo, hi + (hi - lo) * share)
 
 
 def _health_key(fig) -> list:
