@@ -25,11 +25,12 @@ def load_rows(runtime: str, rps, p99, status: str = "ok", error: str = "", accel
     return pd.DataFrame(out)
 
 
-def write_run(data_dir, experiment: str, run_id: str, df: pd.DataFrame, target: str = "local", emulated: str = ""):
+def write_run(data_dir, experiment: str, run_id: str, df: pd.DataFrame, target: str = "local", emulated: str = "",
+              profile: str = "standard"):
     d = data_dir / experiment / run_id
     d.mkdir(parents=True)
     df.to_csv(d / "results.csv", index=False)
-    (d / "meta.json").write_text(json.dumps({"started_at": run_id, "parameters": {"target": target},
+    (d / "meta.json").write_text(json.dumps({"started_at": run_id, "parameters": {"target": target, "profile": profile},
                                              "target": {"emulated_device": emulated}}))
 
 
@@ -68,7 +69,9 @@ def test_each_runtime_gets_the_verdict_its_known_effect_calls_for(data_dir):
     assert table.loc["docker", "serves"] == answer.WITHIN
     assert table.loc["lxd", "serves"] == answer.COSTS_MORE
     assert table.loc["lxd", "rps_ci_low"] < 0.8 < table.loc["lxd", "rps_ci_high"]  # the interval holds the truth
-    assert table.loc["linux-vm", "serves"] == answer.COSTS_MORE and table.loc["linux-vm", "p99_vs_native"] > 1.9
+    # An emulated VM's ratios are the emulator's: kept, not judged.
+    assert table.loc["linux-vm", "serves"] == answer.EMULATED and table.loc["linux-vm", "p99_vs_native"] > 1.9
+    assert "TCG" in table.loc["linux-vm", "why"]
     assert table.loc["nanos", "serves"] == answer.FAILS and table.loc["nanos", "why"] == "not ready after 1m0s"
     assert table.loc["unikraft", "serves"] == answer.NOT_MEASURABLE_HERE
     assert table.loc["lxc", "serves"] == answer.INCONCLUSIVE
@@ -86,20 +89,41 @@ def test_the_reader_gets_one_line_per_level_and_a_table_with_intervals(data_dir)
     (line,) = answer.sentences(table)
     assert line.startswith("go-http at 128 MiB, 1 CPU (/io): native serves ") and "req/s, p99 5" in line
     assert "within 5% of native: docker" in line and "fails: nanos" in line and "cannot run here: unikraft" in line
-    assert "linux-vm (TCG) (req/s x1, p99 x2 of native's)" in line
+    assert "emulated under TCG, not judged: linux-vm (TCG) (req/s x1, p99 x2 of native's)" in line
+    assert "costs more: lxd" in line and "decided" not in line
     text = answer.markdown(table, 0.05, "emulated device (aarch64)")
     assert text.startswith("**Measured on an emulated device (aarch64)")
     assert "| go-http | docker | 802 [800, 804] | 6 |" in text and "| go-http | lxd |" not in text
     assert "io_bound: 20261126T1000Z-aaaa" in text and "min_memory: 20261126T0800Z-cccc" in text
 
 
-def test_too_few_repetitions_say_they_are_point_estimates(tmp_path):
+def test_one_repetition_decides_nothing_and_a_smoke_run_says_its_numbers_mean_nothing(tmp_path):
     data = tmp_path / "data"
     write_run(data, "io_bound", "r1", pd.concat([load_rows("native", [100.0], [5.0]),
-                                                 load_rows("docker", [99.0], [5.1])]))
-    table = answer.answer("local", data).set_index("runtime")
-    assert table.loc["docker", "serves"] == answer.WITHIN and np.isnan(table.loc["docker", "rps_ci_low"])
-    assert "point estimates" in answer.sentences(table.reset_index())[0]
+                                                 load_rows("docker", [99.0], [5.1]),
+                                                 load_rows("lxd", [50.0], [9.0])]), profile="smoke")
+    table = answer.answer("local", data)
+    docker = table.set_index("runtime").loc["docker"]
+    assert docker["serves"] == answer.WITHIN and np.isnan(docker["rps_ci_low"]) and docker["profile"] == "smoke"
+    said, line = answer.sentences(table)
+    assert said == ("n=1 at every level, no interval (one needs 3 repetitions): nothing below is decided; its "
+                    "verdicts are point estimates.")
+    assert "within 5% of native by point estimate: docker" in line and "costs more by point estimate: lxd" in line
+    # Beside a level with intervals, a level without one says so itself.
+    decided = table.assign(rps_ci_low=0.9, app="node-http")
+    assert "n=1, no interval (one needs 3 repetitions), so nothing here is decided: native" in \
+        answer.sentences(pd.concat([table, decided]))[0]
+    text = answer.markdown(table)
+    assert text.startswith("**Smoke test:") and "mean nothing as measurements" in text.split("\n")[0]
+    assert "[95% CI]" not in text and "every cell is from fewer than 3 repetitions: no interval" in text
+    assert "n=1, undecided: req/s x0.99" in text and "yes:" not in text and "no:" not in text
+
+
+def test_a_quick_run_is_indicative_and_intervals_are_named_only_where_they_exist(data_dir, tmp_path):
+    table = answer.answer("local", data_dir)
+    assert answer.markdown(table).count("[95% CI]") == 2 and "Smoke" not in answer.markdown(table)
+    quick = table.assign(profile="quick")
+    assert answer.markdown(quick).startswith("**Quick profile:") and "indicative only" in answer.markdown(quick)
 
 
 def test_no_run_yet_says_what_to_run(tmp_path):

@@ -182,7 +182,7 @@ def test_run_notes_name_absent_runtimes_and_emulated_ones(tmp_path):
                          "status": ["not measurable"] * 2 + ["failed"], "error": ["no power meter"] * 2 + ["timed out"]})
     text = run_notes(tmp_path, rows)
     assert "**docker** is in no figure: all 2 of its rows are not measurable here, most often: no power meter" in text
-    assert "**lxd** is in no figure: all 1 of its rows failed, most often: timed out" in text
+    assert "**lxd** is in no figure: its one row failed: timed out" in text  # not "all 1 of its rows"
 
 
 @pytest.mark.parametrize("app, port", [("go-http", "8080"), ("iomt", None)])

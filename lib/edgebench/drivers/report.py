@@ -2,9 +2,11 @@
 
 One page per executed notebook (`make figures` writes them to figures/<experiment>/, and for a
 fleet to figures/devices/<device>/<experiment>/; `make compare` to figures/compare/), rendered
-without code (nbconvert), with a header naming the device, the run and links to its raw data. An
-index lists every experiment of the registry: its pages, or "no data yet" with the command that
-makes some. Everything is relative and self-contained (figures embedded, no scripts, no CDN), so
+without code (nbconvert), with a header naming the device, the run and links to its raw data. A
+page from a smoke or quick run starts with what its numbers are worth, and its tables read as a
+reader reads them (readable_tables). An index explains the papers' numbers and the runtimes'
+labels and lists every experiment of the registry: its pages, or "no data yet" with the command
+that makes some. Everything is relative and self-contained (figures embedded, no scripts, no CDN), so
 the site opens from the file system, copied anywhere along with data/.
 
     python -m edgebench.drivers.report [--figures DIR] [--data DIR] [--out DIR]
@@ -24,11 +26,16 @@ from pathlib import Path
 
 import pandas as pd
 
+from edgebench.answer import profile_caveats as answer_caveats
 from edgebench.answer import sentences as answer_sentences
+from edgebench.claims import MIN_N
 from edgebench.drivers.verdicts import counts as verdict_counts
 from edgebench.experiments import EXPERIMENTS
 from edgebench.papers import papers_of
 from edgebench.paths import DATA_DIR, FIGURES_DIR
+from edgebench.plotting.style import HEALTH_MARK
+from edgebench.plotting.tables import PROFILE_CAVEATS, counted
+from edgebench.tools.health import BUSY_CPUS
 
 REPORT_DIR_NAME = "report"
 DEVICES_DIR_NAME = "devices"  # as edgebench.drivers.fleet writes them
@@ -49,6 +56,11 @@ table.dataframe { display: block; max-height: 36em; overflow: auto; }
 .card { border: 1px solid #ddd; padding: 0.6em; }
 .card img { width: 100%; height: 200px; object-fit: contain; background: #fff; }
 .card p { font-size: 0.9em; margin: 0.4em 0; }
+.caveat { background: #fff3cd; border: 1px solid #e0c060; padding: 0.5em 1em; margin: 1em 0; font-weight: bold; }
+.tag { font-weight: bold; color: #8a6100; }
+/* A note in a results table wraps instead of widening its column past the page. */
+table.dataframe td { max-width: 36em; overflow-wrap: break-word; }
+.table-key { font-size: 0.85em; color: #555; margin-top: -0.5em; }
 """
 # A notebook's outputs a reader does not read: progress bars (tqdm writes each update to stderr,
 # which papermill keeps as its own output), and the run directory the notebook prints for
@@ -66,6 +78,10 @@ class Page:
     href: str                   # the page, relative to the report's folder
     run_dir: Path | None = None
     meta: dict = field(default_factory=dict)
+
+    @property
+    def profile(self) -> str:
+        return str((self.meta.get("parameters") or {}).get("profile") or "")
 
 
 def run_of(notebook: dict, data_dir: Path, experiment: str) -> Path | None:
@@ -146,14 +162,55 @@ def hardware(t: dict) -> str:
             f"{t.get('memory_mb', '?')} MiB, swap {t.get('swap_mb', '?')} MiB{emulated}")
 
 
+def readable_value(value) -> str:
+    """A parameter's value as a reader writes it: 'go-http, node-http', not "['go-http', 'node-http']"."""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, (list, tuple)):
+        return ", ".join(readable_value(v) for v in value)
+    if isinstance(value, dict):
+        return ", ".join(f"{k} {readable_value(v)}" for k, v in value.items())
+    return re.sub(r",(?=\S)", ", ", str(value))  # "native,docker" as the lists read
+
+
+def parameters_text(parameters: dict) -> str:
+    """'apps: go-http, node-http; repetitions: 3; not set: cpus': the run's parameters, unset ones named last."""
+    unset = [k for k, v in parameters.items() if v is None or v == "" or v == [] or v == {}]
+    shown = [f"{k}: {readable_value(v)}" for k, v in parameters.items() if k not in unset]
+    return "; ".join(shown + ([f"not set: {', '.join(unset)}"] if unset else []))
+
+
+def rows_text(rows: dict) -> str:
+    """'710 ok, 8 failed, 24 not measurable (742 rows)' from the run's row counts."""
+    if not rows:
+        return "?"
+    total = sum(int(n) for n in rows.values())
+    return ", ".join(f"{n} {status}" for status, n in rows.items()) + f" ({counted(total, 'row')})"
+
+
+# A card's word on its page's profile (the page itself starts with the whole caveat).
+PROFILE_TAGS = {"smoke": "smoke test, numbers mean nothing", "quick": "quick profile, indicative only"}
+
+
+def caveat(profile: str, repetitions=None) -> str:
+    """The box a page from a smoke or quick run starts with: what its numbers are worth."""
+    text = PROFILE_CAVEATS.get(profile)
+    if not text:
+        return ""
+    if repetitions:
+        text += f" This run: {counted(int(repetitions), 'repetition')} per point."
+    return f'<div class="caveat">{html.escape(text)}</div>'
+
+
 # Pages of notebooks that measure nothing, and what they read instead.
 READERS = {"compare": "This page measures nothing: it puts the runs under data/ side by side (make compare).",
            "verdicts": "This page measures nothing: it judges the papers' claims on the latest runs under data/ "
                        "(make verdicts)."}
 
 
-def meta_table(page: Page, page_dir: Path) -> str:
-    """Device facts and run metadata, with links to the raw data."""
+def meta_table(page: Page, page_dir: Path, keys: dict[str, str] | None = None) -> str:
+    """Device facts and run metadata, with links to the raw data, and `keys` to what the page's
+    tables show (table_keys)."""
     m = page.meta
     if not page.run_dir:
         if page.experiment in READERS:  # make compare, make verdicts: they read every run, they make none
@@ -169,8 +226,8 @@ def meta_table(page: Page, page_dir: Path) -> str:
         "system": f"{t.get('os') or '?'}, kernel {t.get('kernel') or '?'}, cgroup v{t.get('cgroup_version') or '?'}, "
                   f"governor {t.get('governor') or '?'}",
         "run": f"{m.get('run_id')}: {m.get('status')}, {m.get('started_at')} to {m.get('ended_at')}",
-        "rows": ", ".join(f"{k} {v}" for k, v in (m.get("rows") or {}).items()) or "?",
-        "parameters": ", ".join(f"{k}={v}" for k, v in (m.get("parameters") or {}).items()),
+        "rows": rows_text(m.get("rows") or {}),
+        "parameters": parameters_text(m.get("parameters") or {}),
         "edgebench": f"{(project.get('commit') or '?')[:12]}{' (uncommitted changes)' if project.get('dirty') else ''}",
     }
     if m.get("error"):
@@ -178,16 +235,136 @@ def meta_table(page: Page, page_dir: Path) -> str:
     links = [(name, page.run_dir / name) for name in ("results.csv", "meta.json", "raw")]
     rows["raw data"] = " · ".join(f'<a href="{html.escape(_rel(p, page_dir))}">{name}</a>'
                                   for name, p in links if p.exists())
+    rows.update(keys or {})
     body = "".join(f"<tr><th>{k}</th><td>{v if k == 'raw data' else html.escape(str(v))}</td></tr>"
                    for k, v in rows.items())
     return f'<div class="meta"><table>{body}</table></div>'
+
+
+NO_VALUE = "\u2014"
+MISSING = {"NaN", "nan", "None", "<NA>", "NaT"}  # how pandas prints a missing value
+SIGNIFICANT = 4
+# A plain decimal as pandas prints one; an id with leading zeros ("000") or an exponent is left alone.
+_DECIMAL = re.compile(r"^-?(0|[1-9]\d*)(\.\d+)?$")
+
+
+def readable_number(text: str) -> str:
+    """A number as pandas printed it, as a reader reads it: '381.0' -> '381', '16.857097' ->
+    '16.86' (SIGNIFICANT digits, but none of the integer part dropped); anything else as it is."""
+    if not _DECIMAL.match(text):
+        return text
+    value = float(text)
+    if value.is_integer():
+        return str(int(value))
+    if len(text.lstrip("-").replace(".", "").lstrip("0")) <= SIGNIFICANT:
+        return text
+    return f"{value:.0f}" if abs(value) >= 10 ** (SIGNIFICANT - 1) else f"{value:.{SIGNIFICANT}g}"
+
+
+def no_value_key(columns: list[str]) -> str:
+    """What an em dash means in each of these columns: an interval's end needs MIN_N repetitions,
+    a paper's value may not exist, anything else was not measured or does not apply."""
+    interval = [c for c in columns if re.search(r"(^|_)ci|_low$|_high$", c)]
+    published = [c for c in columns if c not in interval and re.search(r"published|paper", c)]
+    other = [c for c in columns if c not in interval and c not in published]
+    said = [f"{', '.join(interval)}: no interval (fewer than {MIN_N} repetitions)" if interval else "",
+            f"{', '.join(published)}: the paper gives no value there" if published else "",
+            f"{', '.join(other)}: not measured for that row, or not part of it" if other else ""]
+    return f"{NO_VALUE} no value. " + "; ".join(x for x in said if x) + "."
+
+
+def _counting_index(head_rows: list, body_rows: list) -> bool:
+    """Whether the table's first column is pandas' unnamed row index (0, 1, 2...): it counts rows
+    and means nothing to a reader; a named or labelled index stays."""
+    if len(head_rows) != 1 or not body_rows:
+        return False
+    corner = head_rows[0].find(["th", "td"])
+    labels = [row.find_all("th", recursive=False) for row in body_rows]
+    return (corner is not None and not corner.get_text(strip=True)
+            and all(len(ths) == 1 and ths[0].get_text(strip=True).isdigit() for ths in labels))
+
+
+def readable_tables(markup: str) -> str:
+    """The DataFrames a notebook showed (pandas' HTML), as a reader reads them: no row index that
+    only counts rows, numbers to SIGNIFICANT digits and counts as integers, an em dash for a
+    missing value with a key under its table saying what it means there."""
+    from bs4 import BeautifulSoup
+    soup = BeautifulSoup(markup, "html.parser")
+    for table in soup.select("table.dataframe"):
+        head_rows = table.thead.find_all("tr") if table.thead else []
+        body_rows = table.tbody.find_all("tr") if table.tbody else []
+        if _counting_index(head_rows, body_rows):
+            for row in head_rows + body_rows:
+                row.find(["th", "td"]).decompose()
+        names = [th.get_text(strip=True) for th in head_rows[0].find_all(["th", "td"])] if len(head_rows) == 1 else []
+        dashed: dict[str, None] = {}
+        for row in body_rows:
+            for at, cell in enumerate(row.find_all(["th", "td"], recursive=False)):
+                if cell.name != "td":
+                    continue
+                text = cell.get_text(strip=True)
+                if text in MISSING:
+                    cell.string = NO_VALUE
+                    dashed[names[at] if at < len(names) else ""] = None
+                elif text != (readable := readable_number(text)):
+                    cell.string = readable
+        if dashed:
+            key = soup.new_tag("p", attrs={"class": "table-key"})
+            key.string = (no_value_key([c for c in names if c in dashed]) if all(dashed)
+                          else f"{NO_VALUE} no value.")
+            table.insert_after(key)
+    return str(soup)
+
+
+def _markdown_outputs(outputs) -> list:
+    return [o for o in outputs if "text/markdown" in (o.get("data") or {})]
+
+
+def _first_line(out) -> str:
+    text = "".join((out.get("data") or {}).get("text/markdown", "")).strip()
+    first = next((x for x in text.splitlines() if x.strip()), "")
+    return re.sub(r"\*\*|`", "", first).lstrip("- ").strip()
+
+
+def figures(cells: list) -> list[tuple[int, int, str]]:
+    """Every figure (PNG output) of a notebook's cells as (cell, output, caption). The caption is
+    the first line of the Markdown that follows the figure in its cell, else of what its cell
+    printed before it (a figure drawn inline appears at the end of its cell, after the findings
+    the cell printed), else of the first Markdown output of a later cell."""
+    found = []
+    for at_cell, cell in enumerate(cells):
+        outputs = cell.get("outputs", [])
+        for at, out in enumerate(outputs):
+            if "image/png" not in (out.get("data") or {}):
+                continue
+            same_cell = _markdown_outputs(outputs[at + 1:]) or _markdown_outputs(outputs[:at])
+            later = (o for c in cells[at_cell + 1:] for o in _markdown_outputs(c.get("outputs", [])))
+            first = same_cell[0] if same_cell else next(later, None)
+            found.append((at_cell, at, _first_line(first) if first else ""))
+    return found
+
+
+_SAVED_AS = re.compile(r"""save_figure\(\s*[^,]+,\s*[^,]+,\s*["']([\w.-]+)["']""")
+
+
+def alt_text(cells: list, at_cell: int, at: int, caption: str) -> str:
+    """The alt text of the figure at output `at` of cell `at_cell`: the heading of its section, the
+    name it is saved under (its cell's save_figure calls, in order, where each figure has one) and
+    its caption. Its title is drawn inside the image, where a screen reader cannot read it."""
+    headings = [line.lstrip("#").strip() for cell in cells[:at_cell + 1] if cell.get("cell_type") == "markdown"
+                for line in "".join(cell.get("source", "")).splitlines() if line.startswith("#")]
+    saved = _SAVED_AS.findall("".join(cells[at_cell].get("source", "")))
+    images = [i for i, o in enumerate(cells[at_cell].get("outputs", [])) if "image/png" in (o.get("data") or {})]
+    name = saved[images.index(at)] if len(saved) == len(images) else ""
+    what = "Figure" + (f" '{name.replace('_', ' ')}'" if name else "") + (f" ({headings[-1]})" if headings else "")
+    return what + (f". {caption}" if caption else "")
 
 
 def reader_outputs(doc):
     """The notebook (nbformat node) with only what a reader reads: no stderr (progress bars,
     warnings for whoever runs it), no progress or run-directory lines on stdout, and no stray
     return values (an execute_result that is only text/plain, such as the paths save_figure
-    returns); tables, figures, Markdown and errors stay."""
+    returns); tables (readable_tables), figures (with an alt text), Markdown and errors stay."""
     for cell in doc.cells:
         if cell.cell_type != "code":
             continue
@@ -203,9 +380,32 @@ def reader_outputs(doc):
                 out.text = "\n".join(lines) + "\n"
             elif out.output_type == "execute_result" and set(out.get("data", {})) <= {"text/plain"}:
                 continue
+            elif "dataframe" in "".join(out.get("data", {}).get("text/html", "")):
+                out.data["text/html"] = readable_tables("".join(out.data["text/html"]))
             kept.append(out)
         cell.outputs = kept
+    for at_cell, at, caption in figures(doc.cells):
+        image_meta = doc.cells[at_cell].outputs[at].setdefault("metadata", {}).setdefault("image/png", {})
+        image_meta.setdefault("alt", alt_text(doc.cells, at_cell, at, caption))
     return doc
+
+
+def table_keys(body: str, meta: dict) -> dict[str, str]:
+    """What a page's tables need said once, for the page's header: what the health column counts,
+    where the page shows one (`meta`: its run's, which says why throttling could not be checked)."""
+    if not re.search(r"<th[^>]*>health</th>", body):
+        return {}
+    health = (meta.get("notes") or {}).get("health") or {}
+    unchecked = str(health.get("throttle_unknown") or "").split(":")[0]  # "no throttling sensor on local: ..."
+    blank = f"not busy; throttling could not be checked ({unchecked})" if unchecked else "neither was seen"
+    busy = health.get("busy_threshold_cpus") or BUSY_CPUS
+    text = (f"how many of a cell's n repetitions ran while the device throttled ({HEALTH_MARK} throttled k/n: a "
+            f"sensor said so) or was busy ({HEALTH_MARK} busy k/n: other processes used {busy:g} CPU or more "
+            f"just before the point). Blank: {blank}.")
+    if re.search(r"<td>unknown \d+/\d+", body):
+        text += (" unknown k/n: for k of them throttling could not be read (no sensor, or a failed read), so they "
+                 "may have run throttled.")
+    return {"health column": text}
 
 
 def render_notebook(nb: Path) -> str:
@@ -218,45 +418,24 @@ def render_notebook(nb: Path) -> str:
     return body
 
 
-def headline(nb: Path) -> tuple[str | None, str]:
-    """The notebook's main figure (its first image, base64 PNG) and one line of its findings:
-    the first line of the Markdown that follows the figure in its cell, else of what its cell
-    printed before it (a figure drawn inline appears at the end of its cell, after the findings
-    the cell printed), else of the first Markdown output after that cell."""
+def headline(nb: Path) -> tuple[str | None, str, str]:
+    """The notebook's main figure (its first image, base64 PNG), one line of its findings (the
+    figure's caption, see figures) and its alt text."""
     try:
-        doc = json.loads(nb.read_text())
+        cells = json.loads(nb.read_text()).get("cells", [])
     except (OSError, json.JSONDecodeError):
-        return None, ""
-
-    def first_line(out) -> str:
-        text = "".join((out.get("data") or {}).get("text/markdown", "")).strip()
-        first = next((x for x in text.splitlines() if x.strip()), "")
-        return re.sub(r"\*\*|`", "", first).lstrip("- ").strip()
-
-    def markdown(outs) -> list:
-        return [o for o in outs if "text/markdown" in (o.get("data") or {})]
-
-    image = None
-    for cell in doc.get("cells", []):
-        outputs = cell.get("outputs", [])
-        if image is None:
-            at = next((i for i, o in enumerate(outputs) if "image/png" in (o.get("data") or {})), None)
-            if at is None:
-                continue
-            image = "".join(outputs[at]["data"]["image/png"]).replace("\n", "")
-            # The findings: what follows the figure in its cell (a page shown by one call, such as
-            # notebooks 03-04), else what its cell printed before the inline figure, else the next cell's.
-            same_cell = markdown(outputs[at + 1:]) or markdown(outputs[:at])
-            if same_cell:
-                return image, first_line(same_cell[0])
-            continue
-        for out in markdown(outputs):
-            return image, first_line(out)
-    return image, ""
+        return None, "", ""
+    shown = figures(cells)
+    if not shown:
+        return None, "", ""
+    at_cell, at, caption = shown[0]
+    image = "".join(cells[at_cell]["outputs"][at]["data"]["image/png"]).replace("\n", "")
+    return image, caption, alt_text(cells, at_cell, at, caption)
 
 
 def _document(title: str, body: str, index_href: str | None) -> str:
-    back = f'<p><a href="{html.escape(index_href)}">&larr; all experiments</a></p>' if index_href else ""
+    back = (f'<p><a href="{html.escape(index_href)}">&larr; all experiments</a> · <a href="{html.escape(index_href)}'
+            '#labels">what labels such as (TCG) and pc mean</a></p>') if index_href else ""
     return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>'
             f"<style>{_CSS}</style></head><body>{back}{body}</body></html>\n")
 
@@ -285,18 +464,61 @@ def _devices_table(pages: list[Page]) -> str:
 
 
 def _papers_list(papers: dict[str, list]) -> str:
-    """The papers behind the experiments shown, each with the experiments that reproduce it."""
+    """The papers behind the experiments shown, under the numbers every page names them by, each
+    with the experiments that reproduce it."""
     by_paper: dict[str, tuple] = {}
     for exp, mine in papers.items():
         for paper in mine:
             by_paper.setdefault(paper.number, (paper, []))[1].append(exp)
-    items = []
+    rows = []
     for paper, exps in sorted(by_paper.values(), key=lambda pe: pe[0].number):
         title = html.escape(paper.title)
         if paper.link:
             title = f'<a href="{html.escape(paper.link)}">{title}</a>'
-        items.append(f"<li>{title} ({html.escape(paper.source)}): {html.escape(', '.join(exps))}</li>")
-    return f"<h2>The papers</h2><ul>{''.join(items)}</ul>" if items else ""
+        rows.append(f'<tr id="paper-{html.escape(paper.number)}"><td>{html.escape(paper.number)}</td><td>{title} '
+                    f"({html.escape(paper.source)})</td><td>{html.escape(', '.join(exps))}</td></tr>")
+    if not rows:
+        return ""
+    return ('<h2 id="papers">The papers</h2><p>Every page names a paper by its number ("paper 000", "Paper 001/004"), '
+            "as its published values in <code>data/reference/paperNNN_*.csv</code> are named.</p>"
+            f"<table><tr><th>paper</th><th>title (authors)</th><th>experiments</th></tr>{''.join(rows)}</table>")
+
+
+# What the labels in tables and figures add to a runtime's name, and the marks beside values.
+LABELS = (
+    ("(TCG)", "after a VM runtime (nanos, unikraft, linux-vm): the VM ran under TCG, QEMU's software emulation, "
+              "because KVM could not run it on this device. Its times are the emulator's, not comparable with "
+              "the papers' KVM numbers."),
+    ("pc, microvm", "after a VM runtime: the QEMU machine type it booted. pc is QEMU's standard PC (PCI bus, "
+                    "SeaBIOS firmware); microvm its minimal machine (no PCI bus, qboot firmware)."),
+    ("(cold), (first)", "a start after the page cache was dropped; a start whose image was first pulled from a "
+                        "registry. A runtime without either ran a warm start."),
+    ("fair, published", "the protocol: fair measures every runtime the same way; published repeats the paper's "
+                        "own method."),
+    (HEALTH_MARK, "measured while the device throttled or was busy; each page's header says how it is counted."),
+    ("000-004", "the papers, by the numbers in the table above."),
+)
+
+
+def _labels_key() -> str:
+    rows = "".join(f"<tr><th>{html.escape(label)}</th><td>{html.escape(meaning)}</td></tr>"
+                   for label, meaning in LABELS)
+    return f'<h2 id="labels">Reading the labels</h2><table>{rows}</table>'
+
+
+def _front_caveats(pages: list[Page]) -> str:
+    """The boxes the front page starts with: which pages come from smoke or quick runs, and what
+    their numbers are worth."""
+    measured = [p for p in pages if p.profile]
+    boxes = []
+    for profile, text in PROFILE_CAVEATS.items():
+        mine = list(dict.fromkeys(p.experiment for p in measured if p.profile == profile))
+        if mine:
+            which = ("Every page here comes" if len(mine) == len({p.experiment for p in measured})
+                     else f"The page {mine[0]} comes" if len(mine) == 1 else f"The pages {', '.join(mine)} come")
+            boxes.append(f'<div class="caveat">{html.escape(which)} from a {profile}-profile run. '
+                         f"{html.escape(text)}</div>")
+    return "".join(boxes)
 
 
 def verdicts_section(table: pd.DataFrame | None, href: str = "verdicts.html") -> str:
@@ -312,7 +534,7 @@ def verdicts_section(table: pd.DataFrame | None, href: str = "verdicts.html") ->
                    + "".join(f"<td>{int(n)}</td>" for n in counts.loc[paper]) + "</tr>"
                    for paper in counts.index)
     return (f'<h2>Verdicts on the papers\' claims</h2><p><a href="{html.escape(href)}">Every claim</a>, judged on '
-            f"the latest runs with its 95% interval ({len(table)} claims):</p>"
+            f"the latest runs with its 95% interval ({counted(len(table), 'claim')}):</p>"
             f"<table><tr><th></th>{head}</tr>{rows}</table>")
 
 
@@ -322,9 +544,10 @@ def answer_section(table: pd.DataFrame | None, href: str = "verdicts.html") -> s
     if table is None or table.empty:
         return ""
     items = "".join(f"<li>{html.escape(line)}</li>" for line in answer_sentences(table))
-    return (f"<h2>edgebench's answer for this device</h2><p>Which runtimes serve within the tolerance of native's "
-            f'throughput and p99 latency; <a href="{html.escape(href)}">the table</a> gives every interval, time to '
-            f"ready and memory floor.</p><ul>{items}</ul>")
+    caveats = "".join(f'<p class="tag">{html.escape(text)}</p>' for text in answer_caveats(table))
+    return (f"<h2>edgebench's answer for this device</h2>{caveats}<p>Which runtimes serve within the tolerance of "
+            f'native\'s throughput and p99 latency; <a href="{html.escape(href)}">the table</a> gives every interval '
+            f"(where there are {MIN_N} repetitions or more), time to ready and memory floor.</p><ul>{items}</ul>")
 
 
 def index_html(pages: list[Page], experiments: list[str], papers: dict[str, list] | None = None,
@@ -345,19 +568,24 @@ def index_html(pages: list[Page], experiments: list[str], papers: dict[str, list
             continue
         for p in mine:
             m = p.meta
-            counts = ", ".join(f"{k} {v}" for k, v in (m.get("rows") or {}).items())
-            image, line = headline(p.notebook)
-            thumb = (f'<a href="{html.escape(p.href)}"><img alt="{html.escape(exp)}: main figure" '
+            image, line, alt = headline(p.notebook)
+            thumb = (f'<a href="{html.escape(p.href)}"><img alt="{html.escape(alt)}" '
                      f'src="data:image/png;base64,{image}"></a>') if image else '<p class="missing">no figure</p>'
+            tag = PROFILE_TAGS.get(p.profile)
             cards.append(f'<div class="card">{thumb}<b><a href="{html.escape(p.href)}">{html.escape(exp)}</a></b> '
-                         f"on {html.escape(p.device)}<p>{html.escape(line) or '<span class=missing>no findings</span>'}"
+                         f"on {html.escape(p.device)}"
+                         + (f'<p class="tag">{html.escape(tag)}</p>' if tag else "")
+                         + f"<p>{html.escape(line) or '<span class=missing>no findings</span>'}"
                          f'</p><p class="missing">{html.escape(str(m.get("status") or ""))}, '
-                         f"{html.escape(str(m.get('started_at') or ''))}; rows {html.escape(counts)}</p></div>")
-    intro = ("<h1>edgebench report</h1><p>Each experiment's notebook as <code>make figures</code> ran it, without "
-             "code: its tables (measured beside published), its figures, the device and run, and links to the "
-             "raw data.</p>")
+                         f"{html.escape(str(m.get('started_at') or ''))}; "
+                         f"rows {html.escape(rows_text(m.get('rows') or {}))}</p></div>")
+    intro = ("<h1>edgebench report</h1>" + _front_caveats(pages)
+             + "<p>Each experiment's notebook as <code>make figures</code> ran it, without code: its tables (measured "
+               "beside published), its figures, the device and run, and links to the raw data. Papers are named by "
+               'number (000-004: <a href="#papers">the papers</a>); <a href="#labels">reading the labels</a> '
+               "explains what \"(TCG)\", \"pc\" and the other marks after a runtime's name mean.</p>")
     body = (intro + verdicts_section(verdicts) + answer_section(answer) + _devices_table(pages) + _papers_list(papers or {})
-            + "<h2>Experiments</h2>"
+            + _labels_key() + "<h2>Experiments</h2>"
             + f'<div class="cards">{"".join(cards)}</div>')
     return _document("edgebench report", body, None)
 
@@ -369,11 +597,16 @@ def build(figures_dir: Path = FIGURES_DIR, data_dir: Path = DATA_DIR, out_dir: P
     out_dir = Path(out_dir or figures_dir / REPORT_DIR_NAME)
     out_dir.mkdir(parents=True, exist_ok=True)
     pages = find_pages(figures_dir, data_dir)
+    # The pages that read other runs (verdicts, compare) carry the caveats of the runs they read.
+    read = {p.profile for p in pages if p.profile}
     for p in pages:
         path = out_dir / p.href
         path.parent.mkdir(parents=True, exist_ok=True)
         header = f"<h1>{html.escape(p.experiment)} <small>on {html.escape(p.device)}</small></h1>"
-        body = header + meta_table(p, path.parent) + render_notebook(p.notebook)
+        caveats = (caveat(p.profile, (p.meta.get("parameters") or {}).get("repetitions")) if p.run_dir
+                   else "".join(caveat(profile) for profile in PROFILE_CAVEATS if profile in read))
+        rendered = render_notebook(p.notebook)
+        body = header + caveats + meta_table(p, path.parent, table_keys(rendered, p.meta)) + rendered
         path.write_text(_document(f"{p.experiment} ({p.device})", body, _rel(out_dir / "index.html", path.parent)))
     names = experiments if experiments is not None else [*EXPERIMENTS, "compare"]
     index = out_dir / "index.html"
@@ -395,7 +628,8 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     index = build(Path(args.figures), Path(args.data), Path(args.out) if args.out else None)
     pages = len(find_pages(Path(args.figures), Path(args.data)))
-    print(f"report: {pages} page(s); open {index}" + ("" if pages else " (no data yet: run make figures first)"))
+    print(f"report: {counted(pages, 'page')}; open {index}"
+          + ("" if pages else " (no data yet: run make figures first)"))
     return 0
 
 

@@ -20,8 +20,17 @@ from edgebench.results import NOT_MEASURABLE, load_meta
 from edgebench.tools.health import BUSY, MARKED, THROTTLED, UNKNOWN, flags
 
 
+# A note or an error in a table is read whole: pandas would cut every cell at 50 characters and "...".
+pd.set_option("display.max_colwidth", None)
+
+
 class NoData(EdgebenchError):
     """The results hold nothing to plot for this selection."""
+
+
+def counted(n: int, noun: str, plural: str | None = None) -> str:
+    """'1 row', '3 rows': a count with its noun in the number it takes."""
+    return f"{n} {noun if n == 1 else plural or noun + 's'}"
 
 
 def ok_rows(df: pd.DataFrame, metric: str) -> pd.DataFrame:
@@ -93,23 +102,26 @@ def mark_cold(df: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def cell_health(rows: pd.DataFrame) -> str:
+def cell_health(rows: pd.DataFrame, show_unknown: bool = True) -> str:
     """One cell's mark from the health of the rows behind it, counted in repetitions (a repetition
     is throttled if any of its rows is): '† throttled 2/5, busy 1/5' when any was throttled or
-    busy, 'unknown 5/5' when that could not be told, '' when the device was fine throughout."""
+    busy, 'unknown 5/5' when that could not be told (unless `show_unknown` is False), '' when the
+    device was fine throughout."""
     reps = rows.groupby("rep", dropna=False)["health"] if "rep" in rows else rows.groupby(rows.index)["health"]
     per_rep = [set().union(*(flags(h) for h in g)) for _, g in reps]
     counts = {f: sum(f in got for got in per_rep) for f in (THROTTLED, BUSY, UNKNOWN)}
     shown = [f"{f} {counts[f]}/{len(per_rep)}" for f in MARKED if counts[f]]
     if shown:
         return f"{HEALTH_MARK} " + ", ".join(shown)
-    return f"{UNKNOWN} {counts[UNKNOWN]}/{len(per_rep)}" if counts[UNKNOWN] else ""
+    return f"{UNKNOWN} {counts[UNKNOWN]}/{len(per_rep)}" if counts[UNKNOWN] and show_unknown else ""
 
 
 def mark_health(table: pd.DataFrame, df: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     """`table` with a `health` column after its keys: each cell's mark (cell_health) from the rows
-    of `df` that share its `keys`, whatever their metric or status. Results recorded before
-    health was sampled have no `health` column: the table is returned as it is."""
+    of `df` that share its `keys`, whatever their metric or status. Where no row of `df` could
+    tell throttling (a device without a sensor), 'unknown' would fill every cell and tell nothing:
+    it is left out, and the run's notes say why throttling was not checked. Results recorded
+    before health was sampled have no `health` column: the table is returned as it is."""
     if "health" not in df or table.empty:
         return table
     keys = [k for k in keys if k in table and k in df]
@@ -119,7 +131,9 @@ def mark_health(table: pd.DataFrame, df: pd.DataFrame, keys: list[str]) -> pd.Da
     def key_of(values) -> tuple:  # NaN never equals NaN: a missing key matches as None
         return tuple(None if pd.isna(v) else v for v in (values if isinstance(values, tuple) else (values,)))
 
-    marks = {key_of(key): cell_health(g) for key, g in df.groupby(keys, dropna=False)}
+    unknown_everywhere = df["health"].map(lambda h: UNKNOWN in flags(h)).all()
+    marks = {key_of(key): cell_health(g, show_unknown=not unknown_everywhere)
+             for key, g in df.groupby(keys, dropna=False)}
     values = [marks.get(key_of(r), "") for r in table[keys].itertuples(index=False, name=None)]
     table = table.drop(columns="health", errors="ignore")
     table.insert(max(table.columns.get_loc(k) for k in keys) + 1, "health", values)
@@ -133,8 +147,8 @@ def health_notes(run_dir, df: pd.DataFrame | None = None) -> list[str]:
     if df is not None and "health" in df and len(df):
         hit = {f: int(df["health"].map(lambda h, f=f: f in flags(h)).sum()) for f in (THROTTLED, BUSY)}
         if any(hit.values()):
-            lines.append(f"- **{HEALTH_MARK} {HEALTH_LABEL}**: {hit[THROTTLED]} of {len(df)} rows throttled, "
-                         f"{hit[BUSY]} busy (every sample is in health.csv beside the results)")
+            lines.append(f"- **{HEALTH_MARK} {HEALTH_LABEL}**: {hit[THROTTLED]} of {counted(len(df), 'row')} "
+                         f"throttled, {hit[BUSY]} busy (every sample is in health.csv beside the results)")
     if notes:
         if notes.get("throttle_unknown"):
             lines.append(f"- Throttling not checked: {notes['throttle_unknown']}")
@@ -184,8 +198,8 @@ def run_notes(run_dir, df: pd.DataFrame | None = None) -> str:
         nm = df[df["status"] == NOT_MEASURABLE]
         if not nm.empty:
             reasons = nm["error"].astype(str).str[:160].value_counts()
-            more = f" ({len(reasons) - 3} more reasons in the table)" if len(reasons) > 3 else ""
-            lines.append(f"- **{len(nm)} rows not measurable here** (not failures; "
+            more = f" ({counted(len(reasons) - 3, 'more reason')} in the table)" if len(reasons) > 3 else ""
+            lines.append(f"- **{counted(len(nm), 'row')} not measurable here** (not failures; "
                          f"{', '.join(in_runtime_order(nm['runtime'].dropna().unique()))}): "
                          + "; ".join(f"{why} ({n})" for why, n in reasons.head(3).items()) + more)
     if df is not None and "accelerator" in df.columns:
@@ -196,10 +210,23 @@ def run_notes(run_dir, df: pd.DataFrame | None = None) -> str:
             lines.append(f"- **{rt}** ran with accelerator: {kinds}{emulated}")
     if df is not None and {"runtime", "status", "error"} <= set(df.columns):
         for rt, (rows, why, what) in failed_runtimes(df).items():
-            happened = "failed" if what == "failed" else f"are {what}"
-            lines.append(f"- **{rt}** is in no figure: all {rows} of its rows {happened}, most often: {why}")
+            if rows == 1:
+                happened = f"its one row {'failed' if what == 'failed' else 'is ' + what}: {why}"
+            else:
+                happened = (f"all {rows} of its rows {'failed' if what == 'failed' else 'are ' + what}, "
+                            f"most often: {why}")
+            lines.append(f"- **{rt}** is in no figure: {happened}")
     health = health_notes(run_dir, df)
     return "\n".join(device + (lines or ["- Every runtime was measured."]) + health)
+
+
+# What a run's profile makes of its numbers, said before them (report pages, edgebench's answer).
+PROFILE_CAVEATS = {
+    "smoke": "Smoke test: one point per runtime, to see that every part of the pipeline runs on this device. "
+             "Its numbers mean nothing as measurements.",
+    "quick": "Quick profile: small sizes and few repetitions. Its numbers are indicative only; the standard "
+             "profile measures with the papers' settings.",
+}
 
 
 def device_notes(facts: dict, notes: dict) -> list[str]:
