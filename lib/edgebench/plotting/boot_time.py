@@ -11,8 +11,8 @@ import pandas as pd
 
 from edgebench.experiments.boot_time import EVENTS
 from edgebench.plotting.style import part_colours, plt
-from edgebench.plotting.tables import (NoData, draw_whiskers, interval, mark_emulated, ok_rows, sort_by_runtime,
-                                       spread)
+from edgebench.plotting.tables import (NoData, counted, draw_whiskers, interval, mark_emulated, ok_rows,
+                                       sort_by_runtime, spread)
 from edgebench.runtimes import RUNTIMES
 from edgebench.runtimes.vm import VmRuntime
 
@@ -158,8 +158,8 @@ def boot_phases_figure(table: pd.DataFrame):
             end = np.nanmax([left, first.total_high_ms])  # the total is written past the whisker
             ax.text(end, y, f"  {left:,.0f} ms" if left >= 10 else f"  {left:.1f} ms", va="center", fontsize=8)
         left_out = t.groupby("variant", sort=False)["left_out"].first()
-        ax.set_yticks(range(len(variants)), [f"{v}\n({left_out[v]} start(s) left out)" if left_out[v] else v
-                                             for v in variants])
+        ax.set_yticks(range(len(variants)), [f"{v}\n({counted(int(left_out[v]), 'start')} left out)"
+                                             if left_out[v] else v for v in variants])
         ax.invert_yaxis()
         ax.set_xlim(0, ax.get_xlim()[1] * 1.15)
         ax.set_xlabel("ms since launch (median per phase; whisker: the starts' total, 95% CI of its median;\n"
@@ -221,12 +221,14 @@ def boot_time_findings(table: pd.DataFrame, split: pd.DataFrame) -> str:
         top = g.sort_values("median_ms", ascending=False).iloc[0]
         largest = shown_as(top.phase, top.phase_from)
         starts = int(g["starts"].max())
-        line = (f"- **{var}** ({app}): {ready:,.1f} ms to ready (median of {starts} starts; its phases' medians "
+        of_starts = "one start" if starts == 1 else f"median of {starts} starts"
+        line = (f"- **{var}** ({app}): {ready:,.1f} ms to ready ({of_starts}; its phases' medians "
                 f"add up to {total:,.1f} ms); the largest phase is "
                 f"{PHASE_LABELS.get(largest, largest)} ({top.median_ms:,.1f} ms, {100 * top.median_ms / total:.0f} %).")
         if g["left_out"].iloc[0]:
-            line += (f" {int(g['left_out'].iloc[0])} start(s) showed another chain of events (one missed, such as "
-                     "the listening line) and are left out of the bar.")
+            n = int(g["left_out"].iloc[0])
+            line += (f" {counted(n, 'start')} showed another chain of events (one missed, such as the listening "
+                     f"line) and {'is' if n == 1 else 'are'} left out of the bar.")
         lines.append(line)
     missing = split[(split["source"] == "measured") & split["median_ms"].isna()]
     for r in missing.drop_duplicates(["variant"]).itertuples():
