@@ -231,3 +231,16 @@ def test_a_rebuild_removes_the_image_the_tag_left_behind(runtime, built, artifac
     assert again.details["image_id"] != older
     # Not left untagged on the device's disk (it would be one more per app and run).
     assert docker("image", "inspect", older).returncode != 0
+
+
+def test_two_runs_packaging_one_app_at_once_each_build_in_a_context_of_their_own(local, docker_ready, built):
+    """A quick run's docker-crun lost its build context ('lstat .../Dockerfile: no such file') to a
+    test session packaging the same app beside it, when both used one folder."""
+    from concurrent.futures import ThreadPoolExecutor
+    runs = [DockerRuntime(local, run_tag=f"it-ctx-{uuid.uuid4().hex[:8]}") for _ in range(2)]
+    contexts = {rt.build_context("go-http", "offline") for rt in runs}
+    assert len(contexts) == 2
+    with ThreadPoolExecutor(2) as pool:
+        packaged = list(pool.map(lambda rt: [rt.package(built["go-http"]) for _ in range(3)], runs))
+    assert all(a.details["image_id"] for each in packaged for a in each)
+    assert not any(os.path.exists(c) for c in contexts)  # the image has it all

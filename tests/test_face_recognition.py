@@ -158,5 +158,5 @@ def test_docker_builds_the_python_bundle_once_and_keeps_no_copy(local, wheels_re
     assert again.details["image_id"] == first.details["image_id"]
     assert again.details["build_command"].startswith("(the image built from the same inputs")
     # ...and the build's copy of them does not stay on the device's disk.
-    assert not os.path.exists(f"{local.workspace}/docker/{fr.APP}-offline")
+    assert not os.path.exists(rt.build_context(fr.APP, "offline"))
     assert first.size_bytes > 50 * 2**20

@@ -115,7 +115,9 @@ class DockerRuntime(Runtime):
         if build not in BUILD_MODES:
             raise ConfigError(f"docker build mode {build!r} unknown; use one of {', '.join(BUILD_MODES)}")
         app = built.app
-        ctx = f"{self.target.workspace}/docker/{app.name}-{build}"
+        # The build's context is this run's own: a run beside it (a test session) building the same
+        # app would empty a shared folder mid-build ("lstat .../Dockerfile: no such file").
+        ctx = self.build_context(app.name, build)
         tag = f"edgebench/{app.name}:{build}"
         inputs = None
         if build == "offline":
@@ -162,9 +164,11 @@ class DockerRuntime(Runtime):
             # The image the tag left: untagged, it would stay on the device's disk for good, one
             # per rebuilt app and run. Docker refuses (and we let it) while a container uses it.
             self.target.run(["docker", "image", "rm", before], check=False)
-        if build == "offline":
-            self.target.run(["rm", "-rf", ctx], check=False)  # the image has it all; the device's disk is small
+        self.target.run(["rm", "-rf", ctx], check=False)  # the image has it all; the device's disk is small
         return self._artifact(built, build, tag, dockerfile, cmd, r.stdout.strip())
+
+    def build_context(self, app: str, build: str) -> str:
+        return f"{self.target.workspace}/docker/{self.run_tag}-{app}-{build}"
 
     def _artifact(self, built: BuiltApp, build: str, tag: str, dockerfile: Path, cmd: list[str] | None,
                   image_id: str | None) -> Artifact:
