@@ -454,7 +454,7 @@ def test_findings_read_the_tables():
     ref = load_reference("microbenchmarks")
     assert "native" in microbenchmarks.sysbench_findings(microbenchmarks.sysbench_table(microbench_results(), ref))
     network = microbenchmarks.network_table(microbench_results(), ref)
-    assert "Bridge vs host" in microbenchmarks.network_findings(network)
+    assert "docker (bridge) vs docker (host)" in microbenchmarks.network_findings(network)
     table = lxd_appendix.appendix_table(appendix_results())
     assert "Paper:" in lxd_appendix.appendix_findings(table, load_reference("lxd_appendix"), appendix_results())
 
@@ -550,7 +550,8 @@ def test_sysbench_cpu_ticks_name_threads_and_network_legend_names_each_mode_once
     df.loc[df["benchmark"] == "network", "health"] = "busy"
     fig = microbenchmarks.network_figure(microbenchmarks.network_table(df, ref))
     names = [t.get_text() for t in fig.legends[0].get_texts()]
-    assert len(names) == len(set(names)) and {"docker --network host", "docker bridge (-p)"} <= set(names)
+    # Docker's modes as every figure names them where host and bridge stand side by side.
+    assert len(names) == len(set(names)) and {"docker (host)", "docker (bridge)"} <= set(names)
     # The paper's crosses, one black x in both panels, are one entry (the standard run had two).
     assert len([n for n in names if n.startswith("paper")]) == 1, names
     assert fig.axes[1].get_yscale() == "log" and "every value was measured while" in fig._suptitle.get_text()

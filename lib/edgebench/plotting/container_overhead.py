@@ -4,16 +4,21 @@ prints only relative numbers for Docker on a Raspberry Pi 2)."""
 
 from __future__ import annotations
 
+import re
 import textwrap
 
 import numpy as np
 import pandas as pd
+from matplotlib import transforms
 
 from edgebench.claims import ratio_interval
-from edgebench.plotting.style import (EMULATED, PROTOCOL_TITLE, figure_legend, in_runtime_order, mark_health,
-                                      mark_paper_values, protocol_grid, protocols_in, runtime_artist)
+from edgebench.paths import DATA_DIR
+from edgebench.plotting.style import (EMULATED, FIGURE_NOTES_MARK, PROTOCOL_TITLE, failed_runtimes, figure_legend,
+                                      in_runtime_order, mark_health, mark_paper_values, protocol_grid, protocols_in,
+                                      runtime_artist)
 from edgebench.plotting.tables import NoData, mark_emulated
 from edgebench.plotting.tables import mark_health as health_column
+from edgebench.results import load_meta
 from edgebench.tools import sanity
 
 PAPER = "paper 003"
@@ -93,7 +98,32 @@ def overhead_table(df: pd.DataFrame, reference: pd.DataFrame) -> pd.DataFrame:
     higher = {b: hb for b, (_, hb) in MAIN_METRIC.items()}
     table = with_sanity(_relative(rows, higher, reference, "overhead_pct", "overhead_pct"), df)
     table.attrs["missing"] = missing_panels(table, df)
+    table.attrs["notes"] = figure_footnotes(df)
     return table
+
+
+def figure_footnotes(df: pd.DataFrame) -> list[str]:
+    """The figure's footnote: an emulated device (from the run's meta.json, where the rows name a
+    run under DATA_DIR), and each runtime without an ok row, in plain words (plain_reason)."""
+    notes = []
+    facts = run_meta(df).get("target") or {}
+    if facts.get("emulated_device"):
+        notes.append(f"{facts.get('target')}: {facts['emulated_device']}. Its numbers measure QEMU's emulator, "
+                     "not a device.")
+    for runtime, (_, why, what) in failed_runtimes(df).items():
+        happened = "every row failed" if what == "failed" else "it is not measurable here"
+        notes.append(f"{runtime} is not drawn: {happened}; {plain_reason(why)}.")
+    return notes
+
+
+def run_meta(df: pd.DataFrame) -> dict:
+    """The meta.json of the run the rows come from, or {} (synthetic rows, a run kept elsewhere)."""
+    if not {"experiment", "run_id"} <= set(df.columns) or df.empty:
+        return {}
+    try:
+        return load_meta(DATA_DIR / str(df["experiment"].iloc[0]) / str(df["run_id"].iloc[0]))
+    except (OSError, ValueError):
+        return {}
 
 
 def missing_panels(table: pd.DataFrame, df: pd.DataFrame) -> dict[tuple[str, str], str]:
@@ -138,7 +168,9 @@ def edp_table(df: pd.DataFrame, reference: pd.DataFrame) -> pd.DataFrame:
         failed = df[(df["metric"] == "edp") & (df["status"] != "ok")]
         why = "; ".join(sorted(set(failed["error"].astype(str))))[:400] or "no energy rows"
         raise NoData(f"no energy measured, so no EDP: {why}")
-    return _relative(rows, dict.fromkeys(BENCHMARK_ORDER, False), reference, "edp_change_pct", "edp_change_pct")
+    table = _relative(rows, dict.fromkeys(BENCHMARK_ORDER, False), reference, "edp_change_pct", "edp_change_pct")
+    table.attrs["notes"] = figure_footnotes(df)
+    return table
 
 
 def failure_summary(df: pd.DataFrame) -> str:
@@ -146,11 +178,62 @@ def failure_summary(df: pd.DataFrame) -> str:
     return "; ".join(sorted(set(failed["error"].astype(str))))[:500] or "no rows"
 
 
-def legend_label(label: str) -> str:
-    """A bar's name in the legend: Docker's default bridge network is plain "docker", as its
-    disk and memory bars are (both drawn alike: two names for one look made the legend list
-    Docker, and the paper's crosses, twice); its host network keeps "(host)", hatched."""
-    return "docker" if label == "docker (bridge)" else label
+def legend_label(label: str, labels) -> str:
+    """A bar's name in the legend: a runtime's network mode where the panel sets its modes side
+    by side ("docker (bridge)" beside the hatched "docker (host)", as every figure names them),
+    the runtime alone where it has one ("docker (bridge)" with no host bar is plain "docker")."""
+    base = label.split(" (")[0]
+    modes = [lab for lab in labels if lab.split(" (")[0] == base and lab.endswith(("(bridge)", "(host)"))]
+    return label if len(modes) > 1 else base if label.endswith(("(bridge)", "(host)")) else label
+
+
+# Where physics rules a bar out (edgebench.tools.sanity), none is drawn: this mark on the zero line
+# instead, in the ruled-out red, and the reason under the panel.
+RULED_OUT = dict(marker="$\u2205$", s=70, color="#a00000", zorder=5, clip_on=False)
+RULED_OUT_LABEL = "ruled out, not drawn (why: under its panel)"
+
+
+def short_reason(why: str) -> str:
+    """sanity's reason without its verdict word and its parenthesised detail: 'docker 41% ahead of
+    native on hpc work on the same kernel'."""
+    text = why.split("implausible: ", 1)[-1]
+    return text.split(" (")[0].strip()
+
+
+def ruled_out_note(reasons) -> str:
+    """A panel's reasons, once each: one runtime's across its operations as one range ('docker
+    24-32% ahead of native on memory work on the same kernel'), not a sentence per operation."""
+    groups: dict[str, list[int]] = {}
+    for text in (short_reason(part) for why in reasons for part in why.split("; implausible: ")):
+        number = re.search(r"(\d+)%", text)
+        groups.setdefault(re.sub(r"\d+%", "{}%", text, count=1) if number else text, []).append(
+            int(number.group(1)) if number else -1)
+    parts = [key.format(f"{min(n)}" if min(n) == max(n) else f"{min(n)}-{max(n)}") if "{}" in key else key
+             for key, n in groups.items()]
+    return "Ruled out, not drawn: " + "; ".join(parts) + " (see the findings)."
+
+
+# Said in plain words where a reason names what the reader acts on: the step that fixes it, not
+# the directory it looked in or the variable that overrides it.
+PLAIN = ((re.compile(r"NPB (binary|binaries)|no NPB|NPB.*not built"),
+          "NPB is not built on this device: make provision builds it"),)
+PATH_OR_VARIABLE = re.compile(r"(~|\$HOME)?/[\w.@+-]+(/[\w.@*+-]*)+|\bEDGEBENCH_[A-Z_]+\b")
+
+
+def plain_reason(why: str) -> str:
+    """A failed row's reason fit for a figure: the plain sentence for a known one, else its text
+    up to the first file path or environment variable (those are in the run's notes)."""
+    for pattern, sentence in PLAIN:
+        if pattern.search(why):
+            return sentence
+    hit = PATH_OR_VARIABLE.search(why)
+    if not hit:
+        return why if len(why) <= 160 else why[:157] + "..."
+    head = why[:hit.start()]
+    if "; " in head and len(head.rsplit("; ", 1)[1]) < 20:  # a clause cut short by the path: left out
+        head = head.rsplit("; ", 1)[0]
+    head = re.sub(r"[\s(:,;=]*\b(in|on|at|under|from|with|set|or|and|see)?[\s(:,;=]*$", "", head)
+    return (f"{head} (details in the run's notes)" if len(head) >= 12 else "see the run's notes")[:160]
 
 
 def _relative_figure(table: pd.DataFrame, column: str, ylabel: str, title: str):
@@ -158,52 +241,76 @@ def _relative_figure(table: pd.DataFrame, column: str, ylabel: str, title: str):
     benchmarks = [b for b in BENCHMARK_ORDER if b in set(table["benchmark"]) | {b for b, _ in missing}]
     protocols = protocols_in(list(table["protocol"]) + [p for _, p in missing])
     fig, axes = protocol_grid(len(benchmarks), protocols, panel_size=(6.5, 3.2), sharey=False)
+    width_chars = int(6.5 / 0.06)  # an 8-point line under a panel
     for i, bench in enumerate(benchmarks):
         for j, proto in enumerate(protocols):
             ax = axes[i][j]
             sub = table[(table["benchmark"] == bench) & (table["protocol"] == proto)]
+            ax.set_title(f"{bench}, {PROTOCOL_TITLE.get(proto, proto)}", fontsize=9)
             if sub.empty:  # said in the panel, not left blank
                 ax.set_xticks([])
                 ax.set_yticks([])
-                why = missing.get((bench, proto), "not measured in this run")
-                ax.text(0.5, 0.5, textwrap.fill(f"nothing to compare: {why}", 60), ha="center", va="center",
+                why = plain_reason(missing.get((bench, proto), "not measured in this run"))
+                ax.text(0.5, 0.5, textwrap.fill(f"Nothing to compare: {why}.", 60), ha="center", va="center",
                         fontsize=8, color="#555555", transform=ax.transAxes)
-                ax.set_title(f"{bench}, {PROTOCOL_TITLE.get(proto, proto)}", fontsize=9)
                 continue
-            cells = list(dict.fromkeys(zip(sub["operation"], sub["size"])))
-            labels = in_runtime_order(sub["label"])
-            width = 0.8 / len(labels)
-            for k, label in enumerate(labels):
-                g = sub[sub["label"] == label].set_index(["operation", "size"]).reindex(cells)
-                x = np.arange(len(cells)) - 0.4 + width * (k + 0.5)
-                # One runtime's network modes share its colour; host networking is hatched.
-                mode = dict(hatch="//", edgecolor="white") if "host" in label else {}
-                key = legend_label(label)
-                bars = ax.bar(x, g[column], width * 0.9, label=key, **runtime_artist(label), **mode)
-                flagged = g["sanity"].fillna("").astype(bool) if "sanity" in g else pd.Series(False, index=g.index)
-                for bar, bad in zip(bars, flagged):
-                    if bad:  # ruled out by edgebench.tools.sanity: drawn, but crossed through
-                        bar.set_hatch("xx")
-                        bar.set_edgecolor("red")
-                        bar.set_alpha(0.5)
-                draw_interval(ax, x, g, column)
-                mark_health(ax, x, g[column], g.get("health"))
-                mark_paper_values(ax, x, g["published_pct"], key, PAPER)
-            ax.axhline(0, color="black", linewidth=0.8)
-            names = [op if sub["size"].nunique() == 1 else f"{op}\n{size}" for op, size in cells]
-            ax.set_xticks(range(len(cells)), names, fontsize=7, rotation=0 if len(cells) < 8 else 45)
+            draw_panel(ax, sub, column)
             ax.set_ylabel(ylabel)
-            modes = "\ndocker: its default bridge network; hatched: host network" if any(
-                "(host)" in lab for lab in labels) else ""
-            ax.set_title(f"{bench}, {PROTOCOL_TITLE.get(proto, proto)}{modes}", fontsize=9)
-            ax.grid(axis="y", alpha=0.3)
+            labels = in_runtime_order(sub["label"])
+            if any(legend_label(lab, labels).endswith("(host)") for lab in labels):
+                ax.set_title(f"{bench}, {PROTOCOL_TITLE.get(proto, proto)}\nsolid: bridge network (-p), "
+                             "the default; hatched: host network", fontsize=9)
+            ruled_out = [w for w in sub.get("sanity", pd.Series(dtype=str)).fillna("") if w]
+            if ruled_out:  # under the panel, where its marks are
+                ax.set_xlabel(textwrap.fill(ruled_out_note(ruled_out), width_chars), fontsize=8,
+                              color=RULED_OUT["color"])
     if f"{column}_ci95_low" in table and table[f"{column}_ci95_low"].notna().any():
         title += "\nwhiskers: the 95% interval (bootstrap, where both sides ran 3 times or more)"
-    if "sanity" in table and table["sanity"].fillna("").astype(bool).any():
-        title += "\nred cross-hatched bars: ruled out (a container ahead of native on the same kernel), see the findings"
     fig.suptitle(title, fontsize=10)
-    figure_legend(fig)
+    figure_legend(fig, ncol=3 * len(protocols))  # as wide as the panels: wider, it widened the figure
+    footnote(fig, table.attrs.get("notes") or [])
     return fig
+
+
+def draw_panel(ax, sub: pd.DataFrame, column: str) -> None:
+    """One panel's bars: per operation and size, a bar per container (its modes side by side, host
+    hatched), whiskers, daggers and the paper's crosses; a ruled-out value is no bar but RULED_OUT."""
+    cells = list(dict.fromkeys(zip(sub["operation"], sub["size"])))
+    labels = in_runtime_order(sub["label"])
+    width = 0.8 / len(labels)
+    for k, label in enumerate(labels):
+        g = sub[sub["label"] == label].set_index(["operation", "size"]).reindex(cells)
+        x = np.arange(len(cells)) - 0.4 + width * (k + 0.5)
+        # One runtime's network modes share its colour; host networking is hatched.
+        mode = dict(hatch="//", edgecolor="white") if label.endswith("(host)") else {}
+        key = legend_label(label, labels)
+        flagged = (g["sanity"].fillna("").astype(bool) if "sanity" in g else pd.Series(False, index=g.index)).to_numpy()
+        shown = g.assign(**{column: g[column].where(~flagged)})  # a ruled-out value draws nothing of its own
+        ax.bar(x, shown[column], width * 0.9, label=key, **runtime_artist(label), **mode)
+        if flagged.any():  # just above the zero line, where the paper's cross near 0 leaves it visible
+            above = transforms.offset_copy(ax.transData, fig=ax.figure, y=8, units="points")
+            ax.scatter(x[flagged], np.zeros(flagged.sum()), label=RULED_OUT_LABEL, transform=above, **RULED_OUT)
+        draw_interval(ax, x, shown, column)
+        mark_health(ax, x, shown[column], g.get("health"))
+        # The paper measured Docker (its default bridge for HTTP): one name for its crosses.
+        mark_paper_values(ax, x, g["published_pct"], label.split(" (")[0], PAPER)
+    ax.axhline(0, color="black", linewidth=0.8)
+    low, high = ax.get_ylim()  # room for a dagger beyond the longest bar, either way
+    ax.set_ylim(low - 0.12 * (high - low), high + 0.12 * (high - low))
+    names = [op if sub["size"].nunique() == 1 else f"{op}\n{size}" for op, size in cells]
+    ax.set_xticks(range(len(cells)), names, fontsize=7, rotation=0 if len(cells) < 8 else 45)
+    ax.grid(axis="y", alpha=0.3)
+
+
+def footnote(fig, notes: list[str]) -> None:
+    """What the reader must know about the whole figure (runtimes it cannot draw, an emulated
+    device), in plain words under it. It takes the place of the raw reasons that saving would
+    print above the title (style.mark_figure_notes writes nothing where this note is)."""
+    if not notes:
+        return
+    width = max(60, int(fig.get_figwidth() / 0.06))
+    text = "\n".join(textwrap.fill(n, width) for n in notes)
+    fig.text(0.5, 0, text, ha="center", va="top", fontsize=8, color="#555555", gid=FIGURE_NOTES_MARK)
 
 
 def draw_interval(ax, x: np.ndarray, g: pd.DataFrame, column: str) -> None:

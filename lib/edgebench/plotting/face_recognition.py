@@ -24,9 +24,10 @@ PARTS = tuple((metric, name, colour) for (metric, name), colour in zip(
 
 
 def face_table(df: pd.DataFrame) -> pd.DataFrame:
-    """Medians per (protocol, runtime label), how many runs agreed on every prediction, and the
-    time over the images as a ratio to native's in the same protocol; beside the end-to-end time,
-    its interval over the runs (end_to_end_latency_low, _high: home_automation.interval())."""
+    """Medians per (protocol, runtime label), how many runs agreed on every prediction, the time
+    over the images as a ratio to native's in the same protocol (vs_native) and the end-to-end
+    time's (end_to_end_vs_native: what a bar shows); beside the end-to-end time, its interval over
+    the runs (end_to_end_latency_low, _high: home_automation.interval())."""
     ok = mark_emulated(df[df["status"] == "ok"])
     if ok.empty:
         return pd.DataFrame()
@@ -48,22 +49,32 @@ def face_table(df: pd.DataFrame) -> pd.DataFrame:
                          ("recognize_s", "recognize_per_image")):
         table[part] = table[metric] * table["images"] / 1000
     table["vs_native"] = ratio_to_baseline(table, "inference_time", table["label"] == BASELINE, ["protocol"])
+    # What the figure's bar and line show, the whole run end to end, against native's: the label on a
+    # bar is this ratio, not the images' (vs_native), which leaves out the start and the enrolment.
+    table["end_to_end_vs_native"] = ratio_to_baseline(table, "end_to_end_latency", table["label"] == BASELINE,
+                                                      ["protocol"])
     table = mark_health(table, ok, ["protocol", "label"])
     return sort_by_runtime(table, ["protocol", "runtime", "label"])
 
 
 def face_figure(table: pd.DataFrame):
     """Stacked bars of a run's time, one panel per protocol, the end-to-end time's interval over
-    the runs as a whisker on its line, the accuracy above each bar."""
+    the runs as a whisker on its line, and above each bar its end-to-end ratio to native's (the
+    bar's own height against native's bar) and the accuracy."""
     if table.empty:
         raise NoData("face recognition table is empty")
     protocols = protocols_in(table["protocol"])  # fair on the left, as in every figure
-    fig, axes = plt.subplots(1, len(protocols), figsize=(5.4 * len(protocols), 4.4), squeeze=False, sharey=True)
+    most = max(table.groupby("protocol")["label"].nunique())
+    panel = max(5.4, 0.72 * most + 1.4)  # the runtimes' names and notes side by side, apart
+    fig, axes = plt.subplots(1, len(protocols), figsize=(panel * len(protocols), 4.6), squeeze=False, sharey=True)
     for j, protocol in enumerate(protocols):
         ax = axes[0][j]
         stacked_with_interval(ax, table[table["protocol"] == protocol], PARTS, "end_to_end_latency",
-                              lambda r: (f"{times(r.vs_native)}, " if r.label != BASELINE and np.isfinite(r.vs_native)
-                                         else "") + f"acc {r.accuracy:.0%}")
+                              lambda r: (f"{times(r.end_to_end_vs_native)}\n" if r.label != BASELINE
+                                         and np.isfinite(r.end_to_end_vs_native) else "") + f"acc {r.accuracy:.0%}")
+        # Two lines each: "1.32x, acc 89%" on one ran into its neighbour's.
+        low, high = ax.get_ylim()
+        ax.set_ylim(low, high + 0.08 * (high - low))
         ax.set_title(PROTOCOL_TITLE.get(protocol, protocol), fontsize=9)
         ax.grid(axis="y", alpha=0.3)
     axes[0][0].set_ylabel("seconds per run (medians)")
@@ -71,7 +82,7 @@ def face_figure(table: pd.DataFrame):
     fig.legend(handles[:len(PARTS)], names[:len(PARTS)], fontsize=8, loc="lower center", ncol=3)
     n = table["images"].dropna()
     wrapped_suptitle(fig, f"Face recognition over {int(n.iloc[0]) if len(n) else '?'} images (line: end to end in "
-                          "the runtime's colour; ratio of the images' time to native; accuracy)\n"
+                          "the runtime's colour; above it: end to end against native's, and accuracy)\n"
                           f"whisker on the line: {WHISKERS}")
     fig.tight_layout(rect=(0, 0.1, 1, 1))
     return fig
@@ -81,8 +92,10 @@ def face_findings(table: pd.DataFrame, reference: pd.DataFrame) -> str:
     lines = []
     for protocol, g in table.groupby("protocol", sort=False):
         native = g[g["label"] == BASELINE]
-        parts = [f"{r.label} {r.inference_time:.2f} s ({r.vs_native:.2f}x; detection {r.detect_per_image:.1f} ms/image, "
-                 f"accuracy {r.accuracy:.0%})" for r in g.itertuples()
+        parts = [f"{r.label} {r.inference_time:.2f} s ({r.vs_native:.2f}x over the images, "
+                 f"{r.end_to_end_vs_native:.2f}x end to end as its bar; detection {r.detect_per_image:.1f} ms/image, "
+                 f"accuracy {r.accuracy:.0%})"
+                 for r in g.itertuples()
                  if r.label != BASELINE and np.isfinite(r.vs_native)]
         if parts and not native.empty:
             n = native.iloc[0]

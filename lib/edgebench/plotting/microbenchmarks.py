@@ -3,12 +3,15 @@ bridge networking (§3.0.1), beside the paper's values."""
 
 from __future__ import annotations
 
+import textwrap
+
 import numpy as np
 import pandas as pd
 
-from edgebench.plotting.style import (HEALTH_MARK, PROTOCOL_TITLE, figure_legend, health_marked, in_runtime_order,
-                                      mark_health, mark_paper_values, protocol_grid, protocols_in, plt,
-                                      readable_log_ticks, runtime_artist)
+from edgebench.plotting.container_overhead import plain_reason, run_meta
+from edgebench.plotting.style import (HEALTH_GID, HEALTH_MARK, PROTOCOL_TITLE, figure_legend, health_marked,
+                                      in_runtime_order, mark_health, mark_paper_values, protocol_grid, protocols_in,
+                                      plt, readable_log_ticks, runtime_artist)
 from edgebench.plotting.tables import (NoData, interval_kind, mark_health as health_column, ok_rows, sort_by_runtime,
                                        spread)
 
@@ -67,6 +70,8 @@ def draw_interval(ax, x, g: pd.DataFrame, column: str, kind: str | None, capsize
 def whisker_note(table: pd.DataFrame, kind: str | None) -> str:
     """What a panel's bars and whiskers are, for its axis label: 'median of 5 runs; whiskers: ...'."""
     n = sorted({int(v) for v in table["n"].dropna()}) if "n" in table else []
+    if n == [1]:  # no median and no spread of one run: its value, and no whisker
+        return "one run each: its value, no whisker"
     runs = f"{n[0]}" if len(n) == 1 else f"{n[0]}-{n[-1]}" if n else "the"
     return f"median of {runs} runs" + (f"; whiskers: {INTERVALS[kind][0]}" if kind else "")
 
@@ -95,7 +100,11 @@ def sysbench_table(df: pd.DataFrame, reference: pd.DataFrame) -> pd.DataFrame:
     failed = df[(df["status"] == "failed") & df["benchmark"].isin(["cpu", "memory"])]
     table["failed"] = [int(((failed["benchmark"] == r.benchmark) & (failed["point"] == r.point)
                             & (failed["runtime"] == r.runtime)).sum()) for r in table.itertuples()]
-    return sort_by_runtime(health_column(table, df, keys), ["protocol", "benchmark", "threads", "runtime"])
+    table = sort_by_runtime(health_column(table, df, keys), ["protocol", "benchmark", "threads", "runtime"])
+    net = df[df["benchmark"] == "network"]
+    if not ((net["metric"] == "network_throughput") & (net["status"] == "ok")).any():
+        table.attrs["network_absent"] = why_no_network(df)  # the notebook's other half: sysbench_figure says so
+    return table
 
 
 def tick_label(bench: str, point: str, sub: pd.DataFrame) -> str:
@@ -127,7 +136,7 @@ def sysbench_figure(table: pd.DataFrame):
             points = list(dict.fromkeys(sub.sort_values("threads")["point"]))
             runtimes = in_runtime_order(sub["runtime"])
             width = 0.8 / len(runtimes)
-            kind = interval_kind(sub, value)
+            kind = interval_kind(sub, value) if sub["n"].max() > 1 else None  # one run: no spread to draw
             for k, rt in enumerate(runtimes):
                 g = sub[sub["runtime"] == rt].set_index("point").reindex(points)
                 x = np.arange(len(points)) - 0.4 + width * (k + 0.5)
@@ -142,8 +151,19 @@ def sysbench_figure(table: pd.DataFrame):
             ax.set_ylabel(f"{ylabel}\n{whisker_note(sub, kind)}", fontsize=8)
             ax.set_title(f"sysbench {bench}, {PROTOCOL_TITLE.get(proto, proto)}", fontsize=9)
             ax.grid(axis="y", alpha=0.3)
+    for ax in np.ravel(axes):  # a dagger above the tallest bar, under the panel's title
+        if ax.get_yscale() != "log" and any(t.get_gid() == HEALTH_GID for t in ax.texts):
+            ax.set_ylim(0, ax.get_ylim()[1] * 1.1)
     figure_legend(fig)
+    why = table.attrs.get("network_absent")
+    if why:  # under the legend: the notebook's title promises host vs bridge networking too
+        width = max(60, int(fig.get_figwidth() / 0.06))
+        fig.text(0.5, 0, textwrap.fill(f"Docker host vs bridge networking (iperf3) is not in this run: {why}.",
+                                       width), ha="center", va="top", fontsize=8, color="#555555", gid=ABSENT_GID)
     return fig
+
+
+ABSENT_GID = "eb-absent"
 
 
 def sysbench_findings(table: pd.DataFrame) -> str:
@@ -177,30 +197,58 @@ def sysbench_findings(table: pd.DataFrame) -> str:
 # -- networking ------------------------------------------------------------------------
 
 def network_table(df: pd.DataFrame, reference: pd.DataFrame) -> pd.DataFrame:
-    """Median iperf3 throughput and RTT per mode (native, host, bridge) with their spread over the
-    runs (with_spread), the paper's beside."""
-    net = df[df["benchmark"] == "network"]
-    thr = ok_rows(net, "network_throughput").groupby("point")["value"].agg(["median", "count"])
+    """Median iperf3 throughput and RTT per runtime and mode (native; each runtime with two modes
+    on host and on bridge), with their spread over the runs (with_spread), the paper's beside
+    Docker's; `label` names each bar ('docker (bridge)'). A run without networking rows gives an
+    empty table whose attrs["absent"] says why (network_figure draws that sentence)."""
+    net = df[df["benchmark"] == "network"] if "benchmark" in df else df.iloc[:0]
+    if not ((net["metric"] == "network_throughput") & (net["status"] == "ok")).any():
+        empty = pd.DataFrame(columns=["runtime", "mode", "label", "throughput_Gbps", "n", "rtt_ms"])
+        empty.attrs["absent"] = why_no_network(df)
+        return empty
+    # Per runtime and mode: Docker and Docker with crun both name their points "host" and "bridge".
+    keys = ["runtime", "point"]
+    thr = ok_rows(net, "network_throughput").groupby(keys)["value"].agg(["median", "count"])
     table = thr.rename(columns={"median": "throughput_Gbps", "count": "n"})
-    table = table.join(median_of(net, "network_rtt", ["point"]).rename("rtt_ms"), how="left").reset_index()
+    table = table.join(median_of(net, "network_rtt", keys).rename("rtt_ms"), how="left").reset_index()
     for metric, col in (("network_throughput", "throughput_Gbps"), ("network_rtt", "rtt_ms")):
-        table = with_spread(table, net, metric, ["point"], col)
-    table = health_column(table, net, ["point"]).rename(columns={"point": "mode"})
+        table = with_spread(table, net, metric, keys, col)
+    table = health_column(table, net, keys).rename(columns={"point": "mode"})
+    table.insert(2, "label", [network_label(r.runtime, r.mode) for r in table.itertuples()])
     ref = reference[reference["metric"].isin(["network_throughput", "network_latency", "ping_latency"])]
     pivot = ref.pivot_table(index="network_mode", columns="metric", values="value", aggfunc="first")
     pivot = pivot.rename(columns={"network_throughput": "published_Gbps",
                                   "network_latency": "published_iperf_latency_ms", "ping_latency": "published_ping_ms"})
     table = table.merge(pivot, left_on="mode", right_index=True, how="left")
+    # The paper measured Docker's modes: its values beside Docker's bars, not beside Docker with crun's.
+    table.loc[~table["runtime"].isin(["native", "docker"]), list(pivot.columns)] = np.nan
     rank = {m: i for i, m in enumerate(NETWORK_MODES)}
-    return table.sort_values("mode", key=lambda c: c.map(rank).fillna(len(rank))).reset_index(drop=True)
+    table["mode_rank"] = table["mode"].map(rank).fillna(len(rank))
+    return sort_by_runtime(table, ["runtime", "mode_rank"]).drop(columns="mode_rank")
 
 
-def network_runtime(mode: str) -> str:
-    """Host and bridge are both Docker: Docker's colour, the bridge hatched."""
-    return "native" if mode == "native" else "docker"
+def network_label(runtime: str, mode: str) -> str:
+    """'docker (bridge)' beside 'docker (host)', as every figure names a runtime's network modes;
+    the baseline (native, on the host's own network) by its name alone."""
+    return runtime if mode in ("", runtime, "native") else f"{runtime} ({mode})"
 
 
-NETWORK_LABELS = {"native": "native (loopback)", "host": "docker --network host", "bridge": "docker bridge (-p)"}
+def why_no_network(df: pd.DataFrame) -> str:
+    """Why a run has no host vs bridge numbers: its failed rows' reason, or the run's own note
+    (no runtime with two network modes, no iperf3 on the load generator), or its parameters."""
+    net = df[df["benchmark"] == "network"] if "benchmark" in df else df.iloc[:0]
+    errors = net["error"].dropna().astype(str) if "error" in net else pd.Series(dtype=str)
+    errors = errors[errors.str.strip() != ""].value_counts()
+    if not errors.empty:
+        return f"every iperf3 run failed, most often: {plain_reason(errors.index[0])}"
+    meta = run_meta(df)
+    note, params = (meta.get("notes") or {}).get("network"), meta.get("parameters") or {}
+    if note:
+        return plain_reason(str(note))
+    if params.get("network") is False:
+        smoke = " (the smoke profile measures sysbench's points only)" if params.get("profile") == "smoke" else ""
+        return f"this run did not measure it: network = False{smoke}"
+    return "this run has no networking rows"
 
 
 def network_figure(table: pd.DataFrame):
@@ -209,8 +257,10 @@ def network_figure(table: pd.DataFrame):
     RTT on a log axis with its value written (above the whisker), as a tenth of a millisecond is
     no visible bar beside the paper's milliseconds."""
     if table.empty:
+        if table.attrs.get("absent"):  # the notebook promises it: said, with why
+            return absent_figure(NETWORK_TITLE, table.attrs["absent"])
         raise NoData("network table is empty")
-    fig, axes = plt.subplots(1, 2, figsize=(9, 3.8))
+    fig, axes = plt.subplots(1, 2, figsize=(max(9.0, 2.4 + 1.1 * len(table)), 3.8 + 0.6 * (len(table) > 3)))
     x = np.arange(len(table))
     # One source for both panels' crosses: two names for one black x made two legend entries.
     panels = [("throughput_Gbps", "published_Gbps", "iperf3 throughput (Gbps)", PAPER_NETWORK),
@@ -222,10 +272,9 @@ def network_figure(table: pd.DataFrame):
         kind = interval_kind(table, measured)
         tops = draw_interval(ax, x, table, measured, kind)
         for xi, top, r in zip(x, tops, table.itertuples()):
-            rt = network_runtime(r.mode)
             value = getattr(r, measured)
             ax.bar(xi, value, 0.6, hatch="//" if r.mode == "bridge" else None, edgecolor="white",
-                   label=NETWORK_LABELS.get(r.mode, r.mode), **runtime_artist(rt))
+                   label=r.label, **runtime_artist(r.runtime))
             label = f"{value:.3g}"
             if pd.notna(value):  # above the whisker, not over it
                 ax.annotate(label, (xi, top), xytext=(0, 2), textcoords="offset points", ha="center",
@@ -235,14 +284,15 @@ def network_figure(table: pd.DataFrame):
             if published in table and pd.notna(table.loc[xi, published]):
                 ax.scatter([xi], [table.loc[xi, published]], color="black", marker="x", s=40, zorder=5,
                            label=source)
-        ax.set_xticks(x, table["mode"])
+        many = len(table) > 3  # Docker's and Docker with crun's modes: names at a slant
+        ax.set_xticks(x, table["label"], rotation=20 if many else 0, ha="right" if many else "center")
         ax.set_ylabel(f"{ylabel}\n{whisker_note(table, kind)}", fontsize=8)
         if "log" in ylabel:
             ax.set_yscale("log")
             readable_log_ticks(ax)
-        else:
-            ax.set_ylim(bottom=0)
-    title = "Docker networking: native, --network host, bridge with -p"
+        else:  # room for the written values above the whiskers
+            ax.set_ylim(0, max(ax.get_ylim()[1], 1.15 * np.nanmax(tops)))
+    title = NETWORK_TITLE
     if all_busy:
         title += f"\n{HEALTH_MARK} every value was measured while the device was busy or throttled"
     fig.suptitle(title)
@@ -250,16 +300,36 @@ def network_figure(table: pd.DataFrame):
     return fig
 
 
+NETWORK_TITLE = "Docker networking: native (loopback), host (--network host), bridge (hatched: -p)"
+
+
+def absent_figure(title: str, why: str):
+    """A figure the notebook promises, drawn as a sentence when the run has nothing for it: why."""
+    fig, ax = plt.subplots(figsize=(8, 1.4))
+    ax.set_axis_off()
+    ax.set_title(title, fontsize=10)
+    ax.text(0.5, 0.5, textwrap.fill(f"Not in this run: {why}.", 100), ha="center", va="center", fontsize=9,
+            color="#555555", transform=ax.transAxes)
+    return fig
+
+
 def network_findings(table: pd.DataFrame) -> str:
-    t = table.set_index("mode")
-    if not {"host", "bridge"} <= set(t.index):
+    if table.empty and table.attrs.get("absent"):
+        return f"- Docker host vs bridge networking is not in this run: {table.attrs['absent']}."
+    native = table[table["mode"] == "native"].set_index("runtime")
+    lines = []
+    for rt, g in table[table["mode"].isin(["host", "bridge"])].groupby("runtime", sort=False):
+        t = g.set_index("mode")
+        if not {"host", "bridge"} <= set(t.index):
+            continue
+        gbps, rtt = t["throughput_Gbps"], t["rtt_ms"]
+        lines.append(f"- {rt} (bridge) vs {rt} (host): {gbps['bridge']:.3g} vs {gbps['host']:.3g} Gbps "
+                     f"({gbps['bridge'] / gbps['host'] - 1:+.0%}); RTT {rtt['bridge']:.3g} vs {rtt['host']:.3g} ms.")
+        if "native" in native.index:
+            lines.append(f"- {rt} (host) vs native: {gbps['host'] / native.loc['native', 'throughput_Gbps']:.2f}x "
+                         "the throughput (the same network stack; the difference is noise or CPU sharing).")
+    if not lines:
         raise NoData("need both host and bridge rows")
-    gbps, rtt = t["throughput_Gbps"], t["rtt_ms"]
-    lines = [f"- Bridge vs host: {gbps['bridge']:.3g} vs {gbps['host']:.3g} Gbps "
-             f"({gbps['bridge'] / gbps['host'] - 1:+.0%}); RTT {rtt['bridge']:.3g} vs {rtt['host']:.3g} ms."]
-    if "native" in t.index:
-        lines.append(f"- Host mode vs native: {gbps['host'] / gbps['native']:.2f}x "
-                     "the throughput (the same network stack; the difference is noise or CPU sharing).")
     lines.append("- From the load generator to a published port, bridge mode passes docker-proxy (userland) "
                  "when the client is on the same host, and NAT plus the bridge otherwise. Over loopback the "
                  "absolute values are not the paper's Ethernet; the host/bridge gap is what compares (the "

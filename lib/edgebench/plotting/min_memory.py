@@ -6,18 +6,27 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 from matplotlib.patches import Patch
-from matplotlib.ticker import FuncFormatter, NullFormatter
 
-from edgebench.plotting.style import plt, runtime_artist
-from edgebench.plotting.tables import NoData, mark_emulated, ok_rows, sort_by_runtime, spread
+from edgebench.plotting.style import plt, readable_log_ticks, runtime_artist
+from edgebench.plotting.tables import NoData, mark_emulated, ok_rows, sort_by_runtime, spread, wrapped_suptitle
 
 
 def paper_range(reference: pd.DataFrame) -> tuple[float, float] | None:
-    """(low, high) MB the page gives for Unikraft guests, or None."""
+    """(low, high) MB the page gives for Unikraft guests, as printed, or None."""
     ref = reference[reference["runtime"] == "unikraft"].set_index("metric")["value"]
     if not {"min_memory_low", "min_memory_high"} <= set(ref.index):
         return None
     return float(ref["min_memory_low"]), float(ref["min_memory_high"])
+
+
+# The page prints MB (10^6 bytes); the limits here are MiB (2^20 bytes, what cgroups and QEMU take).
+MIB_PER_MB = 1e6 / 2 ** 20
+
+
+def paper_range_mib(reference: pd.DataFrame) -> tuple[float, float] | None:
+    """paper_range in MiB, the unit of the bars it is drawn beside: 2-6 MB is 1.9-5.7 MiB."""
+    band = paper_range(reference)
+    return None if band is None else (band[0] * MIB_PER_MB, band[1] * MIB_PER_MB)
 
 
 def min_memory_table(df: pd.DataFrame) -> pd.DataFrame:
@@ -42,8 +51,10 @@ def min_memory_figure(table: pd.DataFrame, reference: pd.DataFrame):
     if table.empty:
         raise NoData("minimum memory table is empty")
     apps = list(dict.fromkeys(table["app"]))
-    fig, axes = plt.subplots(1, len(apps), figsize=(4.8 * len(apps), 3.8), squeeze=False)
-    band = paper_range(reference)
+    most = max(table.groupby("app")["runtime"].nunique())
+    panel = max(4.8, 0.7 * most + 1.4)  # seven runtimes' names side by side, not run together
+    fig, axes = plt.subplots(1, len(apps), figsize=(panel * len(apps), 4.0), squeeze=False)
+    band = paper_range_mib(reference)  # in the bars' unit, MiB
     for ax, app in zip(axes[0], apps):
         t = table[table["app"] == app]
         x = np.arange(len(t))
@@ -53,21 +64,26 @@ def min_memory_figure(table: pd.DataFrame, reference: pd.DataFrame):
             ax.vlines(xi, r.lowest_MiB, r.highest_MiB, color="black", linewidth=1)
             ax.text(xi, r.min_MiB, f"{'≤' if floor else ''}{r.min_MiB:g}", ha="center", va="bottom", fontsize=8)
         if band:
-            ax.axhspan(*band, color="tab:purple", alpha=0.15)
-        ax.set_xticks(x, t["runtime"], rotation=20, ha="right")
+            ax.axhspan(*band, color="tab:purple", alpha=0.15, zorder=0)  # behind the bars
+        ax.set_xticks(x, t["runtime"], rotation=30, ha="right", rotation_mode="anchor")
         ax.set_yscale("log")
         ax.set_ylim(1, max(t["highest_MiB"].max() * 2, 10))
-        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-        ax.yaxis.set_minor_formatter(NullFormatter())
-        ax.set_ylabel("minimum memory that serves (MiB)")
+        readable_log_ticks(ax)  # 1, 2, 5, 10 within a decade: the band's 1.9-5.7 MiB can be read off
+        ax.set_ylabel("minimum memory that serves\n(MiB = 2^20 bytes = 1.05 MB)")
         ax.set_title(app)
     key = [Patch(facecolor="grey", label="bisected"),
            Patch(facecolor="grey", hatch="//", label="at the lowest limit the runtime accepts (≤)")]
     if band:
-        key.append(Patch(facecolor="tab:purple", alpha=0.15, label="Unikraft guests, Unikraft page (2-6 MB)"))
-    fig.legend(handles=key, loc="lower center", ncol=len(key), fontsize=8, frameon=False)
-    fig.suptitle("Minimum memory: ready and still answering its readiness check, by bisection on the limit")
-    fig.tight_layout(rect=(0, 0.08, 1, 1))
+        low, high = paper_range(reference)
+        key.append(Patch(facecolor="tab:purple", alpha=0.15, label=f"Unikraft guests, Unikraft page: {low:g}-{high:g} "
+                                                                    f"MB = {band[0]:.1f}-{band[1]:.1f} MiB"))
+    # One entry per line under a single panel: side by side they ran past the figure's edges.
+    ncol = len(key) if len(apps) > 1 else 1
+    fig.legend(handles=key, loc="lower center", ncol=ncol, fontsize=8, frameon=False)
+    wrapped_suptitle(fig, "Minimum memory: ready and still answering its readiness check, by bisection on the limit",
+                     fontsize=11)
+    rows = -(-len(key) // ncol)
+    fig.tight_layout(rect=(0, (0.2 * rows + 0.15) / fig.get_figheight(), 1, 1))
     return fig
 
 
@@ -77,8 +93,8 @@ def min_memory_findings(table: pd.DataFrame, reference: pd.DataFrame) -> str:
         g = g.sort_values("min_MiB")
         lines.append(f"- **{app}**: " + ", ".join(
             f"{r.runtime} {'≤' if 'floor' in r.bound else ''}{r.min_MiB:g} MiB" for r in g.itertuples()) + ".")
-    band = paper_range(reference)
+    band, mib = paper_range(reference), paper_range_mib(reference)
     if band:
-        lines.append(f"- The Unikraft page: {band[0]:g}-{band[1]:g} MB suffice for its guests (Fig. 4; nginx, Redis, "
-                     "SQLite, helloworld).")
+        lines.append(f"- The Unikraft page: {band[0]:g}-{band[1]:g} MB ({mib[0]:.1f}-{mib[1]:.1f} MiB, the unit above) "
+                     "suffice for its guests (Fig. 4; nginx, Redis, SQLite, helloworld).")
     return "\n".join(lines)

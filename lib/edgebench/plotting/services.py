@@ -3,12 +3,16 @@ network mode, each against native's in the same run, beside the page's relative 
 
 from __future__ import annotations
 
+import textwrap
+
 import numpy as np
 import pandas as pd
 
 from edgebench.claims import ratio_interval
+from edgebench.plotting.container_overhead import plain_reason, run_meta
 from edgebench.plotting.style import PROTOCOL_TITLE, plt, protocols_in, runtime_colour, times
-from edgebench.plotting.tables import NoData, mark_emulated, mark_health, ok_rows, sort_by_runtime, spread, ratio_to_baseline
+from edgebench.plotting.tables import (NoData, mark_emulated, mark_health, ok_rows, ratio_to_baseline, sort_by_runtime,
+                                       spread, wrapped_suptitle)
 
 BASELINE = "native"
 
@@ -41,7 +45,42 @@ def throughput_table(df: pd.DataFrame) -> pd.DataFrame:
                                 values.get((r.app, r.test, r.protocol, BASELINE), [])) for r in table.itertuples()]
     table["vs_native_ci95_low"], table["vs_native_ci95_high"] = zip(*intervals) if intervals else ((), ())
     table = mark_health(table, rows, ["app", "test", "protocol", "label"])
-    return sort_by_runtime(table, ["app", "protocol", "test", "runtime", "label"])
+    table = sort_by_runtime(table, ["app", "protocol", "test", "runtime", "label"])
+    table.attrs["absent"] = absent_notes(df, table)
+    return table
+
+
+def absent_notes(df: pd.DataFrame, table: pd.DataFrame) -> list[str]:
+    """Why a service the figure promises (the page's Redis and nginx) has no panel, and why a
+    runtime the run tried has no bar in a service's panel, in plain words."""
+    params = run_meta(df).get("parameters") or {}
+    notes = []
+    for app in LOADS:
+        if app in set(table["app"]):
+            continue
+        tried = df[df["app"] == app] if "app" in df else df.iloc[:0]
+        if tried.empty:
+            served = params.get("services") or []
+            profile = f", as the {params['profile']} profile does" if params.get("profile") == "smoke" else ""
+            why = (f"this run served {', '.join(served)} only (services = \"{','.join(served)}\"{profile})"
+                   if served else "this run has no rows for it")
+        else:
+            why = f"no start served it, most often: {top_reason(tried)}"
+        notes.append(f"{app} ({LOADS[app]}) has no panel: {why}.")
+    ok = df[(df["metric"] == "throughput") & (df["status"] == "ok")] if "metric" in df else df.iloc[:0]
+    for app in dict.fromkeys(table["app"]):
+        tried = df[(df["app"] == app) & (df["metric"] == "throughput")]
+        for rt in dict.fromkeys(tried["runtime"]):
+            if not ((ok["app"] == app) & (ok["runtime"] == rt)).any():
+                notes.append(f"{app}: {rt} has no bar, every start failed, most often: "
+                             f"{top_reason(tried[tried['runtime'] == rt])}.")
+    return notes
+
+
+def top_reason(rows: pd.DataFrame) -> str:
+    errors = rows["error"].dropna().astype(str) if "error" in rows else pd.Series(dtype=str)
+    errors = errors[errors.str.strip() != ""].value_counts()
+    return plain_reason(errors.index[0]) if not errors.empty else "no reason recorded"
 
 
 HATCHES = (None, "//", "..", "xx")
@@ -55,7 +94,9 @@ def throughput_figure(table: pd.DataFrame):
         raise NoData("services table is empty")
     apps = list(dict.fromkeys(table["app"]))
     protocols = protocols_in(table["protocol"])  # fair on the left, as in every figure
-    fig, axes = plt.subplots(len(apps), len(protocols), figsize=(5.2 * len(protocols), 3.9 * len(apps)),
+    most = max(table.groupby(["app", "protocol"])["label"].nunique())
+    panel = max(5.2, 0.72 * most + 1.4)  # nine labels' names side by side, not over each other
+    fig, axes = plt.subplots(len(apps), len(protocols), figsize=(panel * len(protocols), 3.9 * len(apps)),
                              squeeze=False, sharey="row")
     for i, app in enumerate(apps):
         tests = list(dict.fromkeys(table[table["app"] == app]["test"]))
@@ -64,6 +105,7 @@ def throughput_figure(table: pd.DataFrame):
         # put their labels at one height, where they run into each other; the second goes above.
         line = 0.05 * np.nanmax(table[table["app"] == app][["median_rps", "max_rps", "ci95_high_rps"]]
                                 .to_numpy(dtype=float)) / 1000
+        highest = 0.0  # the row's highest label: the shared y axis keeps room above it
         for j, protocol in enumerate(protocols):
             ax = axes[i][j]
             t = table[(table["app"] == app) & (table["protocol"] == protocol)]
@@ -88,17 +130,27 @@ def throughput_figure(table: pd.DataFrame):
                         if xi in label_at and abs(top - label_at[xi]) < line:
                             top = label_at[xi] + line
                         label_at[xi] = top
+                        highest = max(highest, top)
                         ax.text(xi + offset, top, times(r.vs_native), ha="center", va="bottom", fontsize=7)
-            ax.set_xticks(x, labels, rotation=20, ha="right")
+            ax.set_xticks(x, labels, rotation=30, ha="right", rotation_mode="anchor")
             ax.set_title(f"{app} ({LOADS.get(app, '')}), {PROTOCOL_TITLE.get(protocol, protocol)}", fontsize=9)
             ax.set_ylabel("thousand requests/s\n(median; thin: range, thick: 95% CI)")
+        axes[i][0].set_ylim(top=max(axes[i][0].get_ylim()[1], highest + 2 * line))
         if len(tests) > 1:
             handles = [plt.Rectangle((0, 0), 1, 1, facecolor="white", edgecolor="black", hatch=HATCHES[k])
                        for k in range(len(tests))]
             axes[i][-1].legend(handles, [x.upper() for x in tests], fontsize=8, loc="upper right")
-    fig.suptitle("Off-the-shelf services on one core (ratio to native on each bar)")
+    wrapped_suptitle(fig, "Off-the-shelf services on one core (ratio to native on each bar)", fontsize=11)
     fig.tight_layout()
+    notes = table.attrs.get("absent") or []
+    if notes:  # under the panels: a service or a runtime the figure promises and cannot draw, and why
+        width = max(60, int(fig.get_figwidth() / 0.06))
+        fig.text(0.5, 0, "\n".join(textwrap.fill(n, width) for n in notes), ha="center", va="top", fontsize=8,
+                 color="#555555", gid=ABSENT_GID)
     return fig
+
+
+ABSENT_GID = "eb-absent"
 
 
 def services_findings(table: pd.DataFrame, reference: pd.DataFrame) -> str:

@@ -6,11 +6,12 @@ import matplotlib
 import numpy as np
 import pandas as pd
 
-from edgebench.plotting.style import (COLD, FIRST, PROTOCOL_TITLE, part_colours, figure_legend, in_runtime_order, mark_health, mark_paper_values,
-                                      protocol_grid, protocols_in, readable_log_ticks, runtime_artist,
-                                      runtime_colour)
+from edgebench.plotting.style import (COLD, FIRST, HEALTH_MARK, PROTOCOL_TITLE, base_runtime, figure_legend,
+                                      in_runtime_order, mark_health, mark_paper_values, part_colours, protocol_grid,
+                                      protocols_in, readable_log_ticks, runtime_artist, runtime_colour)
 from edgebench.plotting.tables import (beside_published, mark_cold, mark_emulated, mark_health as health_column,
-                                       ok_rows, sort_by_runtime, spread)
+                                       ok_rows, sort_by_runtime, spread, wrapped_suptitle)
+from edgebench.runtimes import RUNTIMES
 
 PAPER = "paper 000 median"
 
@@ -55,7 +56,8 @@ def ttr_figure(df: pd.DataFrame, reference: pd.DataFrame):
     apps = list(dict.fromkeys(ttr["app"]))
     protocols = protocols_in(ttr["protocol"])
     most = max(len(in_runtime_order(ttr[ttr["app"] == app]["runtime"])) for app in apps)
-    fig, axes = protocol_grid(len(apps), protocols, panel_size=(5.2, max(2.4, 0.3 * most + 1.2)), sharey=False)
+    row_height = 0.3 * most + 1.0  # a panel's runtimes, its title and its ticks
+    fig, axes = protocol_grid(len(apps), protocols, panel_size=(5.2, row_height), sharey=False)
     rng = np.random.default_rng(0)  # the dots' vertical jitter, the same in every rendering
     for i, app in enumerate(apps):
         for j, proto in enumerate(protocols):
@@ -65,10 +67,11 @@ def ttr_figure(df: pd.DataFrame, reference: pd.DataFrame):
             for k, rt in enumerate(runtimes):
                 launches = sub[sub["runtime"] == rt]
                 v = launches["value"]
-                box = ax.boxplot(v, positions=[k], widths=0.6, **HORIZONTAL, showfliers=False, patch_artist=True,
-                                 medianprops=dict(color="black"))
-                for patch in box["boxes"]:
-                    patch.set(facecolor=runtime_colour(rt), edgecolor=runtime_colour(rt), alpha=0.35, gid=rt)
+                if len(v) > 1:  # one launch has no quartiles: its dot alone
+                    box = ax.boxplot(v, positions=[k], widths=0.6, **HORIZONTAL, showfliers=False,
+                                     patch_artist=True, medianprops=dict(color="black"))
+                    for patch in box["boxes"]:
+                        patch.set(facecolor=runtime_colour(rt), edgecolor=runtime_colour(rt), alpha=0.35, gid=rt)
                 ys = k + rng.uniform(-0.15, 0.15, len(v))
                 ax.scatter(v, ys, s=8, alpha=0.7, **runtime_artist(rt))
                 mark_health(ax, v, ys, launches.get("health"))
@@ -85,9 +88,29 @@ def ttr_figure(df: pd.DataFrame, reference: pd.DataFrame):
                 ax.set_xlabel("time to ready (ms, log)")
     for ax in np.ravel(axes):
         readable_log_ticks(ax, "x")
-    fig.suptitle("Time to ready: launch to first HTTP 200 (box: quartiles; dots: launches; x: the paper's median)")
+    counts = ttr.groupby(["app", "runtime", "protocol"]).size()
+    what = ("dots: the one launch of each" if counts.max() == 1 else
+            f"box: quartiles of {how_many(counts, 'launch', 'launches')}; dots: each launch")
+    # Wrapped to the figure's width: one narrow panel's figure was a long title over a blank canvas.
+    wrapped_suptitle(fig, f"Time to ready: launch to first HTTP 200 ({what}; x: the paper's median)")
+    # The figure as high as its panels plus what is around them (the title's lines, the x label,
+    # the legend's rows): a fixed height left a narrow panel's figure mostly title and legend.
+    lines = fig.get_suptitle().count("\n") + 1
+    entries = {lab for ax in fig.axes for lab in ax.get_legend_handles_labels()[1]}
+    daggers = any(t.get_text() == HEALTH_MARK for ax in fig.axes for t in ax.texts)
+    legend_rows = -(-(len(entries) + daggers) // 6)
+    fig.set_figheight(len(apps) * row_height + 0.2 + 0.2 * lines + 0.45 + 0.25 * legend_rows)
     figure_legend(fig)
+    # figure_legend keeps a line of room above the suptitle, which tight_layout already keeps clear.
+    height = fig.get_figheight()
+    fig.tight_layout(rect=(0, min(0.3, (0.25 * legend_rows + 0.15) / height), 1, 1 - 0.1 / height))
     return fig
+
+
+def how_many(counts, one: str, many: str) -> str:
+    """'1 start', '3 starts', '2-3 starts': how many values each median or box summarises."""
+    low, high = int(min(counts)), int(max(counts))
+    return f"{low} {one if low == high == 1 else many}" if low == high else f"{low}-{high} {many}"
 
 
 def ttr_findings(table: pd.DataFrame) -> str:
@@ -152,7 +175,8 @@ def first_start_table(df: pd.DataFrame) -> pd.DataFrame:
 def first_start_figure(df: pd.DataFrame):
     """Where a first start's time goes: per app and runtime, the pull then the start (what a user
     waits for), the pull's transfer and its decompression and extraction each measured alone, and
-    the warm start; medians, with each start's total as a dot on its bar (each_start)."""
+    the warm start; medians, with each start's total as a dot on its bar (each_start). A run
+    without first starts gets the figure the notebook promises as a sentence: why (absent_figure)."""
     import matplotlib.pyplot as plt
 
     def each_start(app: str, rt: str) -> list:
@@ -169,7 +193,7 @@ def first_start_figure(df: pd.DataFrame):
 
     table = first_start_table(df)
     if table.empty:
-        return None
+        return absent_figure("First start: the image pulled from a registry, then started", why_no_first_starts(df))
     labels = [f"{r.app}, {r.runtime}" for r in table.itertuples()]
     fig, ax = plt.subplots(figsize=(8.5, 2.0 + 1.1 * len(labels)))
     y = np.arange(len(labels)) * 3.0
@@ -190,7 +214,9 @@ def first_start_figure(df: pd.DataFrame):
                        edgecolors="white", linewidths=0.4, zorder=4, label="each start")
     ax.set_yticks(y + 0.8, labels)
     ax.invert_yaxis()
-    ax.set_xlabel("ms (bars: medians over the starts; dots: each start's own total, i.e. its pull + start,\n"
+    bars = ("bars: one start's own values (one start each)" if table["n"].max() <= 1 else
+            f"bars: medians over {how_many(table['n'], 'start', 'starts')}")
+    ax.set_xlabel(f"ms ({bars}; dots: each start's own total, i.e. its pull + start,\n"
                   "its transfer + unpacking, or its warm start)", fontsize=9)
     ax.grid(axis="x", alpha=0.3)
     handles, names = ax.get_legend_handles_labels()
@@ -204,6 +230,38 @@ def first_start_figure(df: pd.DataFrame):
     # A part of width 0 (a start that failed after its pull) leaves a sticky edge at the longest bar's end.
     ax.set_xlim(0, ax.get_xlim()[1] * 1.03)
     fig.tight_layout(rect=(0, 0.75 / fig.get_figheight(), 1, 1))
+    return fig
+
+
+def why_no_first_starts(df: pd.DataFrame) -> str:
+    """Why a run has no first start to draw, in words for the figure that says so."""
+    cache = df["cache"].astype(str) if "cache" in df else pd.Series("", index=df.index)
+    tried = df[cache == "first"]
+    if not tried.empty:
+        errors = tried[tried["status"] != "ok"]["error"].dropna().astype(str)
+        errors = errors[errors.str.strip() != ""].value_counts()
+        reason = errors.index[0] if not errors.empty else "no reason recorded"
+        return f"every first start in this run failed, most often: {reason[:200]}"
+    fetching = [name for name, cls in RUNTIMES.items() if not cls.no_image_fetch]
+    runtimes = in_runtime_order({base_runtime(r) for r in df["runtime"].dropna()})
+    if not set(runtimes) & set(fetching):
+        return (f"none of this run's runtimes ({', '.join(runtimes)}) has an image that the device fetches before "
+                f"a start; first starts are {', '.join(fetching)}'s")
+    started = ", ".join(c for c in ("warm", "cold") if (cache == c).any()) or "warm"
+    return (f"this run made {started} starts only (its caches); caches = \"warm,cold,first\" adds first starts for "
+            f"{', '.join(r for r in runtimes if r in fetching)}")
+
+
+def absent_figure(title: str, why: str):
+    """A figure the notebook promises, drawn as a sentence when the run has nothing for it: why."""
+    import textwrap
+
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(7.5, 1.4))
+    ax.set_axis_off()
+    ax.set_title(title, fontsize=9)
+    ax.text(0.5, 0.5, textwrap.fill(f"Not in this run: {why}.", 95), ha="center", va="center", fontsize=9,
+            color="#555555", transform=ax.transAxes)
     return fig
 
 
