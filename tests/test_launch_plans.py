@@ -150,7 +150,9 @@ def check_nanos(plan, target, rt):
     argv = plan.argv
     assert argv[0] == "env" and argv[1] == plan.state["tag"]
     assert argv[2:5] == ["taskset", "-c", "0"]   # ops and every QEMU thread on the granted core
-    ops = argv[5:]
+    # The console through `probe -stamp` into the launch's stamps file (its boot phases), then ops.
+    assert argv[5:7] == ["sh", "-c"] and argv[8:10] == ["console-stamp", plan.state["console_stamps"]]
+    ops = argv[argv.index("/usr/local/bin/ops"):]
     assert ops[:2] == ["/usr/local/bin/ops", "run"] and "-s" in ops
     assert ops[ops.index("-c") + 1] == config_path
     assert ops[ops.index("-i") + 1] == DETAILS["image_name"]
