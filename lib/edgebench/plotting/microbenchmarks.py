@@ -12,8 +12,8 @@ from edgebench.plotting.container_overhead import plain_reason, run_meta
 from edgebench.plotting.style import (HEALTH_GID, HEALTH_MARK, PROTOCOL_TITLE, figure_legend, health_marked,
                                       in_runtime_order, mark_health, mark_paper_values, protocol_grid, protocols_in,
                                       plt, readable_log_ticks, runtime_artist)
-from edgebench.plotting.tables import (NoData, interval_kind, mark_health as health_column, ok_rows, sort_by_runtime,
-                                       spread)
+from edgebench.plotting.tables import (NoData, absent_figure, interval_kind, mark_health as health_column, ok_rows,
+                                       sort_by_runtime, spread)
 
 PAPER_TABLE_2 = "paper 001, Table 2"
 PAPER_NETWORK = "paper 001, iperf on its Pi (published)"
@@ -301,16 +301,6 @@ def network_figure(table: pd.DataFrame):
 
 
 NETWORK_TITLE = "Docker networking: native (loopback), host (--network host), bridge (hatched: -p)"
-
-
-def absent_figure(title: str, why: str):
-    """A figure the notebook promises, drawn as a sentence when the run has nothing for it: why."""
-    fig, ax = plt.subplots(figsize=(8, 1.4))
-    ax.set_axis_off()
-    ax.set_title(title, fontsize=10)
-    ax.text(0.5, 0.5, textwrap.fill(f"Not in this run: {why}.", 100), ha="center", va="center", fontsize=9,
-            color="#555555", transform=ax.transAxes)
-    return fig
 
 
 def network_findings(table: pd.DataFrame) -> str:

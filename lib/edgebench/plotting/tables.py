@@ -15,7 +15,7 @@ from matplotlib import patheffects
 from edgebench.claims import MIN_N, median_interval
 from edgebench.errors import EdgebenchError
 from edgebench.plotting.style import (COLD, EMULATED, FIRST, HEALTH_LABEL, HEALTH_MARK, base_runtime, failed_runtimes,
-                                      in_runtime_order, runtime_colour)
+                                      in_runtime_order, plt, runtime_colour)
 from edgebench.results import NOT_MEASURABLE, load_meta
 from edgebench.tools.health import BUSY, MARKED, THROTTLED, UNKNOWN, flags
 
@@ -344,3 +344,13 @@ def wrapped_suptitle(fig, text: str, fontsize: float = 10) -> None:
     figure cut the long title off at both edges."""
     width = max(50, int(fig.get_figwidth() / (0.0075 * fontsize)))
     fig.suptitle("\n".join(textwrap.fill(line, width) for line in text.split("\n")), fontsize=fontsize)
+
+
+def absent_figure(title: str, why: str):
+    """A figure the notebook promises, drawn as a sentence when the run has nothing for it: why."""
+    fig, ax = plt.subplots(figsize=(8, 1.4))
+    ax.set_axis_off()
+    ax.set_title(title, fontsize=10)
+    ax.text(0.5, 0.5, textwrap.fill(f"Not in this run: {why}.", 100), ha="center", va="center", fontsize=9,
+            color="#555555", transform=ax.transAxes)
+    return fig

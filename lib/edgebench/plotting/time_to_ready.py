@@ -9,8 +9,9 @@ import pandas as pd
 from edgebench.plotting.style import (COLD, FIRST, HEALTH_MARK, PROTOCOL_TITLE, base_runtime, figure_legend,
                                       in_runtime_order, mark_health, mark_paper_values, part_colours, protocol_grid,
                                       protocols_in, readable_log_ticks, runtime_artist, runtime_colour)
-from edgebench.plotting.tables import (beside_published, mark_cold, mark_emulated, mark_health as health_column,
-                                       ok_rows, sort_by_runtime, spread, wrapped_suptitle)
+from edgebench.plotting.tables import (absent_figure, beside_published, mark_cold, mark_emulated,
+                                       mark_health as health_column, ok_rows, sort_by_runtime, spread,
+                                       wrapped_suptitle)
 from edgebench.runtimes import RUNTIMES
 
 PAPER = "paper 000 median"
@@ -250,19 +251,6 @@ def why_no_first_starts(df: pd.DataFrame) -> str:
     started = ", ".join(c for c in ("warm", "cold") if (cache == c).any()) or "warm"
     return (f"this run made {started} starts only (its caches); caches = \"warm,cold,first\" adds first starts for "
             f"{', '.join(r for r in runtimes if r in fetching)}")
-
-
-def absent_figure(title: str, why: str):
-    """A figure the notebook promises, drawn as a sentence when the run has nothing for it: why."""
-    import textwrap
-
-    import matplotlib.pyplot as plt
-    fig, ax = plt.subplots(figsize=(7.5, 1.4))
-    ax.set_axis_off()
-    ax.set_title(title, fontsize=9)
-    ax.text(0.5, 0.5, textwrap.fill(f"Not in this run: {why}.", 95), ha="center", va="center", fontsize=9,
-            color="#555555", transform=ax.transAxes)
-    return fig
 
 
 def first_start_findings(table: pd.DataFrame) -> str:
