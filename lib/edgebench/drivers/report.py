@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
+from bs4 import BeautifulSoup
 
 from edgebench.answer import profile_caveats as answer_caveats
 from edgebench.answer import sentences as answer_sentences
@@ -288,7 +289,6 @@ def readable_tables(markup: str) -> str:
     """The DataFrames a notebook showed (pandas' HTML), as a reader reads them: no row index that
     only counts rows, numbers to SIGNIFICANT digits and counts as integers, an em dash for a
     missing value with a key under its table saying what it means there."""
-    from bs4 import BeautifulSoup
     soup = BeautifulSoup(markup, "html.parser")
     for table in soup.select("table.dataframe"):
         head_rows = table.thead.find_all("tr") if table.thead else []

@@ -82,7 +82,6 @@ def environment(cache: Path = CACHE_DIR) -> dict[str, str]:
         env["PATH"] = f"{ops / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}"
     if (cache / "unikraft" / UNIKRAFT_IMAGES[0]).is_file():
         env[IMAGES_ENV] = str(cache / "unikraft")
-    bin_dir = cache / "npb" / "bin"
-    if all((bin_dir / npb.binary_name(b, c)).is_file() for c in NPB_TEST_CLASSES for b in npb.BENCHMARKS):
-        env[npb.DIR_VARIABLE] = str(bin_dir)
+    if npb.built(LocalTarget(), str(cache / "npb" / "bin"), NPB_TEST_CLASSES):
+        env[npb.DIR_VARIABLE] = str(cache / "npb" / "bin")
     return env
