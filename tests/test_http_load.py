@@ -10,12 +10,13 @@ import uuid
 import pytest
 
 from edgebench.errors import ConfigError
-from edgebench.experiments.http_load import CpuBound, IoBound, loadgen_cpuset, run
+from edgebench.experiments import cpu_bound, io_bound
+from edgebench.experiments.http_load import loadgen_cpuset, run
 from edgebench.results import load_meta, load_results
 
 pytestmark = pytest.mark.integration
 QUICK = dict(profile="quick", repetitions=1, progress=False, duration_s=1, warmup_s=0)
-RECORDS = {"io_bound": IoBound, "cpu_bound": CpuBound}
+RECORDS = {"io_bound": io_bound.Params, "cpu_bound": cpu_bound.Params}
 
 
 def run_http_load(experiment: str, **params):
@@ -106,11 +107,11 @@ def test_loadgen_is_pinned_apart_and_bad_input_is_refused():
     assert loadgen_cpuset(True, "0-1", 2)[0] is None and "no core left" in loadgen_cpuset(True, "0-1", 2)[1]
     assert loadgen_cpuset(False, "0", 4) == (None, "")
     with pytest.raises(ConfigError, match="'64'"):  # when the record is made, before anything runs
-        IoBound(memory_levels="256m,64")
+        io_bound.Params(memory_levels="256m,64")
     with pytest.raises(ConfigError, match="open_loop='fast' unknown"):
-        CpuBound(open_loop="fast")
+        cpu_bound.Params(open_loop="fast")
     with pytest.raises(ConfigError, match="iterations=0 must be at least 1"):
-        CpuBound(iterations=0)
+        cpu_bound.Params(iterations=0)
 
 
 def test_remote_target_loaded_from_this_machine(ssh_host, run_dirs, cgroups_ready, wrk_ready, no_leftovers):

@@ -14,7 +14,7 @@ import pytest
 from conftest import TAG_PREFIX, need, sigint_default
 from edgebench.apps import APPS, place_app
 from edgebench.errors import ConfigError
-from edgebench.experiments import iomt
+from edgebench.experiments import iomt, page_faults
 from edgebench.paths import PROJECT_ROOT
 from edgebench.results import NOT_MEASURABLE, Run, load_meta, load_results
 from edgebench.runtimes import Limits
@@ -129,13 +129,13 @@ def test_batch_timeout_kills_the_program(runtimes, artifacts, local, cgroups_rea
 def test_bad_parameters_fail_before_anything_starts():
     # Refused when the record is made, before anything runs.
     with pytest.raises(ConfigError, match="unknown workload 'zip'"):
-        iomt.Iomt(workloads="zip", runtimes="native")
+        iomt.Params(workloads="zip", runtimes="native")
     with pytest.raises(ConfigError, match="input size '10 parsecs'"):
-        iomt.Iomt(workloads="lzw", sizes="10 parsecs", runtimes="native")
+        iomt.Params(workloads="lzw", sizes="10 parsecs", runtimes="native")
     with pytest.raises(ConfigError, match="entropy 'loud'"):
-        iomt.PageFaults(entropy="loud", runtimes="native")
+        page_faults.Params(entropy="loud", runtimes="native")
     with pytest.raises(ConfigError, match="unknown runtime 'podman'"):
-        iomt.run(iomt.Iomt(runtimes="podman", profile="quick"))
+        iomt.run(iomt.Params(runtimes="podman", profile="quick"))
     assert iomt.parse_size("10KB") == 10_000 and iomt.parse_size("1M") == 1_000_000
 
 
@@ -143,17 +143,17 @@ def test_each_table_takes_its_own_sizes():
     def labels(table):
         return {workload: sizes.split(",") for workload, sizes in table["quick"].items()}
 
-    assert iomt.Iomt(profile="quick").size_plan == labels(iomt.SIZES)
-    faults = iomt.PageFaults(profile="quick")
-    assert faults.workload_names == ["lzw", "aes"] and faults.size_plan == labels(iomt.PAGE_FAULT_SIZES)
-    assert iomt.Iomt(sizes="100KB,10MB", workloads="aes").inputs == [("aes", "100KB", 100_000),
+    assert iomt.Params(profile="quick").size_plan == labels(iomt.SIZES)
+    faults = page_faults.Params(profile="quick")
+    assert faults.workload_names == ["lzw", "aes"] and faults.size_plan == labels(page_faults.SIZES)
+    assert iomt.Params(sizes="100KB,10MB", workloads="aes").inputs == [("aes", "100KB", 100_000),
                                                                       ("aes", "10MB", 10_000_000)]
 
 
 CHILD = """
 import sys
 from edgebench.experiments import iomt
-iomt.run(iomt.Iomt(runtimes="docker", workloads="kmeans", sizes="1K,20M", repetitions=2, protocols="fair",
+iomt.run(iomt.Params(runtimes="docker", workloads="kmeans", sizes="1K,20M", repetitions=2, protocols="fair",
                    run_id=sys.argv[1], progress=False))
 print("completed")
 """

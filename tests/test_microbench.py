@@ -9,7 +9,7 @@ import pytest
 from conftest import need_tool
 from edgebench.apps import APPS, place_app
 from edgebench.errors import ConfigError
-from edgebench.experiments import microbench
+from edgebench.experiments import lxd_appendix, microbenchmarks
 from edgebench.results import load_results
 from edgebench.runtimes import Limits
 from edgebench.runtimes.docker import DockerRuntime
@@ -50,15 +50,15 @@ def test_fileio_is_three_phases_in_one_instance():
 
 def test_bad_appendix_counts_fail_before_anything_starts():
     with pytest.raises(ConfigError, match="positive"):
-        microbench.LxdAppendix(file_counts="0", runtimes="native")
+        lxd_appendix.Params(file_counts="0", runtimes="native")
     with pytest.raises(ConfigError, match="positive whole numbers"):
-        microbench.LxdAppendix(thread_counts="1,many", runtimes="native")
+        lxd_appendix.Params(thread_counts="1,many", runtimes="native")
 
 
 def test_the_appendix_plan_counts_its_panels_in_the_tool_runtimes():
-    params = microbench.LxdAppendix(profile="quick", file_counts="8,32", thread_counts="1,16,256")
-    work = microbench.plan_lxd_appendix(params, ["native", "docker", "nanos"])  # Nanos runs no sysbench
-    assert work.runtimes == ["native", "docker"] and work.repetitions == microbench.REPETITIONS["quick"]
+    params = lxd_appendix.Params(profile="quick", file_counts="8,32", thread_counts="1,16,256")
+    work = lxd_appendix.plan(params, ["native", "docker", "nanos"])  # Nanos runs no sysbench
+    assert work.runtimes == ["native", "docker"] and work.repetitions == microbenchmarks.REPETITIONS["quick"]
     assert work.points == work.repetitions * (2 + 2 * 3) * 2
 
 
@@ -89,9 +89,9 @@ def test_same_sysbench_in_native_and_docker(local, docker_ready, cgroups_ready, 
 def test_microbenchmarks_quick_with_network(monkeypatch, local, docker_ready, cgroups_ready, no_leftovers):
     need_tool(local, "sysbench")
     need_tool(local, "iperf3")
-    monkeypatch.setattr(microbench, "TABLE2_POINTS", microbench.TABLE2_POINTS[:1])
-    run_dir = microbench.run_microbenchmarks(microbench.Microbenchmarks(runtimes="native,docker", repetitions=1, profile="quick",
-                                                        progress=False, run_id=f"test-{uuid.uuid4().hex[:6]}"))
+    monkeypatch.setattr(microbenchmarks, "TABLE2_POINTS", microbenchmarks.TABLE2_POINTS[:1])
+    run_dir = microbenchmarks.run(microbenchmarks.Params(runtimes="native,docker", repetitions=1, profile="quick",
+                                                         progress=False, run_id=f"test-{uuid.uuid4().hex[:6]}"))
     try:
         check_quick_run(load_results(run_dir))
     finally:

@@ -12,9 +12,8 @@ from conftest import need_tool
 
 from edgebench.apps import APPS, TCP_CONNECT, BuiltApp
 from edgebench.errors import ConfigError
-from edgebench.experiments import microbench
-from edgebench.experiments.common import Selection
-from edgebench.experiments.network import measure_docker_networking, network_points
+from edgebench.experiments import microbenchmarks
+from edgebench.experiments.network import iperf3_points, measure_docker_networking
 from edgebench.plotting.microbenchmarks import network_table
 from edgebench.reference import load_reference
 from edgebench.results import Run, load_results
@@ -74,21 +73,19 @@ def test_runtimes_are_chosen_by_their_network_modes(local):
         network_modes = ()
 
     native, docker, other = NativeRuntime(local, "t"), DockerRuntime(local, "t"), OwnProxy(local, "t")
-    points = network_points([other, docker, native])
-    assert [(rt.name, mode, point) for rt, mode, point in points] == [
-        ("native", "host", "native"), ("docker", "bridge", "bridge"), ("docker", "host", "host")]
-    assert network_points([native, other]) == []  # nothing to compare: not measured at all
+    points = iperf3_points([other, docker, native])
+    assert [(rt.name, mode) for rt, mode in points] == [("native", "host"), ("docker", "bridge"), ("docker", "host")]
+    assert iperf3_points([native, other]) == []  # nothing to compare: not measured at all
 
 
 def test_the_plan_counts_the_network_points_the_measurement_makes():
     """native, then Docker's bridge and host; LXD (its own network) takes no part."""
     def network_work(runtimes):
-        with_net = microbench.plan_microbenchmarks(microbench.Microbenchmarks(profile="quick"), runtimes)
-        without = microbench.plan_microbenchmarks(microbench.Microbenchmarks(profile="quick", network=False),
-                                                  runtimes)
+        with_net = microbenchmarks.plan(microbenchmarks.Params(profile="quick"), runtimes)
+        without = microbenchmarks.plan(microbenchmarks.Params(profile="quick", network=False), runtimes)
         return with_net.points - without.points, with_net.seconds - without.seconds
 
-    reps = microbench.REPETITIONS["quick"]
+    reps = microbenchmarks.REPETITIONS["quick"]
     points, seconds = network_work(["native", "docker", "lxd"])
     assert points == 3 * reps and seconds > 0
     assert network_work(["native", "lxd"]) == (0, 0)  # no runtime with two modes: not measured
@@ -100,9 +97,9 @@ def test_host_and_bridge_measured_through_the_runtimes(local, docker_ready, tmp_
     tag = f"t{uuid.uuid4().hex[:6]}"
     runtimes = [NativeRuntime(local, tag), DockerRuntime(local, tag)]
     try:
-        with Run("microbenchmarks", {}, local.facts(), extra_columns=microbench.EXTRA_COLUMNS,
+        with Run("microbenchmarks", {}, local.facts(), extra_columns=microbenchmarks.EXTRA_COLUMNS,
                  run_id=f"test-{tag}", data_dir=tmp_path) as run:
-            measure_docker_networking(run, local, Selection(runtimes), reps=1, seconds=1, load_generator="local",
+            measure_docker_networking(run, local, runtimes, reps=1, seconds=1, load_generator="local",
                                       progress=False)
     finally:
         for rt in runtimes:

@@ -5,7 +5,7 @@ unknown runtime or a runtime's option, an unreachable target, a limit below a ru
 import pytest
 
 from edgebench.errors import ConfigError, TargetUnreachable
-from edgebench.experiments import footprint, time_to_ready
+from edgebench.experiments import common, static_footprint, time_to_ready
 from edgebench.paths import DATA_DIR
 
 # Valid except for what each case overrides; native only, so no other runtime is probed.
@@ -49,7 +49,7 @@ def run_dirs(experiment):
 
 def check_refused(module, ok, bad, error, words, monkeypatch):
     """Making the record or running it raises `error` naming `words`, and no run directory is made."""
-    monkeypatch.setattr(module, "open_run", tripwire)  # a missed check fails here instead of running
+    monkeypatch.setattr(common, "open_run", tripwire)  # a missed check fails here instead of running
     before = run_dirs(module.EXPERIMENT)
     with pytest.raises(error) as e:
         module.run(module.Params(**{**ok, **bad}))
@@ -70,12 +70,12 @@ def test_time_to_ready_refuses(bad, error, words, monkeypatch, no_leftovers):
 @pytest.mark.parametrize("bad, error, words", COMMON + FOOTPRINT_ONLY,
                          ids=map(case_id, COMMON + FOOTPRINT_ONLY))
 def test_footprint_refuses(bad, error, words, monkeypatch, no_leftovers):
-    check_refused(footprint, FOOTPRINT_OK, bad, error, words, monkeypatch)
+    check_refused(static_footprint, FOOTPRINT_OK, bad, error, words, monkeypatch)
 
 
 def test_the_valid_base_parameters_pass_validation(monkeypatch):
     """So each case above fails for its own bad value, not for a flaw in the base parameters."""
-    for module, ok in [(time_to_ready, TTR_OK), (footprint, FOOTPRINT_OK)]:
-        monkeypatch.setattr(module, "open_run", tripwire)
+    for module, ok in [(time_to_ready, TTR_OK), (static_footprint, FOOTPRINT_OK)]:
+        monkeypatch.setattr(common, "open_run", tripwire)
         with pytest.raises(StartedTooEarly):
             module.run(module.Params(**ok))

@@ -193,6 +193,13 @@ def rows_text(rows: dict) -> str:
 PROFILE_TAGS = {"smoke": "smoke test, numbers mean nothing", "quick": "quick profile, indicative only"}
 
 
+def repetitions_of(parameters: dict):
+    """The repetitions a run made: the parsed count (`reps`) where its record keeps one; runs made
+    before kept the count itself as `repetitions` (today that is the cell's, 0 for the profile's)."""
+    settings = parameters.get("settings") if isinstance(parameters.get("settings"), dict) else {}
+    return parameters.get("reps") or settings.get("repetitions") or parameters.get("repetitions")
+
+
 def caveat(profile: str, repetitions=None) -> str:
     """The box a page from a smoke or quick run starts with: what its numbers are worth."""
     text = PROFILE_CAVEATS.get(profile)
@@ -452,7 +459,7 @@ def _devices_table(pages: list[Page]) -> str:
         accels = set().union(*(accelerators(p.run_dir) for p in mine))
         params = [p.meta.get("parameters") or {} for p in mine]
         profiles = ", ".join(sorted({str(x.get("profile")) for x in params if x.get("profile")})) or "?"
-        reps = ", ".join(sorted({str(x.get("repetitions")) for x in params if x.get("repetitions")}, key=str)) or "1"
+        reps = ", ".join(sorted({str(repetitions_of(x)) for x in params if repetitions_of(x)}, key=str)) or "1"
         cells = [device if device == t.get("target") else f"{device}: {t.get('target', '?')}", hardware(t),
                  f"{t.get('os') or '?'}, kernel {t.get('kernel') or '?'}, cgroup v{t.get('cgroup_version') or '?'}",
                  vm_text(t, accels), profiles, reps]
@@ -603,7 +610,7 @@ def build(figures_dir: Path = FIGURES_DIR, data_dir: Path = DATA_DIR, out_dir: P
         path = out_dir / p.href
         path.parent.mkdir(parents=True, exist_ok=True)
         header = f"<h1>{html.escape(p.experiment)} <small>on {html.escape(p.device)}</small></h1>"
-        caveats = (caveat(p.profile, (p.meta.get("parameters") or {}).get("repetitions")) if p.run_dir
+        caveats = (caveat(p.profile, repetitions_of(p.meta.get("parameters") or {})) if p.run_dir
                    else "".join(caveat(profile) for profile in PROFILE_CAVEATS if profile in read))
         rendered = render_notebook(p.notebook)
         body = header + caveats + meta_table(p, path.parent, table_keys(rendered, p.meta)) + rendered

@@ -1,8 +1,9 @@
 """The experiments, as records: what each is called, its notebook, the function that measures it,
 the apps it can run and the papers' numbers it is compared with.
 
-Adding an experiment: its module here (a `Params` record of its parameters, a `run(params)` that
-calls `sweep`, a `plan(params, runtimes)`), its plotting module in edgebench.plotting, its
+Adding an experiment: its module here, named after it (a `Params` record of its parameters, a
+`run(params)` that opens with `common.opening` and measures through `sweep`, a `plan(params,
+runtimes)`), its plotting module in edgebench.plotting, its
 notebook, its reference CSV in data/reference/, and one record below. `make figures` reads these
 records; tests check each against its notebook's parameters cell.
 """
@@ -16,8 +17,9 @@ from typing import Any, Callable, Mapping
 
 from edgebench.apps import HTTP_APPS
 from edgebench.errors import ConfigError
-from edgebench.experiments import (boot_time, container_overhead, face_recognition, footprint, home_automation,
-                                   http_load, iomt, microbench, min_memory, services, time_to_ready)
+from edgebench.experiments import (boot_time, container_overhead, cpu_bound, face_recognition, home_automation,
+                                   io_bound, iomt, lxd_appendix, microbenchmarks, min_memory, page_faults, services,
+                                   static_footprint, time_to_ready)
 from edgebench.experiments.estimate import Work
 from edgebench.experiments.parameters import Parameters
 from edgebench.paths import PROJECT_ROOT, REFERENCE_DIR
@@ -58,26 +60,20 @@ class Experiment:
                               "change APPS (or leave it at all)")
 
 
-def _record(module, notebook: str, references: tuple[str, ...], apps: tuple[str, ...] = (),
-            parameters: type[Parameters] | None = None, run: Callable | None = None,
-            plan: Callable | None = None) -> Experiment:
-    """The experiment of `module`: its Params, run and plan, unless named (one module, two notebooks)."""
-    parameters = parameters or module.Params
-    return Experiment(parameters.EXPERIMENT, notebook, parameters, run or module.run, plan or module.plan,
-                      references, apps)
+def _record(module, notebook: str, references: tuple[str, ...], apps: tuple[str, ...] = ()) -> Experiment:
+    """The experiment of `module` (named after it): its Params, run and plan."""
+    return Experiment(module.Params.EXPERIMENT, notebook, module.Params, module.run, module.plan, references, apps)
 
 
 _EXPERIMENTS = [
-    _record(footprint, "01_static_footprint.ipynb", ("paper000_image_size.csv",), HTTP_APPS),
+    _record(static_footprint, "01_static_footprint.ipynb", ("paper000_image_size.csv",), HTTP_APPS),
     _record(time_to_ready, "02_time_to_ready.ipynb", ("paper000_time_to_ready.csv",), HTTP_APPS),
-    _record(http_load, "03_io_bound.ipynb", ("paper000_http_load.csv",), HTTP_APPS, http_load.IoBound),
-    _record(http_load, "04_cpu_bound.ipynb", ("paper000_http_load.csv",), HTTP_APPS, http_load.CpuBound),
-    _record(iomt, "05_iomt.ipynb", ("paper001_table4_iomt_latency.csv",), (), iomt.Iomt),
-    _record(iomt, "06_page_faults.ipynb", ("paper001_table5_page_faults.csv",), (), iomt.PageFaults),
-    _record(microbench, "07_lxd_appendix.ipynb", ("paper001_lxd_appendix.csv",), (), microbench.LxdAppendix,
-            microbench.run_lxd_appendix, microbench.plan_lxd_appendix),
-    _record(microbench, "08_microbenchmarks.ipynb", ("paper001_table2_sysbench.csv", "paper001_network.csv"), (),
-            microbench.Microbenchmarks, microbench.run_microbenchmarks, microbench.plan_microbenchmarks),
+    _record(io_bound, "03_io_bound.ipynb", ("paper000_http_load.csv",), HTTP_APPS),
+    _record(cpu_bound, "04_cpu_bound.ipynb", ("paper000_http_load.csv",), HTTP_APPS),
+    _record(iomt, "05_iomt.ipynb", ("paper001_table4_iomt_latency.csv",)),
+    _record(page_faults, "06_page_faults.ipynb", ("paper001_table5_page_faults.csv",)),
+    _record(lxd_appendix, "07_lxd_appendix.ipynb", ("paper001_lxd_appendix.csv",)),
+    _record(microbenchmarks, "08_microbenchmarks.ipynb", ("paper001_table2_sysbench.csv", "paper001_network.csv")),
     _record(container_overhead, "09_container_overhead.ipynb", ("paper003_container_overhead.csv",), HTTP_APPS),
     _record(min_memory, "10_min_memory.ipynb", ("paper002_min_memory.csv",), HTTP_APPS),
     _record(boot_time, "11_boot_time.ipynb", ("paper002_boot_time.csv",), HTTP_APPS),

@@ -34,10 +34,9 @@ from typing import ClassVar
 from edgebench.apps import HTTP_APPS, place_probe
 from edgebench.errors import ConfigError
 from edgebench.experiments import estimate
-from edgebench.experiments.common import (check_apps, check_profile, check_repetitions, open_run, resolve_limits,
-                                          run_tag_for, runtime_options, session)
+from edgebench.experiments.common import (Opening, check_apps, opening, check_profile, check_repetitions, run_tag_for)
 from edgebench.experiments.parameters import Limited, library, parsed
-from edgebench.experiments.protocols import fair_limits, package_all, with_instance
+from edgebench.experiments.protocols import with_instance
 from edgebench.experiments.sweep import Point, artifact_for, sweep
 from edgebench.results import Run
 from edgebench.runtimes import RUNTIMES, Limits, Runtime, StartFailed
@@ -177,46 +176,37 @@ def machine_variants(selection_runtimes: list[Runtime], wanted: list[str], run_i
 def run(params: Params) -> Path:
     """Start every (app, runtime[, machine]) `repetitions` times, runtimes interleaved; writes
     data/boot_time/<run_id>/ and returns that directory."""
-    app_names, reps = params.app_names, params.reps
-    run_id = params.measuring_run_id()
-    recorded = dict(target=str(params.target), runtimes=params.runtimes, apps=app_names, repetitions=reps,
-                    machines=params.machines, cpus=params.cpus, memory=params.memory,
-                    docker_build=params.docker_build, profile=params.profile)
-    options = runtime_options(params.require_kvm, params.nanos_accel)
-    with session(params.target, params.runtimes, run_id, app_names, options) as (tgt, selection):
-        cpus_v, mem_v, clip_note = resolve_limits(tgt, params.cpus_limit, params.memory_limit_mb)
-        limits = fair_limits(cpus_v, mem_v, tgt.facts()["cores"])
-        measured = machine_variants(selection.runtimes, params.machine_names, run_id)  # refuses an unknown machine
+    app_names, measured = params.app_names, []
+
+    def variants(o: Opening) -> None:  # refuses an unknown machine, before the run opens
+        measured.extend(machine_variants(o.runtimes, params.machine_names, o.run_id))
+        for rt in measured:
+            for app in app_names:
+                rt.check_limits(app, o.limits("fair"))
+
+    with opening(params, app_names, EXTRA_COLUMNS, check_limits=False, before=variants) as o:
+        run, limits = o.run, o.limits("fair")
         try:
-            for rt in measured:
-                for app in app_names:
-                    rt.check_limits(app, limits)
-            with open_run(EXPERIMENT, recorded, tgt, extra_columns=EXTRA_COLUMNS, run_id=run_id,
-                          record=params) as run:
-                run.note("skipped_runtimes", selection.skipped)
-                run.note("limits", limits.as_dict())
-                if clip_note:
-                    run.note("clipped", clip_note)
-                place_probe(tgt)
-                artifacts = package_all(run, tgt, selection.runtimes, app_names, params.docker_build)
-                ports = itertools.count()
+            run.note("limits", limits.as_dict())
+            place_probe(o.target)
+            artifacts = o.package(app_names, params.docker_build)
+            ports = itertools.count()
 
-                def row_for(p: Point) -> dict:
-                    artifact = artifacts.get((p.inner, p.runtime.name))
-                    return dict(app=p.inner, runtime=p.runtime.name, machine=getattr(p.runtime, "machine", ""),
-                                protocol="fair", rep=p.rep, cpus=limits.cpus, memory_mb=limits.memory_mb,
-                                limits_note=clip_note, build=artifact.build if artifact else "")
+            def row_for(p: Point) -> dict:
+                return dict(app=p.inner, runtime=p.runtime.name, machine=getattr(p.runtime, "machine", ""),
+                            protocol="fair", rep=p.rep, cpus=limits.cpus, memory_mb=limits.memory_mb,
+                            limits_note=o.clip, build=o.build_of(p.inner, p.runtime))
 
-                def measure(p: Point, row: dict) -> None:
-                    artifact = artifact_for(artifacts, p.inner, p.runtime)
-                    start_events(run, p.runtime, artifact, limits, PORT_BASE + next(ports) % 200, row)
+            def measure(p: Point, row: dict) -> None:
+                artifact = artifact_for(artifacts, p.inner, p.runtime)
+                start_events(run, p.runtime, artifact, limits, PORT_BASE + next(ports) % 200, row)
 
-                sweep(run, measured, reps=reps, inner=app_names, row_for=row_for, measure=measure,
-                      failed=("time_to_ready", "ms"), desc="boot time", progress=params.progress)
-                return run.dir
+            sweep(run, measured, reps=params.reps, inner=app_names, row_for=row_for, measure=measure,
+                  failed=("time_to_ready", "ms"), desc="boot time", progress=params.progress)
+            return run.dir
         finally:
             for rt in measured:
-                if rt not in selection.runtimes:
+                if rt not in o.runtimes:
                     rt.cleanup()
 
 

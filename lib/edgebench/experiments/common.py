@@ -1,5 +1,6 @@
-"""What every experiment shares: parameter checking, profiles, choosing runtimes, and a
-session that stops everything it started however the run ends."""
+"""What every experiment shares: parameter checking, profiles, choosing runtimes, a session that
+stops everything it started however the run ends, and `opening`, the steps every run() takes
+before it measures (reach the target, choose runtimes, clip and check the limits, open the run)."""
 
 from __future__ import annotations
 
@@ -7,15 +8,17 @@ import os
 import sys
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Iterable, Iterator
+from typing import Callable, Iterable, Iterator
 
 from edgebench import resume
 from edgebench.apps import APPS, HTTP_APPS, get_app
 from edgebench.cgroups import NO_MEMORY_CONTROLLER
 from edgebench.errors import ConfigError, TargetUnreachable
+from edgebench.experiments.packaging import Artifacts, package_all
+from edgebench.experiments.protocols import limits_for
 from edgebench.provisioning.parts import tool_versions
-from edgebench.results import Run, find_run, load_meta
-from edgebench.runtimes import RUNTIMES, Runtime, requested_runtimes
+from edgebench.results import Run, load_meta
+from edgebench.runtimes import RUNTIMES, Limits, Runtime, requested_runtimes
 from edgebench.signals import deferred_signals
 from edgebench.targets import Target, connect
 from edgebench.tools.health import HealthMonitor
@@ -73,23 +76,23 @@ class Selection:
     skipped: dict[str, str] = field(default_factory=dict)  # runtime -> why it is absent
 
 
-def open_run(experiment: str, params: dict, target: Target, record=None, **options) -> Run:
-    """A Run that records the target's facts and the versions of what the runtimes and tools run,
-    and samples the target's health (temperature, throttling, frequency, load from others) while
-    it is open: health.csv beside results.csv, a `health` mark on every row.
-    `record`: the experiment's parameters record; its values and the experiment's code digest go
-    into meta.json, and when it resumes a run (edgebench.resume) that run is opened again, on
-    the same device only (unless resume_anyway)."""
-    facts = target.facts()
-    resumption = getattr(record, "resumption", None)
-    if resumption is not None:
-        run = _reopen(experiment, params, target, facts, resumption, record, **options)
+def open_run(record, target: Target, **options) -> Run:
+    """The Run of the experiment `record` (its Parameters) measures: meta.json holds the record's
+    parameters as given and as parsed (`parameters`), its cell values and the experiment's code
+    digest (`record`, what resuming compares), the target's facts and the versions of what the
+    runtimes and tools run. While it is open the target's health (temperature, throttling,
+    frequency, load from others) is sampled: health.csv beside results.csv, a `health` mark on
+    every row. A record that resumes a run (edgebench.resume) opens that run again, on the same
+    device only (unless resume_anyway)."""
+    experiment, params, facts = record.EXPERIMENT, record.recorded(), target.facts()
+    options.setdefault("run_id", record.measuring_run_id())
+    if record.resumption is not None:
+        run = _reopen(experiment, params, target, facts, record.resumption, record, **options)
     else:
         run = Run(experiment, params, facts, tool_versions=tool_versions(target), **options)
-        if record is not None:
-            run.meta.update(record=resume.plain_given(record.given()),
-                            code_digest=resume.code_digest(type(record).__module__))
-            run.note("resumable", "make figures RESUME=latest (or resume='latest') goes on from where it stops")
+        run.meta.update(record=resume.plain_given(record.given()),
+                        code_digest=resume.code_digest(type(record).__module__))
+        run.note("resumable", "make figures RESUME=latest (or resume='latest') goes on from where it stops")
     run.health = HealthMonitor(target, run.dir)
     if facts.get("memory_controller") == "no":
         # Said before anything is measured: runtimes accept a memory limit here and do not apply it.
@@ -97,6 +100,67 @@ def open_run(experiment: str, params: dict, target: Target, record=None, **optio
         run.note("memory_limits", warning)
         print(f"[edgebench] {warning}. A sweep over memory measures nothing on this device.", file=sys.stderr)
     return run
+
+
+@dataclass
+class Opening:
+    """A run() once its target is reached and its run opened: the runtimes chosen, the record's
+    limits clipped to the target (`clip` says what was clipped), and the artifacts once packaged."""
+    target: Target
+    runtimes: list[Runtime]
+    run_id: str
+    cores: int
+    cpus: float | None
+    memory_mb: float | None
+    clip: str
+    run: Run | None = None
+    artifacts: Artifacts = field(default_factory=Artifacts)
+
+    def limits(self, protocol: str = "fair") -> Limits:
+        """What `protocol` asks for at the record's (clipped) CPUs and memory."""
+        return limits_for(protocol, self.cpus, self.memory_mb, self.cores)
+
+    def package(self, apps, docker_build: str = "offline", prepare=None, runtimes=None) -> Artifacts:
+        """Every app for every runtime (or those given), before any clock starts
+        (edgebench.experiments.packaging)."""
+        self.artifacts = package_all(self.run, self.target, self.runtimes if runtimes is None else runtimes, apps,
+                                     docker_build, prepare)
+        return self.artifacts
+
+    def build_of(self, app: str, rt: Runtime) -> str:
+        """The build of the app's artifact for the row ("" where packaging failed)."""
+        artifact = self.artifacts.get((app, rt.name))
+        return artifact.build if artifact else ""
+
+
+@contextmanager
+def opening(record, apps: Iterable[str], extra_columns: Iterable[str] = (), *, check_limits: bool = True,
+            before: Callable[[Opening], None] | None = None) -> Iterator[Opening]:
+    """The steps every run() takes before it measures, however it then goes on: reach the target
+    and choose the runtimes (session: everything they start is stopped on the way out), clip the
+    record's `cpus_limit` and `memory_limit_mb` to the target, check the fair limits against every
+    runtime and app (`check_limits`; a limit below what a runtime can boot is refused here, before
+    anything starts), `before(opening)` for the experiment's own checks, then open the run and note
+    the runtimes skipped and the limits clipped."""
+    apps, run_id = list(apps), record.measuring_run_id()
+    with session(record.target, record.runtimes, run_id, apps,
+                 runtime_options(getattr(record, "require_kvm", False),
+                                 getattr(record, "nanos_accel", None))) as (target, selection):
+        cpus, memory_mb, clip = resolve_limits(target, getattr(record, "cpus_limit", None),
+                                               getattr(record, "memory_limit_mb", None))
+        opened = Opening(target, selection.runtimes, run_id, target.facts()["cores"], cpus, memory_mb, clip)
+        if check_limits:
+            for rt in selection.runtimes:
+                for app in apps:
+                    rt.check_limits(app, opened.limits("fair"))
+        if before is not None:
+            before(opened)
+        with open_run(record, target, extra_columns=list(extra_columns), run_id=run_id) as run:
+            opened.run = run
+            run.note("skipped_runtimes", selection.skipped)
+            if clip:
+                run.note("clipped", clip)
+            yield opened
 
 
 def _reopen(experiment: str, params: dict, target: Target, facts: dict, resumption, record, **options) -> Run:
@@ -218,12 +282,5 @@ def run_tag_for(run_id: str) -> str:
 
 
 __all__ = ["PROFILES", "as_list", "check_profile", "check_apps", "check_repetitions", "check_protocols",
-           "select_runtimes", "resolve_limits", "session", "APPS"]
+           "select_runtimes", "resolve_limits", "session", "open_run", "opening", "Opening", "APPS"]
 
-
-def collect(experiment: str, measure, run_id: str = "", **params):
-    """What a notebook calls: replot an existing run when run_id is given ('latest' or an id),
-    otherwise measure now. Returns the run directory."""
-    if run_id:
-        return find_run(experiment, run_id)
-    return measure(**params)

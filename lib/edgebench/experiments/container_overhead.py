@@ -18,7 +18,7 @@ Protocols:
   pinned apart from the app when they share the machine.
 Both protocols keep every repetition (the paper reports the mean of 5).
 
-The measuring of each family is in `overhead_benchmarks`; this module checks the parameters
+The measuring of each family is in `container_overhead_benchmarks`; this module checks the parameters
 (`Params`), opens the run and plans it.
 """
 
@@ -30,11 +30,10 @@ from typing import ClassVar
 
 from edgebench.errors import ConfigError, EdgebenchError
 from edgebench.experiments import estimate
-from edgebench.experiments.common import (as_list, check_apps, check_protocols, check_repetitions, open_run,
-                                          resolve_limits, session)
-from edgebench.experiments.overhead_benchmarks import (CROSSCHECK_MIN_S, IOZONE, PAPER_THREADS, Bench, Settings,
-                                                       measure_disk, measure_hpc, measure_memory, measure_network,
-                                                       npb_app, package_tools)
+from edgebench.experiments.common import as_list, check_apps, check_protocols, check_repetitions, opening
+from edgebench.experiments.container_overhead_benchmarks import (CROSSCHECK_MIN_S, IOZONE, PAPER_THREADS, Bench,
+                                                                 Settings, measure_disk, measure_hpc, measure_memory,
+                                                                 measure_network, npb_app, package_tools)
 from edgebench.experiments.parameters import Limited, library, parsed
 from edgebench.targets import LocalTarget
 from edgebench.tools import energy, npb, stream
@@ -42,7 +41,8 @@ from edgebench.tools import energy, npb, stream
 EXPERIMENT = "container_overhead"
 BENCHMARKS = ("disk", "memory", "hpc", "network")
 EXTRA_COLUMNS = ["benchmark", "operation", "point", "tool", "threads", "npb_class", "array_mib", "storage",
-                 "network", "load_tool", "connections", "duration_s", "file_mb", "window_s", "energy_meter", "build", "accelerator",
+                 "network", "load_tool", "connections", "duration_s", "file_mb", "window_s", "energy_meter", "build",
+                 "accelerator",
                  "cpus_applied", "memory_mb_applied", "cpuset_applied", "limits_note", "note"]
 
 PROFILE_SETTINGS = {
@@ -137,47 +137,38 @@ def run(params: Params) -> Path:
     """Paper 003's four benchmark families, native vs containers, with energy and EDP per run;
     writes data/container_overhead/<run_id>/ and returns that directory."""
     parts, protocol_names, app_names, s = params.parts, params.protocol_names, params.app_names, params.settings
-    run_id = params.measuring_run_id()
-    # "" is no limit: recorded as None, as the notebook passed it before the record
-    recorded = dict(target=str(params.target), runtimes=params.runtimes, benchmarks=parts, protocols=protocol_names,
-                    apps=app_names, cpus=params.cpus or None, memory=params.memory or None, repetitions=params.reps,
-                    profile=params.profile, settings=s.__dict__, power_meter=params.power_meter,
-                    crosscheck=params.crosscheck, load_generator=params.load_generator)
-    tools = ["fio", "stream"]
-    with session(params.target, params.runtimes, run_id, [*tools, *app_names]) as (tgt, selection):
-        cpus_v, mem_v, clip = resolve_limits(tgt, params.cpus_limit, params.memory_limit_mb)
-        with open_run(EXPERIMENT, recorded, tgt, extra_columns=EXTRA_COLUMNS, run_id=run_id,
-                      record=params) as run:
-            run.note("skipped_runtimes", selection.skipped)
-            tool_runtimes = [rt for rt in selection.runtimes if rt.runs(IOZONE)]
-            run.note("absent_runtimes", {rt.name: f"{rt.name} runs no Linux tool binaries (fio, STREAM, NPB): "
-                                                  f"only the network part runs there"
-                                         for rt in selection.runtimes if rt not in tool_runtimes})
-            meter, reason = energy.find_meter(tgt, params.power_meter)
-            idle_w = None
-            if meter:
-                try:
-                    idle_w = meter.idle_power(s.idle_s)
-                except EdgebenchError as e:
-                    meter, reason = None, f"the power meter failed while measuring idle power: {e}"
-            run.note("power_meter", {"meter": meter.describe() if meter else None, "missing_reason": reason,
-                                     "idle_w": idle_w, "idle_s": s.idle_s})
-            b = Bench(run, tgt, tool_runtimes, selection.runtimes, s, protocol_names, params.reps,
-                      tgt.facts()["cores"], cpus_v, mem_v, clip, meter, reason or "", idle_w, params.progress)
-            if "disk" in parts and tool_runtimes:
-                apps_needed = ["fio"] * ("fair" in protocol_names) + [IOZONE] * ("published" in protocol_names)
-                measure_disk(b, package_tools(b, apps_needed))
-            if "memory" in parts and tool_runtimes:
-                measure_memory(b, package_tools(b, ["stream"]), params.crosscheck)
-            if "hpc" in parts and tool_runtimes:
-                found, missing = npb.find_binaries(tgt, list(s.npb_benchmarks), list(s.npb_classes))
-                run.note("npb", {"version": npb.VERSION, "found": {f"{k[0]}.{k[1]}": v for k, v in found.items()},
-                                 "missing": {f"{k[0]}.{k[1]}": v for k, v in missing.items()}})
-                apps_found = [npb_app(bench, cls, path) for (bench, cls), path in found.items()]
-                measure_hpc(b, list(s.npb_benchmarks), list(s.npb_classes), package_tools(b, apps_found), missing)
-            if "network" in parts:
-                measure_network(b, app_names, params.load_generator)
-            return run.dir
+    # A runtime that runs no Linux tool is absent from the tool parts, not refused: no limit checked per app.
+    with opening(params, ["fio", "stream", *app_names], EXTRA_COLUMNS, check_limits=False) as o:
+        run, tgt, cpus_v, mem_v, clip = o.run, o.target, o.cpus, o.memory_mb, o.clip
+        tool_runtimes = [rt for rt in o.runtimes if rt.runs(IOZONE)]
+        run.note("absent_runtimes", {rt.name: f"{rt.name} runs no Linux tool binaries (fio, STREAM, NPB): "
+                                              f"only the network part runs there"
+                                     for rt in o.runtimes if rt not in tool_runtimes})
+        meter, reason = energy.find_meter(tgt, params.power_meter)
+        idle_w = None
+        if meter:
+            try:
+                idle_w = meter.idle_power(s.idle_s)
+            except EdgebenchError as e:
+                meter, reason = None, f"the power meter failed while measuring idle power: {e}"
+        run.note("power_meter", {"meter": meter.describe() if meter else None, "missing_reason": reason,
+                                 "idle_w": idle_w, "idle_s": s.idle_s})
+        b = Bench(run, tgt, tool_runtimes, o.runtimes, s, protocol_names, params.reps, o.cores, cpus_v, mem_v, clip,
+                  meter, reason or "", idle_w, params.progress)
+        if "disk" in parts and tool_runtimes:
+            apps_needed = ["fio"] * ("fair" in protocol_names) + [IOZONE] * ("published" in protocol_names)
+            measure_disk(b, package_tools(b, apps_needed))
+        if "memory" in parts and tool_runtimes:
+            measure_memory(b, package_tools(b, ["stream"]), params.crosscheck)
+        if "hpc" in parts and tool_runtimes:
+            found, missing = npb.find_binaries(tgt, list(s.npb_benchmarks), list(s.npb_classes))
+            run.note("npb", {"version": npb.VERSION, "found": {f"{k[0]}.{k[1]}": v for k, v in found.items()},
+                             "missing": {f"{k[0]}.{k[1]}": v for k, v in missing.items()}})
+            apps_found = [npb_app(bench, cls, path) for (bench, cls), path in found.items()]
+            measure_hpc(b, list(s.npb_benchmarks), list(s.npb_classes), package_tools(b, apps_found), missing)
+        if "network" in parts:
+            measure_network(b, app_names, params.load_generator)
+        return run.dir
 
 
 # Rough costs on the reference machine (2 cores), for the run plan only: fio's throughput over

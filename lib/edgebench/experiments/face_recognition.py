@@ -31,12 +31,11 @@ from typing import ClassVar
 from edgebench.experiments import estimate
 from edgebench.apps import APPS, BuiltApp
 from edgebench.errors import ConfigError, EdgebenchError
-from edgebench.experiments.common import (check_protocols, check_repetitions, open_run, resolve_limits, runtime_options,
-                                          session)
+from edgebench.experiments.common import (check_protocols, check_repetitions, opening)
 from edgebench.experiments.parameters import Limited, library, parsed
-from edgebench.experiments.protocols import batch_failure, fair_limits, package_all, published_limits, with_applied
-from edgebench.experiments.services import modes_of
-from edgebench.experiments.sweep import Point, artifact_for, sweep
+from edgebench.experiments.packaging import batch_failure
+from edgebench.experiments.protocols import with_applied
+from edgebench.experiments.sweep import Point, artifact_for, modes_of, sweep
 from edgebench.python_apps import pypi_file, python_env
 from edgebench.results import Run
 from edgebench.runtimes import RUNTIMES, Limits
@@ -202,54 +201,37 @@ class Params(Limited):
 def run(params: Params) -> Path:
     """Every (runtime, network mode, protocol) `repetitions` times, runtimes interleaved."""
     images, k, reps, protocol_names = params.images, params.k, params.reps, params.protocol_names
-    # "" is no limit: recorded as None, as the notebook passed it before the record
-    cpus, memory = params.cpus or None, params.memory or None
-    run_id = params.measuring_run_id()
-    recorded = dict(target=str(params.target), runtimes=params.runtimes, images=images, images_dir=params.images_dir,
-                    k=k, repetitions=reps, protocols=protocol_names, cpus=cpus, memory=memory,
-                    profile=params.profile)
-    options = runtime_options(params.require_kvm, params.nanos_accel)
-    with session(params.target, params.runtimes, run_id, [APP], options) as (tgt, selection):
-        cpus_v, mem_v, clip = resolve_limits(tgt, params.cpus_limit, params.memory_limit_mb)
-        cores = tgt.facts()["cores"]
-        for rt in selection.runtimes:
-            rt.check_limits(APP, Limits(cpus=cpus_v, memory_mb=mem_v))
-        with open_run(EXPERIMENT, recorded, tgt, extra_columns=EXTRA_COLUMNS, run_id=run_id,
-                      record=params) as run:
-            run.note("skipped_runtimes", selection.skipped)
-            dataset = {}
+    with opening(params, [APP], EXTRA_COLUMNS) as o:
+        run, tgt, cpus_v, mem_v, clip = o.run, o.target, o.cpus, o.memory_mb, o.clip
+        dataset = {}
 
-            def with_images(built: BuiltApp) -> None:
-                folder, what = place_dataset(tgt, built, params.images_folder)
-                built.details["data"] = [*built.details.get("data", []), folder]
-                dataset.update(folder=folder, what=what)
+        def with_images(built: BuiltApp) -> None:
+            folder, what = place_dataset(tgt, built, params.images_folder)
+            built.details["data"] = [*built.details.get("data", []), folder]
+            dataset.update(folder=folder, what=what)
 
-            artifacts = package_all(run, tgt, selection.runtimes, [APP], "offline", prepare=with_images)
-            run.note("dataset", dataset)
-            all_modes = list(dict.fromkeys(m for rt in selection.runtimes for m in modes_of(rt)))
+        artifacts = o.package([APP], "offline", prepare=with_images)
+        run.note("dataset", dataset)
+        all_modes = list(dict.fromkeys(m for rt in o.runtimes for m in modes_of(rt)))
 
-            def limits_for(protocol: str) -> Limits:
-                return fair_limits(cpus_v, mem_v, cores) if protocol == "fair" else published_limits(cpus_v, mem_v)
+        def row_for(p: Point) -> dict:
+            return dict(app=APP, runtime=p.runtime.name, protocol=p.protocol, rep=p.rep, network_mode=p.inner,
+                        cpus=cpus_v, memory_mb=mem_v, dataset=dataset.get("what", ""), features=FEATURES,
+                        build=o.build_of(APP, p.runtime), limits_note=clip)
 
-            def row_for(p: Point) -> dict:
-                artifact = artifacts.get((APP, p.runtime.name))
-                return dict(app=APP, runtime=p.runtime.name, protocol=p.protocol, rep=p.rep, network_mode=p.inner,
-                            cpus=cpus_v, memory_mb=mem_v, dataset=dataset.get("what", ""), features=FEATURES,
-                            build=artifact.build if artifact else "", limits_note=clip)
+        def measure(p: Point, row: dict) -> None:
+            artifact = artifact_for(artifacts, APP, p.runtime)
+            limits = o.limits(p.protocol)
+            limits = replace(limits, network=p.inner) if p.inner else limits
+            args = ["run", dataset["folder"], "--images", str(images), "--k", str(k)]
+            result = p.runtime.run_batch(artifact, args, limits, timeout_s=params.timeout_s, protocol=p.protocol,
+                                         events=())
+            record(run, result, limits, row, f"{p.runtime.name}-{p.inner or 'own'}-{p.protocol}-rep{p.rep}")
 
-            def measure(p: Point, row: dict) -> None:
-                artifact = artifact_for(artifacts, APP, p.runtime)
-                limits = limits_for(p.protocol)
-                limits = replace(limits, network=p.inner) if p.inner else limits
-                args = ["run", dataset["folder"], "--images", str(images), "--k", str(k)]
-                result = p.runtime.run_batch(artifact, args, limits, timeout_s=params.timeout_s, protocol=p.protocol,
-                                             events=())
-                record(run, result, limits, row, f"{p.runtime.name}-{p.inner or 'own'}-{p.protocol}-rep{p.rep}")
-
-            sweep(run, selection.runtimes, reps=reps, inner=all_modes, protocols=protocol_names, row_for=row_for,
-                  measure=measure, failed=("inference_time", "s"), desc="face recognition",
-                  progress=params.progress, applies=lambda p: p.inner in modes_of(p.runtime))
-            return run.dir
+        sweep(run, o.runtimes, reps=reps, inner=all_modes, protocols=protocol_names, row_for=row_for,
+              measure=measure, failed=("inference_time", "s"), desc="face recognition",
+              progress=params.progress, applies=lambda p: p.inner in modes_of(p.runtime))
+        return run.dir
 
 
 # The program's time per image on the reference machine (read, detect, recognise), and the

@@ -26,13 +26,11 @@ from typing import ClassVar
 from edgebench.apps import place_probe
 from edgebench.errors import EdgebenchError
 from edgebench.experiments import estimate
-from edgebench.experiments.common import (check_protocols, check_repetitions, open_run, resolve_limits, runtime_options,
-                                          session)
+from edgebench.experiments.common import (check_protocols, check_repetitions, opening)
 from edgebench.experiments.http_load import load_generator_for, loadgen_cpuset
 from edgebench.experiments.parameters import Limited, library, parsed
-from edgebench.experiments.protocols import fair_limits, package_all, published_limits, with_instance
-from edgebench.experiments.services import modes_of
-from edgebench.experiments.sweep import Point, artifact_for, sweep
+from edgebench.experiments.protocols import with_instance
+from edgebench.experiments.sweep import Point, artifact_for, modes_of, sweep
 from edgebench.results import Run
 from edgebench.runtimes import RUNTIMES, Limits, Runtime, StartFailed
 from edgebench.tools.load import LoadSettings, Wrk
@@ -160,51 +158,39 @@ class Params(Limited):
 def run(params: Params) -> Path:
     """Every (runtime, network mode, protocol) `repetitions` times, runtimes interleaved."""
     reps, protocol_names, profile = params.reps, params.protocol_names, params.profile
-    run_id = params.measuring_run_id()
-    recorded = dict(target=str(params.target), runtimes=params.runtimes, repetitions=reps, protocols=protocol_names,
-                    cpus=params.cpus, memory=params.memory, load_generator=str(params.load_generator),
-                    profile=profile)
-    options = runtime_options(params.require_kvm, params.nanos_accel)
-    with session(params.target, params.runtimes, run_id, [APP], options) as (tgt, selection):
-        cpus_v, mem_v, clip_note = resolve_limits(tgt, params.cpus_limit, params.memory_limit_mb)
-        cores = tgt.facts()["cores"]
-        limits = {"fair": fair_limits(cpus_v, mem_v, cores), "published": published_limits(cpus_v, mem_v)}
-        for rt in selection.runtimes:
-            rt.check_limits(APP, limits["fair"])
-        with load_generator_for(tgt, params.load_generator) as (loadgen, shared), \
-                open_run(EXPERIMENT, recorded, tgt, extra_columns=EXTRA_COLUMNS, run_id=run_id,
-                         record=params) as run:
-            run.note("skipped_runtimes", selection.skipped)
-            run.note("limits", {k: v.as_dict() for k, v in limits.items()})
-            run.note("load_generator", {"host": loadgen.host.name, "shares_target": shared})
-            if not loadgen.host.which("curl"):
-                raise EdgebenchError(f"{loadgen.host.name} has no curl to read the service's counters; install curl")
-            wrk = Wrk(loadgen.host)
-            place_probe(tgt)
-            artifacts = package_all(run, tgt, selection.runtimes, [APP], "offline")
-            all_modes = list(dict.fromkeys(m for rt in selection.runtimes for m in modes_of(rt)))
-            ports = iter(range(10**9))
+    with opening(params, [APP], EXTRA_COLUMNS) as o, \
+            load_generator_for(o.target, params.load_generator) as (loadgen, shared):
+        run, tgt, cores = o.run, o.target, o.cores
+        limits = {protocol: o.limits(protocol) for protocol in ("fair", "published")}
+        run.note("limits", {k: v.as_dict() for k, v in limits.items()})
+        run.note("load_generator", {"host": loadgen.host.name, "shares_target": shared})
+        if not loadgen.host.which("curl"):
+            raise EdgebenchError(f"{loadgen.host.name} has no curl to read the service's counters; install curl")
+        wrk = Wrk(loadgen.host)
+        place_probe(tgt)
+        artifacts = o.package([APP], "offline")
+        all_modes = list(dict.fromkeys(m for rt in o.runtimes for m in modes_of(rt)))
+        ports = iter(range(10**9))
 
-            def row_for(p: Point) -> dict:
-                lim = limits[p.protocol]
-                artifact = artifacts.get((APP, p.runtime.name))
-                return dict(app=APP, runtime=p.runtime.name, protocol=p.protocol, rep=p.rep, network_mode=p.inner,
-                            cpus=lim.cpus, memory_mb=lim.memory_mb, limits_note=clip_note,
-                            build=artifact.build if artifact else "")
+        def row_for(p: Point) -> dict:
+            lim = limits[p.protocol]
+            return dict(app=APP, runtime=p.runtime.name, protocol=p.protocol, rep=p.rep, network_mode=p.inner,
+                        cpus=lim.cpus, memory_mb=lim.memory_mb, limits_note=o.clip,
+                        build=o.build_of(APP, p.runtime))
 
-            def measure_point(p: Point, row: dict) -> None:
-                artifact = artifact_for(artifacts, APP, p.runtime)
-                lim = limits[p.protocol]
-                lim = replace(lim, network=p.inner) if p.inner else lim
-                lg_cores = loadgen_cpuset(shared, lim.cpuset, cores)[0] if p.protocol == "fair" else None
-                address = tgt.address if not shared else "127.0.0.1"
-                measure(run, p.runtime, artifact, lim, PORT_BASE + next(ports) % 200, row, wrk, address,
-                        WRK_DURATION_S[profile], lg_cores)
+        def measure_point(p: Point, row: dict) -> None:
+            artifact = artifact_for(artifacts, APP, p.runtime)
+            lim = limits[p.protocol]
+            lim = replace(lim, network=p.inner) if p.inner else lim
+            lg_cores = loadgen_cpuset(shared, lim.cpuset, cores)[0] if p.protocol == "fair" else None
+            address = tgt.address if not shared else "127.0.0.1"
+            measure(run, p.runtime, artifact, lim, PORT_BASE + next(ports) % 200, row, wrk, address,
+                    WRK_DURATION_S[profile], lg_cores)
 
-            sweep(run, selection.runtimes, reps=reps, inner=all_modes, protocols=protocol_names, row_for=row_for,
-                  measure=measure_point, failed=("throughput", "req/s"), desc="home automation",
-                  progress=params.progress, applies=lambda p: p.inner in modes_of(p.runtime))
-            return run.dir
+        sweep(run, o.runtimes, reps=reps, inner=all_modes, protocols=protocol_names, row_for=row_for,
+              measure=measure_point, failed=("throughput", "req/s"), desc="home automation",
+              progress=params.progress, applies=lambda p: p.inner in modes_of(p.runtime))
+        return run.dir
 
 
 def plan(params: Params, runtimes: list[str]) -> estimate.Work:

@@ -1,4 +1,5 @@
-"""HTTP load (paper 000, Figs. 4-13): throughput, latency and jitter of `/io` (I/O-bound) and
+"""HTTP load (paper 000, Figs. 4-13), the measurement of two experiments, io_bound and cpu_bound
+(their modules name the endpoint): throughput, latency and jitter of `/io` (I/O-bound) and
 `/compute` (CPU-bound), in a rich scenario (the paper's 8 CPUs / 2048 MB, clipped to the target)
 and a constrained sweep (1 CPU at 512/256/128/64 MB by default).
 
@@ -26,10 +27,10 @@ from typing import Callable, ClassVar, Iterator
 from edgebench.apps import HTTP_APPS
 from edgebench.errors import ConfigError, EdgebenchError
 from edgebench.experiments import estimate
-from edgebench.experiments.common import (as_list, check_apps, check_protocols, check_repetitions, open_run,
-                                          resolve_limits, runtime_options, session)
+from edgebench.experiments.common import (Opening, as_list, check_apps, check_protocols, check_repetitions,
+                                          opening, resolve_limits)
 from edgebench.experiments.parameters import Parameters, library, parsed
-from edgebench.experiments.protocols import fair_limits, package_all, published_limits, with_instance
+from edgebench.experiments.protocols import limits_for, with_instance
 from edgebench.experiments.sweep import Point, artifact_for, sweep
 from edgebench.results import Run
 from edgebench.runtimes import Limits, StartFailed
@@ -40,7 +41,6 @@ from edgebench.tools.open_loop import (OPEN_LOOP_CHOICES, OPEN_LOOP_PROFILES, Op
                                        offered_rates, open_loop_generator, parse_rates)
 from edgebench.units import parse_cpus, parse_memory_mb
 
-ENDPOINTS = {"io_bound": "/io", "cpu_bound": "/compute"}
 EXTRA_COLUMNS = ["scenario", "endpoint", "iter", "build", "network", "threads", "connections",
                  "duration_s", "littles_law", "accelerator", "cpus_applied", "memory_mb_applied", "cpuset_applied",
                  "loadgen_cpuset", "limits_note", "load_tool", "offered_rps", "offered_share", "window_s"]
@@ -90,7 +90,8 @@ def load_generator_for(target, spec) -> Iterator[tuple[LoadGenerator, bool]]:
 
 @dataclass(frozen=True)
 class HttpLoad(Parameters):
-    """The parameters of notebooks 03 (I/O-bound) and 04 (CPU-bound): one record, two endpoints."""
+    """The parameters of notebooks 03 (io_bound) and 04 (cpu_bound): one record, two endpoints,
+    each experiment's module a subclass naming its endpoint."""
     ENDPOINT: ClassVar[str] = ""
     TITLE: ClassVar[str] = ""
     SMOKE: ClassVar[dict] = {**Parameters.SMOKE, "open_loop": "none"}  # the closed loop's one point
@@ -155,80 +156,53 @@ class HttpLoad(Parameters):
                  open_settings=open_settings, path=path, asked=asked)
 
 
-@dataclass(frozen=True)
-class IoBound(HttpLoad):
-    EXPERIMENT: ClassVar[str] = "io_bound"
-    ENDPOINT: ClassVar[str] = "/io"
-    TITLE: ClassVar[str] = "I/O-bound HTTP load"
-
-
-@dataclass(frozen=True)
-class CpuBound(HttpLoad):
-    EXPERIMENT: ClassVar[str] = "cpu_bound"
-    ENDPOINT: ClassVar[str] = "/compute"
-    TITLE: ClassVar[str] = "CPU-bound HTTP load"
-
-
 def run(params: HttpLoad) -> Path:
     """Measure, write data/<io_bound|cpu_bound>/<run_id>/, return that directory."""
-    experiment, target, runtimes, app_names = params.EXPERIMENT, params.target, params.runtimes, params.app_names
-    settings, open_settings, endpoint, path = params.load, params.open_settings, params.ENDPOINT, params.path
-    run_id = params.measuring_run_id()
-    recorded = dict(experiment=experiment, target=str(target), runtimes=runtimes, apps=app_names,
-                    repetitions=params.reps, protocols=params.protocol_names, rich_cpus=params.rich_cpus,
-                    rich_memory=params.rich_memory, constrained_cpus=params.constrained_cpus,
-                    memory_levels=",".join(params.levels), iterations=params.iterations, load=settings.as_dict(),
-                    docker_build=params.docker_build, load_generator=str(params.load_generator),
-                    profile=params.profile, open_loop=params.open_loop, p99_bound_ms=params.p99_bound_ms,
-                    open_loop_settings=open_settings.as_dict() if open_settings else None)
-    options = runtime_options(params.require_kvm, params.nanos_accel)
-    with session(target, runtimes, run_id, app_names, options) as (tgt, selection), \
-            load_generator_for(tgt, params.load_generator) as (loadgen, shared):
-        lg_host = loadgen.host
-        open_gen = open_loop_generator(lg_host, params.open_loop) if open_settings else None
-        cores = tgt.facts()["cores"]
-        cells = scenarios(tgt, params.asked)
-        for _, cpus, mem, _ in cells:
-            for rt in selection.runtimes:
+    settings, open_settings = params.load, params.open_settings
+
+    def check_cells(o: Opening) -> None:
+        for _, cpus, mem, _ in scenarios(o.target, params.asked):
+            for rt in o.runtimes:
                 if rt.below_minimum(Limits(memory_mb=mem)):
                     continue  # a level this runtime cannot boot at: its rows there fail with the reason
-                for app in app_names:
+                for app in params.app_names:
                     rt.check_limits(app, Limits(cpus=cpus, memory_mb=mem))
-        with open_run(experiment, recorded, tgt, extra_columns=EXTRA_COLUMNS, run_id=run_id,
-                      record=params) as run:
-            run.note("skipped_runtimes", selection.skipped)
-            run.note("load_generator", {"host": lg_host.name, "shares_target": shared,
-                                        "facts": lg_host.facts(),
-                                        "open_loop": open_gen.name if open_gen else None})
-            artifacts = package_all(run, tgt, selection.runtimes, app_names, params.docker_build)
-            ports = itertools.count(1)
 
-            def limits_at(p: Point) -> Limits:
-                _, cpus, mem, _ = p.outer
-                return fair_limits(cpus, mem, cores) if p.protocol == "fair" else published_limits(cpus, mem)
+    # Every cell has its own limits: checked per cell, not at the record's (it has none).
+    with opening(params, params.app_names, EXTRA_COLUMNS, check_limits=False, before=check_cells) as o, \
+            load_generator_for(o.target, params.load_generator) as (loadgen, shared):
+        run, lg_host = o.run, loadgen.host
+        open_gen = open_loop_generator(lg_host, params.open_loop) if open_settings else None
+        run.note("load_generator", {"host": lg_host.name, "shares_target": shared, "facts": lg_host.facts(),
+                                    "open_loop": open_gen.name if open_gen else None})
+        artifacts = o.package(params.app_names, params.docker_build)
+        ports = itertools.count(1)
 
-            def row_for(p: Point) -> dict:
-                scenario, cpus, mem, clip = p.outer
-                artifact = artifacts.get((p.inner, p.runtime.name))
-                lg_cpuset, lg_note = (loadgen_cpuset(shared, limits_at(p).cpuset, cores) if p.protocol == "fair"
-                                      else (None, ""))
-                return dict(app=p.inner, runtime=p.runtime.name, protocol=p.protocol, rep=p.rep, cpus=cpus,
-                            memory_mb=mem, scenario=scenario, endpoint=endpoint,
-                            iter=params.iterations if endpoint == "/compute" else None,
-                            build=artifact.build if artifact else "", threads=settings.threads,
-                            connections=settings.connections, duration_s=settings.duration_s,
-                            loadgen_cpuset=lg_cpuset, limits_note="; ".join(x for x in (clip, lg_note) if x))
+        def limits_at(p: Point) -> Limits:
+            _, cpus, mem, _ = p.outer
+            return limits_for(p.protocol, cpus, mem, o.cores)
 
-            def measure(p: Point, row: dict) -> None:
-                artifact = artifact_for(artifacts, p.inner, p.runtime)
-                measure_load(run, p.runtime, artifact, limits_at(p), PORT_BASE + next(ports) % 200, path,
-                             loadgen, settings, row["loadgen_cpuset"], row, host=tgt.address,
-                             open_gen=open_gen if p.protocol == "fair" else None, open_settings=open_settings)
+        def row_for(p: Point) -> dict:
+            scenario, cpus, mem, clip = p.outer
+            lg_cpuset, lg_note = (loadgen_cpuset(shared, limits_at(p).cpuset, o.cores) if p.protocol == "fair"
+                                  else (None, ""))
+            return dict(app=p.inner, runtime=p.runtime.name, protocol=p.protocol, rep=p.rep, cpus=cpus,
+                        memory_mb=mem, scenario=scenario, endpoint=params.ENDPOINT,
+                        iter=params.iterations if params.ENDPOINT == "/compute" else None,
+                        build=o.build_of(p.inner, p.runtime), threads=settings.threads,
+                        connections=settings.connections, duration_s=settings.duration_s,
+                        loadgen_cpuset=lg_cpuset, limits_note="; ".join(x for x in (clip, lg_note) if x))
 
-            sweep(run, selection.runtimes, reps=params.reps, outer=cells, inner=app_names,
-                  protocols=params.protocol_names, row_for=row_for, measure=measure,
-                  failed=("requests_per_second", "req/s"), desc=experiment, progress=params.progress)
-            return run.dir
+        def measure(p: Point, row: dict) -> None:
+            artifact = artifact_for(artifacts, p.inner, p.runtime)
+            measure_load(run, p.runtime, artifact, limits_at(p), PORT_BASE + next(ports) % 200, params.path,
+                         loadgen, settings, row["loadgen_cpuset"], row, host=o.target.address,
+                         open_gen=open_gen if p.protocol == "fair" else None, open_settings=open_settings)
+
+        sweep(run, o.runtimes, reps=params.reps, outer=scenarios(o.target, params.asked), inner=params.app_names,
+              protocols=params.protocol_names, row_for=row_for, measure=measure,
+              failed=("requests_per_second", "req/s"), desc=params.EXPERIMENT, progress=params.progress)
+        return run.dir
 
 
 def open_loop_settings(profile: str, tool: str, rates: str, duration_s,

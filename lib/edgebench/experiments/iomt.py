@@ -1,5 +1,6 @@
-"""IoMT batch workloads (paper 001/004, Tables 4-5, Fig. 1): LZW compression, AES encryption and
-k-means clustering over input sizes, run to completion in every runtime.
+"""IoMT batch workloads (paper 001/004, Table 4, Fig. 1): LZW compression, AES encryption and
+k-means clustering over input sizes, run to completion in every runtime. page_faults measures
+Table 5 with this code (edgebench.experiments.page_faults holds its sizes).
 
 Each run is one `apps/iomt` process. Rows per run (long format, one metric each):
 - `end_to_end_latency`: launch to exit, timed on the target by the probe (-batch);
@@ -27,10 +28,10 @@ from typing import ClassVar
 
 from edgebench.errors import ConfigError, EdgebenchError
 from edgebench.experiments import estimate
-from edgebench.experiments.common import (as_list, check_protocols, check_repetitions, open_run, resolve_limits,
-                                          runtime_options, session)
+from edgebench.experiments.common import as_list, check_protocols, check_repetitions, opening
 from edgebench.experiments.parameters import Limited, library, parsed
-from edgebench.experiments.protocols import batch_failure, fair_limits, package_all, published_limits, with_applied
+from edgebench.experiments.packaging import batch_failure
+from edgebench.experiments.protocols import with_applied
 from edgebench.experiments.sweep import Point, artifact_for, sweep
 from edgebench.results import Run
 from edgebench.runtimes import Limits
@@ -46,12 +47,6 @@ SIZES = {
                  "kmeans": "1K,10K,100K,1M"},
     "quick": {"lzw": "10KB,1MB", "aes": "100KB,1MB", "kmeans": "1K,10K"},
     "smoke": {"lzw": "10KB", "aes": "100KB", "kmeans": "1K"},
-}
-# Table 5 counts faults for LZW and AES from 100 KB up.
-PAGE_FAULT_SIZES = {
-    "standard": {"lzw": "100KB,1MB,10MB,100MB", "aes": "100KB,1MB,10MB,100MB"},
-    "quick": {"lzw": "100KB,4MB", "aes": "100KB,4MB"},
-    "smoke": {"lzw": "100KB", "aes": "100KB"},
 }
 REPETITIONS = {"standard": 5, "quick": 2, "smoke": 1}
 ENTROPIES = ("random", "sensor")
@@ -120,8 +115,8 @@ def parse_record(stdout: str) -> dict:
 
 @dataclass(frozen=True)
 class IomtBatch(Limited):
-    """The parameters of notebooks 05 (IoMT latency, Table 4) and 06 (page faults, Table 5): one
-    record, two tables of input sizes."""
+    """What notebooks 05 (iomt: latency, Table 4) and 06 (page_faults: Table 5) share: one record,
+    two tables of input sizes (edgebench.experiments.page_faults holds the second)."""
     SIZE_TABLE: ClassVar[dict] = SIZES  # the profile's sizes when `sizes` is ""
     SMOKE: ClassVar[dict] = {**Limited.SMOKE, "workloads": "lzw"}  # one workload, one size
 
@@ -168,63 +163,36 @@ class IomtBatch(Limited):
 
 
 @dataclass(frozen=True)
-class Iomt(IomtBatch):
+class Params(IomtBatch):
+    """The parameters of notebook 05 (Table 4's latency); page_faults' record is its sibling."""
     EXPERIMENT: ClassVar[str] = "iomt"
-
-
-@dataclass(frozen=True)
-class PageFaults(IomtBatch):
-    EXPERIMENT: ClassVar[str] = "page_faults"
-    SIZE_TABLE: ClassVar[dict] = PAGE_FAULT_SIZES
-
-    workloads: str = "lzw,aes"  # Table 5 covers LZW and AES
 
 
 def run(params: IomtBatch) -> Path:
     """Measure, write data/<iomt|page_faults>/<run_id>/, return that directory."""
-    experiment, target, runtimes, entropy, seed = (params.EXPERIMENT, params.target, params.runtimes,
-                                                   params.entropy, params.seed)
-    cpus, memory = params.cpus or None, params.memory or None
-    run_id = params.measuring_run_id()
-    recorded = dict(experiment=experiment, target=str(target), runtimes=runtimes, workloads=params.workload_names,
-                    sizes=params.size_plan, entropy=entropy, seed=seed, k=params.k, dims=params.dims,
-                    iterations=params.iterations, protocols=params.protocol_names, cpus=cpus, memory=memory,
-                    repetitions=params.reps, docker_build=params.docker_build, profile=params.profile)
-    options = runtime_options(params.require_kvm, params.nanos_accel)
-    with session(target, runtimes, run_id, [APP], options) as (tgt, selection):
-        cpus_v, mem_v, clip = resolve_limits(tgt, params.cpus_limit, params.memory_limit_mb)
-        cores = tgt.facts()["cores"]
-        for rt in selection.runtimes:
-            rt.check_limits(APP, Limits(cpus=cpus_v, memory_mb=mem_v))
-        with open_run(experiment, recorded, tgt, extra_columns=EXTRA_COLUMNS, run_id=run_id,
-                      record=params) as run:
-            run.note("skipped_runtimes", selection.skipped)
-            artifacts = package_all(run, tgt, selection.runtimes, [APP], params.docker_build)
+    entropy, seed = params.entropy, params.seed
+    with opening(params, [APP], EXTRA_COLUMNS) as o:
+        run, artifacts = o.run, o.package([APP], params.docker_build)
 
-            def limits_for(protocol: str) -> Limits:
-                return fair_limits(cpus_v, mem_v, cores) if protocol == "fair" else published_limits(cpus_v, mem_v)
+        def row_for(p: Point) -> dict:
+            w, label, size = p.outer
+            return dict(app=APP, runtime=p.runtime.name, protocol=p.protocol, rep=p.rep, cpus=o.cpus,
+                        memory_mb=o.memory_mb, workload=w, input_size=label, entropy=entropy, seed=seed,
+                        input_bytes=None if w == "kmeans" else size, points=size if w == "kmeans" else None,
+                        build=o.build_of(APP, p.runtime), limits_note=o.clip)
 
-            def row_for(p: Point) -> dict:
-                w, label, size = p.outer
-                artifact = artifacts.get((APP, p.runtime.name))
-                return dict(app=APP, runtime=p.runtime.name, protocol=p.protocol, rep=p.rep, cpus=cpus_v,
-                            memory_mb=mem_v, workload=w, input_size=label, entropy=entropy, seed=seed,
-                            input_bytes=None if w == "kmeans" else size, points=size if w == "kmeans" else None,
-                            build=artifact.build if artifact else "", limits_note=clip)
+        def measure(p: Point, row: dict) -> None:
+            w, label, size = p.outer
+            artifact = artifact_for(artifacts, APP, p.runtime)
+            args = batch_args(w, size, seed, entropy, params.k, params.dims, params.iterations)
+            limits = o.limits(p.protocol)
+            result = p.runtime.run_batch(artifact, args, limits, timeout_s=params.timeout_s, protocol=p.protocol)
+            record_batch(run, result, limits, row, f"{w}-{label}-{p.runtime.name}-{p.protocol}-rep{p.rep}")
 
-            def measure(p: Point, row: dict) -> None:
-                w, label, size = p.outer
-                artifact = artifact_for(artifacts, APP, p.runtime)
-                args = batch_args(w, size, seed, entropy, params.k, params.dims, params.iterations)
-                limits = limits_for(p.protocol)
-                result = p.runtime.run_batch(artifact, args, limits, timeout_s=params.timeout_s,
-                                             protocol=p.protocol)
-                record_batch(run, result, limits, row, f"{w}-{label}-{p.runtime.name}-{p.protocol}-rep{p.rep}")
-
-            sweep(run, selection.runtimes, reps=params.reps, outer=params.inputs, protocols=params.protocol_names,
-                  row_for=row_for, measure=measure, failed=("end_to_end_latency", "s"), desc=experiment,
-                  progress=params.progress)
-            return run.dir
+        sweep(run, o.runtimes, reps=params.reps, outer=params.inputs, protocols=params.protocol_names,
+              row_for=row_for, measure=measure, failed=("end_to_end_latency", "s"), desc=params.EXPERIMENT,
+              progress=params.progress)
+        return run.dir
 
 
 def record_batch(run: Run, result, limits: Limits, row: dict, tag: str) -> None:

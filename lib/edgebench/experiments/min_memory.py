@@ -32,13 +32,11 @@ from typing import Callable, ClassVar
 from urllib.parse import urlsplit
 
 from edgebench.apps import HTTP_APPS, place_probe
-from edgebench.cgroups import cpuset_for
 from edgebench.errors import ConfigError
 from edgebench.experiments import estimate
-from edgebench.experiments.common import (check_apps, check_repetitions, open_run, resolve_limits, runtime_options,
-                                          session)
+from edgebench.experiments.common import check_apps, check_repetitions, opening, resolve_limits
 from edgebench.experiments.parameters import Limited, library, parsed
-from edgebench.experiments.protocols import package_all, with_instance
+from edgebench.experiments.protocols import limits_for, with_instance
 from edgebench.experiments.sweep import Point, artifact_for, sweep
 from edgebench.runtimes import Limits, Runtime, StartFailed
 
@@ -200,90 +198,80 @@ def serves(rt: Runtime, instance, readiness, hold_s: float) -> str | None:
 def run(params: Params) -> Path:
     """Bisect every (app, runtime) `repetitions` times, runtimes interleaved; writes
     data/min_memory/<run_id>/ and returns that directory."""
-    settings, app_names, hold_s = params.settings, params.app_names, params.hold_s
-    start_mb, ceiling_mb = params.start_mb, params.ceiling_mb
-    run_id = params.measuring_run_id()
-    recorded = dict(target=str(params.target), runtimes=params.runtimes, apps=app_names,
-                    repetitions=settings.repetitions, cpus=params.cpus, start_mb=start_mb, ceiling_mb=ceiling_mb,
-                    resolution_mb=settings.resolution_mb, hold_s=hold_s, trial_timeout_s=settings.trial_timeout_s,
-                    docker_build=params.docker_build, profile=params.profile)
-    options = runtime_options(params.require_kvm, params.nanos_accel)
-    with session(params.target, params.runtimes, run_id, app_names, options) as (tgt, selection):
-        cpus_v, ceiling_mb, clip_note = resolve_limits(tgt, params.cpus_limit, ceiling_mb)
-        pinned = cpuset_for(cpus_v, tgt.facts()["cores"])
-        gomaxprocs = max(1, int(-(-cpus_v // 1))) if cpus_v else None
+    settings, app_names, hold_s, start_mb = params.settings, params.app_names, params.hold_s, params.start_mb
+    # Its memory is what it searches: no limit to check, the ceiling clipped to the target.
+    with opening(params, app_names, EXTRA_COLUMNS, check_limits=False) as o:
+        run, tgt = o.run, o.target
+        _, ceiling_mb, ceiling_clip = resolve_limits(tgt, None, params.ceiling_mb)
+        clip_note = "; ".join(x for x in (o.clip, ceiling_clip) if x)
 
         def limits_at(mb: float) -> Limits:
-            return Limits(cpus=cpus_v, memory_mb=mb, cpuset=pinned, swap=False, gomaxprocs=gomaxprocs)
+            return limits_for("fair", o.cpus, mb, o.cores)
 
-        with open_run(EXPERIMENT, recorded, tgt, extra_columns=EXTRA_COLUMNS, run_id=run_id,
-                      record=params) as run:
-            run.note("skipped_runtimes", selection.skipped)
-            place_probe(tgt)
-            artifacts = package_all(run, tgt, selection.runtimes, app_names, params.docker_build)
-            ports = itertools.count()
+        place_probe(tgt)
+        artifacts = o.package(app_names, params.docker_build)
+        ports = itertools.count()
 
-            def row_for(p: Point) -> dict:
-                artifact = artifacts.get((p.inner, p.runtime.name))
-                return dict(app=p.inner, runtime=p.runtime.name, protocol="fair", rep=p.rep, cpus=cpus_v,
-                            limits_note=clip_note, build=artifact.build if artifact else "")
+        def row_for(p: Point) -> dict:
+            return dict(app=p.inner, runtime=p.runtime.name, protocol="fair", rep=p.rep, cpus=o.cpus,
+                        limits_note=clip_note, build=o.build_of(p.inner, p.runtime))
 
-            def measure(p: Point, row: dict) -> None:
-                rt, artifact = p.runtime, artifact_for(artifacts, p.inner, p.runtime)
-                trial_no = itertools.count(1)
-                seen = {}  # what the trials read back that the result row carries (the VM's accelerator)
-                patience = Patience(settings.trial_timeout_s)
+        def measure(p: Point, row: dict) -> None:
+            rt, artifact = p.runtime, artifact_for(artifacts, p.inner, p.runtime)
+            trial_no = itertools.count(1)
+            seen = {}  # what the trials read back that the result row carries (the VM's accelerator)
+            patience = Patience(settings.trial_timeout_s)
 
-                def start(mb: float, limits: Limits):
-                    while True:
-                        try:
-                            return rt.start(artifact, limits, PORT_BASE + next(ports) % 200,
-                                            timeout_s=patience.wait_s)
-                        except StartFailed as e:
-                            if not (e.timed_out and patience.timed_out(mb)):
-                                raise
-
-                def passes(mb: float) -> tuple[bool, str]:
-                    n, limits = next(trial_no), limits_at(mb)
-                    trial_row = dict(row, memory_mb=mb, trial=n)
+            def start(mb: float, limits: Limits):
+                while True:
                     try:
-                        instance, probe = start(mb, limits)
+                        return rt.start(artifact, limits, PORT_BASE + next(ports) % 200,
+                                        timeout_s=patience.wait_s)
                     except StartFailed as e:
-                        why = patience.why_failed(str(e)) if e.timed_out else str(e)
-                        run.add(metric="ready_at_memory", value=0, unit="bool", note=why[:400], **trial_row)
-                        return False, why
-                    try:
-                        why = serves(rt, instance, artifact.built.app.readiness, hold_s)
-                        run.save_raw(f"trial-{p.inner}-{rt.name}-rep{p.rep}-{n}", command=f"{mb:g} MiB",
-                                     stdout=rt.app_output(instance)[-4000:], exit_code=None)
-                    finally:
-                        rt.stop(instance)
-                    if instance.accelerator:
-                        seen["accelerator"] = instance.accelerator
-                    if not why:
-                        patience.passed(probe.ready_after_ns / 1e9 if probe.ready_after_ns else None)
-                    run.add(metric="ready_at_memory", value=0 if why else 1, unit="bool", note=why or "",
-                            **with_instance(trial_row, limits, instance))
-                    return why is None, why or ""
+                        if not (e.timed_out and patience.timed_out(mb)):
+                            raise
 
-                ceiling = max(ceiling_mb, rt.min_memory_mb)
-                found = bisect_minimum(passes, floor_mb=rt.min_memory_mb,
-                                       start_mb=min(max(start_mb, rt.min_memory_mb), ceiling), ceiling_mb=ceiling,
-                                       resolution_mb=settings.resolution_mb)
-                # The minimum is the row's value, not a point it was measured at: memory_mb stays
-                # blank so runtimes meet at the same coordinates (make compare).
-                result = dict(row, memory_mb=None, bound=found.bound, trial=len(found.trials),
-                              note="; ".join(x for x in (found.note, *patience.raised) if x), **seen)
-                if found.minimum_mb is None:
-                    why = f"{found.note}; last: {found.trials[-1][2]}"
-                    run.failed(metric="min_memory", unit="MiB", error=why[:400], **result)
-                else:
-                    run.add(metric="min_memory", value=found.minimum_mb, unit="MiB", **result)
+            def passes(mb: float) -> tuple[bool, str]:
+                n, limits = next(trial_no), limits_at(mb)
+                trial_row = dict(row, memory_mb=mb, trial=n)
+                try:
+                    instance, probe = start(mb, limits)
+                except StartFailed as e:
+                    why = patience.why_failed(str(e)) if e.timed_out else str(e)
+                    run.add(metric="ready_at_memory", value=0, unit="bool", note=why[:400], **trial_row)
+                    return False, why
+                try:
+                    why = serves(rt, instance, artifact.built.app.readiness, hold_s)
+                    run.save_raw(f"trial-{p.inner}-{rt.name}-rep{p.rep}-{n}", command=f"{mb:g} MiB",
+                                 stdout=rt.app_output(instance)[-4000:], exit_code=None)
+                finally:
+                    rt.stop(instance)
+                if instance.accelerator:
+                    seen["accelerator"] = instance.accelerator
+                if not why:
+                    patience.passed(probe.ready_after_ns / 1e9 if probe.ready_after_ns else None)
+                run.add(metric="ready_at_memory", value=0 if why else 1, unit="bool", note=why or "",
+                        **with_instance(trial_row, limits, instance))
+                return why is None, why or ""
 
-            sweep(run, selection.runtimes, reps=settings.repetitions, inner=app_names, row_for=row_for,
-                  measure=measure, failed=("min_memory", "MiB"), desc="minimum memory",
-                  progress=params.progress)
-            return run.dir
+            ceiling = max(ceiling_mb, rt.min_memory_mb)
+            found = bisect_minimum(passes, floor_mb=rt.min_memory_mb,
+                                   start_mb=min(max(start_mb, rt.min_memory_mb), ceiling), ceiling_mb=ceiling,
+                                   resolution_mb=settings.resolution_mb)
+            # The minimum is the row's value, not a point it was measured at: memory_mb stays
+            # blank so runtimes meet at the same coordinates (make compare).
+            result = dict(row, memory_mb=None, bound=found.bound, trial=len(found.trials),
+                          note="; ".join(x for x in (found.note, *patience.raised) if x), **seen)
+            if found.minimum_mb is None:
+                why = f"{found.note}; last: {found.trials[-1][2]}"
+                run.failed(metric="min_memory", unit="MiB", error=why[:400], **result)
+            else:
+                run.add(metric="min_memory", value=found.minimum_mb, unit="MiB", **result)
+
+        sweep(run, o.runtimes, reps=settings.repetitions, inner=app_names, row_for=row_for,
+              measure=measure, failed=("min_memory", "MiB"), desc="minimum memory",
+              progress=params.progress)
+        return run.dir
 
 
 def plan(params: Params, runtimes: list[str]) -> estimate.Work:

@@ -142,6 +142,13 @@ class Parameters:
         """The cell's parameters with their values: what `from_cell` reads back."""
         return {name: getattr(self, name) for name in self.cell_fields()}
 
+    def recorded(self) -> dict[str, Any]:
+        """What a run's meta.json keeps as its parameters: every one given (the cell's and the
+        library's, a connected Target by its name) and every parsed form the run measured with
+        (`reps`, the limits in CPUs and MiB, the load settings ...), one source for both."""
+        values = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "resumption"}
+        return {name: _plain(value) for name, value in values.items()}
+
 
 @functools.cache
 def _hints(cls: type) -> dict[str, Any]:
@@ -160,6 +167,19 @@ class Limited(Parameters):
     def limits(self) -> None:
         self.set(cpus_limit=parse_cpus(getattr(self, "cpus", "")),
                  memory_limit_mb=parse_memory_mb(getattr(self, "memory", "")))
+
+
+def _plain(value: Any) -> Any:
+    """A value as JSON keeps it: records as dicts, a connected Target by its name."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return value.as_dict() if hasattr(value, "as_dict") else dataclasses.asdict(value)
+    if isinstance(value, Target):
+        return value.name
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    return value
 
 
 def _article(kind: type) -> str:

@@ -1,14 +1,10 @@
-"""The two protocols every experiment runs (see METHODOLOGY): the limits each one asks for,
-checking them against what the kernel holds, and building artifacts before any clock starts."""
+"""The two protocols every experiment runs (docs/manual.md, "The experiments"): the limits each one
+asks for, and checking them against what the kernel holds once applied."""
 
 from __future__ import annotations
 
-from edgebench.apps import APPS, App, place_app
 from edgebench.cgroups import NO_MEMORY_CONTROLLER, cpuset_for
-from edgebench.errors import EdgebenchError
-from edgebench.results import Run
 from edgebench.runtimes import Instance, Limits
-from edgebench.targets import Target
 
 
 def fair_limits(cpus: float | None, memory_mb: float | None, cores: int) -> Limits:
@@ -21,6 +17,11 @@ def fair_limits(cpus: float | None, memory_mb: float | None, cores: int) -> Limi
 def published_limits(cpus: float | None, memory_mb: float | None) -> Limits:
     """As the artifacts did it: --cpus and --memory only."""
     return Limits(cpus=cpus, memory_mb=memory_mb)
+
+
+def limits_for(protocol: str, cpus: float | None, memory_mb: float | None, cores: int) -> Limits:
+    """The limits `protocol` asks for at these CPUs and MiB: fair's or published's."""
+    return fair_limits(cpus, memory_mb, cores) if protocol == "fair" else published_limits(cpus, memory_mb)
 
 
 def verify_limits(requested: Limits, applied) -> str:
@@ -63,47 +64,3 @@ def with_instance(row: dict, limits: Limits, instance: Instance) -> dict:
     if instance.pinned_to:
         row = with_limits_note(row, f"QEMU (all its threads) pinned to cores {instance.pinned_to}")
     return with_applied(row, limits, instance.limits_applied)
-
-
-class Artifacts(dict):
-    """(app, runtime) -> Artifact, and `failures`: (app, runtime) -> why it could not be packaged."""
-
-    def __init__(self):
-        super().__init__()
-        self.failures: dict[tuple[str, str], str] = {}
-
-
-def package_all(run: Run, target: Target, runtimes, apps, docker_build: str, prepare=None) -> Artifacts:
-    """Build every artifact before any clock starts; a failure is kept under raw/ and its reason
-    in `failures`. `apps`: names from the registry, or App records (one per NPB binary).
-    `prepare(built)`: what goes with the app into every runtime (its input files), before packaging."""
-    artifacts = Artifacts()
-    for app in apps:
-        record = app if isinstance(app, App) else APPS[app]
-        app = record.name
-        try:
-            built = place_app(target, record)
-            if prepare:
-                prepare(built)
-        except EdgebenchError as e:
-            run.save_raw(f"build-{app}", command="place_app", stderr=str(e))
-            artifacts.failures.update({(app, rt.name): str(e) for rt in runtimes})
-            continue
-        for rt in runtimes:
-            if not rt.runs(record):  # left out of the sweep (experiments.sweep), not a failure
-                continue
-            try:
-                artifacts[(app, rt.name)] = rt.package(built, rt.build_for(docker_build))
-            except EdgebenchError as e:
-                run.save_raw(f"package-{app}-{rt.name}", command="package", stderr=str(e))
-                artifacts.failures[(app, rt.name)] = str(e)
-    return artifacts
-
-
-def batch_failure(result) -> str:
-    """Why a batch run failed, for its failed row: OOM kill, timeout or exit code, and the last
-    lines it wrote to stderr."""
-    why = ("OOM-killed" if result.oom_killed else
-           "timed out" if result.timed_out else f"exit code {result.exit_code}")
-    tail = " | ".join(result.stderr.strip().splitlines()[-2:])
-    return f"{why}: {tail}".strip(": ")

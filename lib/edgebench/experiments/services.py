@@ -33,12 +33,11 @@ from typing import ClassVar
 from edgebench.apps import APPS, place_probe
 from edgebench.errors import ConfigError, EdgebenchError
 from edgebench.experiments import estimate
-from edgebench.experiments.common import (as_list, check_protocols, check_repetitions, open_run, resolve_limits,
-                                          runtime_options, session)
+from edgebench.experiments.common import (as_list, check_protocols, check_repetitions, opening)
 from edgebench.experiments.http_load import load_generator_for, loadgen_cpuset
 from edgebench.experiments.parameters import Limited, library, parsed
-from edgebench.experiments.protocols import fair_limits, package_all, published_limits, with_instance
-from edgebench.experiments.sweep import Point, artifact_for, sweep
+from edgebench.experiments.protocols import with_instance
+from edgebench.experiments.sweep import Point, artifact_for, modes_of, sweep
 from edgebench.results import Run
 from edgebench.runtimes import RUNTIMES, Limits, Runtime, StartFailed
 from edgebench.tools.load import LoadSettings, RedisBenchmark, Wrk
@@ -64,11 +63,6 @@ WRK_DURATION_S = {"smoke": 1, "quick": 5, "standard": 60}
 # Each start carries a whole load run (a minute of wrk in standard): three per cell show the spread
 # without the start-time experiments' 20, which here would take hours.
 REPETITIONS = {"smoke": 1, "quick": 3, "standard": 3}  # the paper's 3; smoke: one
-
-
-def modes_of(rt: Runtime) -> tuple[str, ...]:
-    """Network modes a runtime serves in: each of several (Docker: bridge, host), else its one."""
-    return rt.network_modes if len(rt.network_modes) > 1 else ("",)
 
 
 def measure_redis(run: Run, rt: Runtime, artifact, limits: Limits, port: int, row: dict, bench: RedisBenchmark,
@@ -202,64 +196,55 @@ class Params(Limited):
 def run(params: Params) -> Path:
     """Every (service, runtime, network mode, protocol) `repetitions` times, runtimes interleaved."""
     names, reps, protocol_names, profile = params.service_names, params.reps, params.protocol_names, params.profile
-    run_id = params.measuring_run_id()
-    recorded = dict(target=str(params.target), runtimes=params.runtimes, services=names, repetitions=reps,
-                    protocols=protocol_names, cpus=params.cpus, memory=params.memory,
-                    load_generator=str(params.load_generator), profile=profile)
-    options = runtime_options(params.require_kvm, params.nanos_accel)
-    with session(params.target, params.runtimes, run_id, [], options) as (tgt, selection):
-        cpus_v, mem_v, clip_note = resolve_limits(tgt, params.cpus_limit, params.memory_limit_mb)
-        cores = tgt.facts()["cores"]
-        limits = {"fair": fair_limits(cpus_v, mem_v, cores), "published": published_limits(cpus_v, mem_v)}
-        serving = [rt for rt in selection.runtimes if all(rt.runs(APPS[s]) for s in names)]
-        with load_generator_for(tgt, params.load_generator) as (loadgen, shared), \
-                open_run(EXPERIMENT, recorded, tgt, extra_columns=EXTRA_COLUMNS, run_id=run_id,
-                         record=params) as run:
-            run.note("skipped_runtimes", selection.skipped)
-            run.note("absent_runtimes", {rt.name: f"{rt.name} runs no Linux tool binaries: Debian's "
-                                                  f"{' and '.join(names)} cannot run there"
-                                         for rt in selection.runtimes if rt not in serving})
-            run.note("limits", {k: v.as_dict() for k, v in limits.items()})
-            bench = RedisBenchmark(loadgen.host) if "redis" in names else None
-            wrk = Wrk(loadgen.host) if "nginx" in names else None
-            run.note("load_generator", {"host": loadgen.host.name, "shares_target": shared})
-            place_probe(tgt)
-            # Docker's images are bundled from the target's own binaries: the same redis-server and
-            # nginx as native (there are no "published" images of edgebench's configuration).
-            artifacts = package_all(run, tgt, serving, names, "offline")
-            all_modes = list(dict.fromkeys(m for rt in serving for m in modes_of(rt)))
-            inner = [(s, m) for s in names for m in all_modes]
-            ports = iter(range(10**9))
+    # A runtime that cannot run Debian's binaries is absent from the run, not refused: no app to check.
+    with opening(params, [], EXTRA_COLUMNS) as o, \
+            load_generator_for(o.target, params.load_generator) as (loadgen, shared):
+        run, tgt, cores = o.run, o.target, o.cores
+        limits = {protocol: o.limits(protocol) for protocol in ("fair", "published")}
+        serving = [rt for rt in o.runtimes if all(rt.runs(APPS[s]) for s in names)]
+        run.note("absent_runtimes", {rt.name: f"{rt.name} runs no Linux tool binaries: Debian's "
+                                              f"{' and '.join(names)} cannot run there"
+                                     for rt in o.runtimes if rt not in serving})
+        run.note("limits", {k: v.as_dict() for k, v in limits.items()})
+        bench = RedisBenchmark(loadgen.host) if "redis" in names else None
+        wrk = Wrk(loadgen.host) if "nginx" in names else None
+        run.note("load_generator", {"host": loadgen.host.name, "shares_target": shared})
+        place_probe(tgt)
+        # Docker's images are bundled from the target's own binaries: the same redis-server and
+        # nginx as native (there are no "published" images of edgebench's configuration).
+        artifacts = o.package(names, "offline", runtimes=serving)
+        all_modes = list(dict.fromkeys(m for rt in serving for m in modes_of(rt)))
+        inner = [(s, m) for s in names for m in all_modes]
+        ports = iter(range(10**9))
 
-            def row_for(p: Point) -> dict:
-                service, mode = p.inner
-                artifact = artifacts.get((service, p.runtime.name))
-                lim = limits[p.protocol]
-                return dict(app=service, runtime=p.runtime.name, protocol=p.protocol, rep=p.rep, network_mode=mode,
-                            cpus=lim.cpus, memory_mb=lim.memory_mb, limits_note=clip_note,
-                            build=artifact.build if artifact else "")
+        def row_for(p: Point) -> dict:
+            service, mode = p.inner
+            lim = limits[p.protocol]
+            return dict(app=service, runtime=p.runtime.name, protocol=p.protocol, rep=p.rep, network_mode=mode,
+                        cpus=lim.cpus, memory_mb=lim.memory_mb, limits_note=o.clip,
+                        build=o.build_of(service, p.runtime))
 
-            def measure(p: Point, row: dict) -> None:
-                service, mode = p.inner
-                artifact = artifact_for(artifacts, service, p.runtime)
-                lim = limits[p.protocol]
-                lim = replace(lim, network=mode) if mode else lim
-                lg_cores = loadgen_cpuset(shared, lim.cpuset, cores)[0] if p.protocol == "fair" else None
-                address = tgt.address if not shared else "127.0.0.1"
-                app = artifact.built.app
-                # A port in the service's own configuration (nginx) is the port it is given everywhere.
-                port = app.container_port if app.fixed_port else PORT_BASE + next(ports) % 200
-                if service == "redis":
-                    measure_redis(run, p.runtime, artifact, lim, port, row, bench, address, REQUESTS[profile],
-                                  LIMIT_S[profile], lg_cores, MIN_WINDOW_S[profile] if p.protocol == "fair" else 0)
-                else:
-                    measure_nginx(run, p.runtime, artifact, lim, port, row, wrk, address, WRK_DURATION_S[profile],
-                                  lg_cores, p.protocol)
+        def measure(p: Point, row: dict) -> None:
+            service, mode = p.inner
+            artifact = artifact_for(artifacts, service, p.runtime)
+            lim = limits[p.protocol]
+            lim = replace(lim, network=mode) if mode else lim
+            lg_cores = loadgen_cpuset(shared, lim.cpuset, cores)[0] if p.protocol == "fair" else None
+            address = tgt.address if not shared else "127.0.0.1"
+            app = artifact.built.app
+            # A port in the service's own configuration (nginx) is the port it is given everywhere.
+            port = app.container_port if app.fixed_port else PORT_BASE + next(ports) % 200
+            if service == "redis":
+                measure_redis(run, p.runtime, artifact, lim, port, row, bench, address, REQUESTS[profile],
+                              LIMIT_S[profile], lg_cores, MIN_WINDOW_S[profile] if p.protocol == "fair" else 0)
+            else:
+                measure_nginx(run, p.runtime, artifact, lim, port, row, wrk, address, WRK_DURATION_S[profile],
+                              lg_cores, p.protocol)
 
-            sweep(run, serving, reps=reps, inner=inner, protocols=protocol_names, row_for=row_for, measure=measure,
-                  failed=("throughput", "req/s"), desc="services", progress=params.progress,
-                  applies=lambda p: p.inner[1] in modes_of(p.runtime))
-            return run.dir
+        sweep(run, serving, reps=reps, inner=inner, protocols=protocol_names, row_for=row_for, measure=measure,
+              failed=("throughput", "req/s"), desc="services", progress=params.progress,
+              applies=lambda p: p.inner[1] in modes_of(p.runtime))
+        return run.dir
 
 
 def plan(params: Params, runtimes: list[str]) -> estimate.Work:

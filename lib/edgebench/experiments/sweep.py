@@ -100,6 +100,12 @@ def sweep(run: Run, runtimes: Sequence[Runtime], *, reps: int, row_for: Callable
             run.end_point(ended)
 
 
+def modes_of(rt: Runtime) -> tuple[str, ...]:
+    """Network modes a runtime serves in, a coordinate of the points that have one: each of
+    several (Docker: bridge, host), else its one, as "" (the runtime's own network)."""
+    return rt.network_modes if len(rt.network_modes) > 1 else ("",)
+
+
 def runtime_key(rt: Runtime) -> str:
     """The runtime in a point's identity: a VM runtime measured once per machine type (boot time's
     pc and microvm) is one runtime with two machines."""

@@ -9,7 +9,7 @@ Two protocols, recorded in the `protocol` column:
   50 ms until it succeeds, `date +%s%3N` again. Only `--cpus`/`--memory`, Go's default
   GOMAXPROCS.
 
-Warm and cold starts, in the `cache` column (METHODOLOGY: reported apart): a `cold` start of the
+Warm and cold starts, in the `cache` column (reported apart, never averaged together): a `cold` start of the
 fair protocol is launched right after the target's page cache was dropped (`sync`, then
 `echo 3 > /proc/sys/vm/drop_caches`, as root or through passwordless sudo), so the runtime's own
 programs (dockerd's shims, runc, QEMU), the image's layers or the app's binary come from the
@@ -45,11 +45,10 @@ from typing import ClassVar
 from edgebench.experiments import estimate
 from edgebench.apps import HTTP_APPS, place_probe
 from edgebench.errors import ConfigError, MissingTool
-from edgebench.experiments.common import (PROFILES, as_list, check_apps, check_protocols, check_repetitions,
-                                          open_run, resolve_limits, runtime_options, session)
+from edgebench.experiments.common import (PROFILES, Opening, as_list, check_apps, check_protocols,
+                                          check_repetitions, opening)
 from edgebench.experiments.parameters import Limited, library, parsed
-from edgebench.experiments.protocols import (fair_limits, package_all, published_limits, with_instance,
-                                            with_limits_note)
+from edgebench.experiments.protocols import with_instance, with_limits_note
 from edgebench.experiments.sweep import Point, artifact_for, sweep
 from edgebench.runtimes.image_registry import check_registry_host, registry_host, serving, transfer_and_unpack
 from edgebench.results import Run
@@ -283,90 +282,75 @@ def start_kinds(protocols: list[str], caches: list[str]) -> list[tuple[str, str]
 def run(params: Params) -> Path:
     """Measure every (app, runtime, protocol[, cache]) `repetitions` times, runtimes interleaved;
     write data/time_to_ready/<run_id>/ and return that directory."""
-    target, runtimes, app_names = params.target, params.runtimes, params.app_names
-    protocol_names, cache_names, reps = params.protocol_names, params.cache_names, params.reps
-    run_id = params.measuring_run_id()
-    recorded = dict(target=str(target), runtimes=runtimes, apps=app_names, repetitions=reps,
-                    protocols=protocol_names, cpus=params.cpus, memory=params.memory,
-                    docker_build=params.docker_build, profile=params.profile, caches=cache_names,
-                    registry=str(params.registry))
-    options = runtime_options(params.require_kvm, params.nanos_accel)
-    with session(target, runtimes, run_id, app_names, options) as (tgt, selection):
-        cpus_v, mem_v, clip_note = resolve_limits(tgt, params.cpus_limit, params.memory_limit_mb)
-        if "published" in protocol_names and not tgt.which("curl"):
-            raise MissingTool("curl", f"the published protocol polls with curl, which {tgt.name} lacks; install "
+    app_names, protocol_names, cache_names = params.app_names, params.protocol_names, params.cache_names
+
+    def check_tools(o: Opening) -> None:
+        if "published" in protocol_names and not o.target.which("curl"):
+            raise MissingTool("curl", f"the published protocol polls with curl, which {o.target.name} lacks; install "
                               "curl there or set protocols='fair'")
-        if "first" in cache_names and any(not rt.no_image_fetch for rt in selection.runtimes):
-            with registry_host(tgt, params.registry) as host:  # before minutes of packaging, not after
+        if "first" in cache_names and any(not rt.no_image_fetch for rt in o.runtimes):
+            with registry_host(o.target, params.registry) as host:  # before minutes of packaging, not after
                 check_registry_host(host)
-        limits = {"fair": fair_limits(cpus_v, mem_v, tgt.facts()["cores"]),
-                  "published": published_limits(cpus_v, mem_v)}
-        for rt in selection.runtimes:
-            for app in app_names:
-                rt.check_limits(app, limits["fair"])
-        with open_run(EXPERIMENT, recorded, tgt, extra_columns=EXTRA_COLUMNS, run_id=run_id,
-                      record=params) as run:
-            run.note("skipped_runtimes", selection.skipped)
-            run.note("limits", {k: v.as_dict() for k, v in limits.items()})
-            if clip_note:
-                run.note("clipped", clip_note)
-            place_probe(tgt)
-            artifacts = package_all(run, tgt, selection.runtimes, app_names, params.docker_build)
-            ports = itertools.count(1)
-            fetching = [rt for rt in selection.runtimes if not rt.no_image_fetch] if "first" in cache_names else []
-            if "first" in cache_names:
-                run.note("no_first_starts", {rt.name: rt.no_image_fetch for rt in selection.runtimes
-                                             if rt not in fetching})
-            stack = contextlib.ExitStack()
-            published, image_registry = {}, None
-            if fetching:
-                host = stack.enter_context(registry_host(tgt, params.registry))
-                # Named after the run's tag as the runtimes name what they start (tags.py).
-                image_registry = stack.enter_context(serving(host, tgt, fetching[0].run_tag))
-                run.note("registry", image_registry.describe())
-                for rt in fetching:
-                    for app in app_names:
-                        if (app, rt.name) in artifacts:
-                            published[(app, rt.name)] = rt.publish_image(artifacts[(app, rt.name)], image_registry)
 
-            def row_for(p: Point) -> dict:
-                protocol, cache = p.protocol
-                artifact = artifacts.get((p.inner, p.runtime.name))
-                return dict(app=p.inner, runtime=p.runtime.name, protocol=protocol, cache=cache, rep=p.rep,
-                            cpus=limits[protocol].cpus, memory_mb=limits[protocol].memory_mb,
-                            limits_note=clip_note, build=artifact.build if artifact else "")
+    with opening(params, app_names, EXTRA_COLUMNS, before=check_tools) as o:
+        run, tgt = o.run, o.target
+        limits = {protocol: o.limits(protocol) for protocol in ("fair", "published")}
+        run.note("limits", {k: v.as_dict() for k, v in limits.items()})
+        place_probe(tgt)
+        artifacts = o.package(app_names, params.docker_build)
+        ports = itertools.count(1)
+        fetching = [rt for rt in o.runtimes if not rt.no_image_fetch] if "first" in cache_names else []
+        if "first" in cache_names:
+            run.note("no_first_starts", {rt.name: rt.no_image_fetch for rt in o.runtimes if rt not in fetching})
+        stack = contextlib.ExitStack()
+        published, image_registry = {}, None
+        if fetching:
+            host = stack.enter_context(registry_host(tgt, params.registry))
+            # Named after the run's tag as the runtimes name what they start (tags.py).
+            image_registry = stack.enter_context(serving(host, tgt, fetching[0].run_tag))
+            run.note("registry", image_registry.describe())
+            for rt in fetching:
+                for app in app_names:
+                    if (app, rt.name) in artifacts:
+                        published[(app, rt.name)] = rt.publish_image(artifacts[(app, rt.name)], image_registry)
 
-            def measure(p: Point, row: dict) -> None:
-                protocol, cache = p.protocol
-                artifact = artifact_for(artifacts, p.inner, p.runtime)
-                port = PORT_BASE + next(ports) % PORT_SPAN
-                if cache == "cold":
-                    why = drop_page_cache(tgt)
-                    if why:
-                        run.failed(metric="time_to_ready", unit="ms", error=why, **row)
-                        return
-                pulled = None
-                if cache == "first":
-                    artifact = artifact_for(published, p.inner, p.runtime)
-                    pulled = pull_image(run, p.runtime, artifact, row)
-                if protocol == "fair":
-                    cached = page_cache_mb(tgt)
-                    if cached is not None:
-                        run.add(metric="page_cache_mb_at_launch", value=cached, unit="MiB", **outside_limits(row))
-                how = measure_fair if protocol == "fair" else measure_published
-                started = how(run, p.runtime, artifact, limits[protocol], port, row)
-                if cache == "first":
-                    if started is not None:  # its start ran under the limits read back in its row
-                        ready_ms, started_row = started
-                        run.add(metric="first_start", value=pulled["fetch_ms"] + ready_ms, unit="ms", **started_row)
-                    measure_pull_parts(run, p.runtime, artifact, image_registry, row, pulled)
+        def row_for(p: Point) -> dict:
+            protocol, cache = p.protocol
+            return dict(app=p.inner, runtime=p.runtime.name, protocol=protocol, cache=cache, rep=p.rep,
+                        cpus=limits[protocol].cpus, memory_mb=limits[protocol].memory_mb,
+                        limits_note=o.clip, build=o.build_of(p.inner, p.runtime))
 
-            with stack:
-                sweep(run, selection.runtimes, reps=reps, inner=app_names,
-                      protocols=start_kinds(protocol_names, cache_names), row_for=row_for, measure=measure,
-                      failed=("time_to_ready", "ms"), desc="time to ready", progress=params.progress,
-                      applies=lambda p: p.protocol[1] != "first" or p.runtime in fetching)
-            return run.dir
+        def measure(p: Point, row: dict) -> None:
+            protocol, cache = p.protocol
+            artifact = artifact_for(artifacts, p.inner, p.runtime)
+            port = PORT_BASE + next(ports) % PORT_SPAN
+            if cache == "cold":
+                why = drop_page_cache(tgt)
+                if why:
+                    run.failed(metric="time_to_ready", unit="ms", error=why, **row)
+                    return
+            pulled = None
+            if cache == "first":
+                artifact = artifact_for(published, p.inner, p.runtime)
+                pulled = pull_image(run, p.runtime, artifact, row)
+            if protocol == "fair":
+                cached = page_cache_mb(tgt)
+                if cached is not None:
+                    run.add(metric="page_cache_mb_at_launch", value=cached, unit="MiB", **outside_limits(row))
+            how = measure_fair if protocol == "fair" else measure_published
+            started = how(run, p.runtime, artifact, limits[protocol], port, row)
+            if cache == "first":
+                if started is not None:  # its start ran under the limits read back in its row
+                    ready_ms, started_row = started
+                    run.add(metric="first_start", value=pulled["fetch_ms"] + ready_ms, unit="ms", **started_row)
+                measure_pull_parts(run, p.runtime, artifact, image_registry, row, pulled)
+
+        with stack:
+            sweep(run, o.runtimes, reps=params.reps, inner=app_names,
+                  protocols=start_kinds(protocol_names, cache_names), row_for=row_for, measure=measure,
+                  failed=("time_to_ready", "ms"), desc="time to ready", progress=params.progress,
+                  applies=lambda p: p.protocol[1] != "first" or p.runtime in fetching)
+        return run.dir
 
 
 def plan(params: Params, runtimes: list[str]) -> estimate.Work:

@@ -8,20 +8,19 @@ share once the target is reached, each run's energy and EDP included.
 
 from __future__ import annotations
 
+import itertools
 import statistics
 from contextlib import nullcontext
 from dataclasses import dataclass, replace
 
-from tqdm import tqdm
-
 from edgebench.apps import APPS, App
 from edgebench.errors import EdgebenchError
 from edgebench.experiments.http_load import load_generator_for, loadgen_cpuset
-from edgebench.experiments.protocols import (fair_limits, package_all, published_limits, with_applied,
-                                            with_instance, with_limits_note)
-from edgebench.experiments.sweep import Point, artifact_for, sweep
+from edgebench.experiments.packaging import package_all
+from edgebench.experiments.protocols import limits_for, with_instance, with_limits_note
+from edgebench.experiments.steps import run_steps
+from edgebench.experiments.sweep import Point, artifact_for, modes_of, sweep
 from edgebench.paths import TOOLS_DIR
-from edgebench.resume import point_id
 from edgebench.results import Run
 from edgebench.runtimes import Limits, StartFailed
 from edgebench.targets import sh
@@ -91,8 +90,7 @@ class Bench:
     progress: bool
 
     def limits(self, protocol: str) -> Limits:
-        return (fair_limits(self.cpus, self.memory_mb, self.cores) if protocol == "fair"
-                else published_limits(self.cpus, self.memory_mb))
+        return limits_for(protocol, self.cpus, self.memory_mb, self.cores)
 
     def threads(self, protocol: str) -> int:
         return self.cores if protocol == "fair" else PAPER_THREADS
@@ -123,24 +121,10 @@ class Bench:
 
     def batch(self, p: Point, artifact, words: list[str], row: dict, tag: str, timeout_s: float = 1800,
               energy: bool = True):
-        """One run through tools/steps, metered (its energy rows added unless energy=False); raw
-        output kept. Returns (steps, row); raises EdgebenchError when a step failed."""
-        rt = p.runtime
-        limits = self.limits(p.protocol)
+        """One run through tools/steps (edgebench.experiments.steps), metered (its energy rows
+        added unless energy=False). Returns (steps, row); raises EdgebenchError when a step failed."""
         with self.metered() as m:
-            result = rt.run_batch(artifact, ["-dir", rt.scratch_dir(), *words], limits, timeout_s=timeout_s,
-                                  events=())
-        self.run.save_raw(tag, command=result.command, stdout=result.stdout, stderr=result.stderr,
-                          exit_code=result.exit_code, limits_applied=result.limits_applied)
-        row = with_applied(row, limits, result.limits_applied)
-        try:
-            steps = sysbench.steps_record(result.stdout)  # tools/steps' record
-        except EdgebenchError as e:
-            raise EdgebenchError(f"exit {result.exit_code}: {e} {result.stderr[-300:]}") from None
-        bad = [s for s in steps if s["exit_code"] != 0]
-        if bad or not result.ok:
-            why = (bad[0]["stderr"] or bad[0]["stdout"])[-400:] if bad else f"exit {result.exit_code}"
-            raise EdgebenchError(f"{steps[-1]['argv'][0] if steps else 'the program'} failed: {why}")
+            steps, row = run_steps(self.run, p.runtime, artifact, words, self.limits(p.protocol), row, tag, timeout_s)
         if energy:
             self.add_energy(m, row)
         return steps, row
@@ -166,7 +150,8 @@ def fair_file_mb(b: Bench, artifacts: dict) -> int:
     file_mb = fio.file_mb_for(s.seconds, s.file_mb, shortest)
     b.run.note("disk_window", f"fio under fair: files of {file_mb} MB per thread (the profile's {s.file_mb} MB took "
                f"{shortest:.3g} s on {rt.name} for the shortest one-pass operation; each should last "
-               f"{s.seconds} s or more{'; capped at ' + str(fio.MAX_FILE_MB) + ' MB' if file_mb == fio.MAX_FILE_MB else ''})"
+               f"{s.seconds} s or more"
+               f"{'; capped at ' + str(fio.MAX_FILE_MB) + ' MB' if file_mb == fio.MAX_FILE_MB else ''})"
                f"; re-write and re-read go round them for {s.seconds} s")
     return file_mb
 
@@ -344,54 +329,38 @@ def measure_hpc(b: Bench, benchmarks: list[str], classes: list[str], artifacts: 
 AB_METRICS = (("latency_mean", "mean"), ("latency_p50", "p50"), ("latency_p90", "p90"), ("latency_p99", "p99"))
 
 
-def network_points(runtimes) -> list[tuple[object, str | None, str]]:
-    """(runtime, network mode, label): every mode of a runtime that has several (Docker's bridge
-    and host), one point for the others."""
-    out = []
-    for rt in runtimes:
-        modes = rt.network_modes if len(rt.network_modes) > 1 else (None,)
-        out += [(rt, mode, f"{rt.name} ({mode})" if mode else rt.name) for mode in modes]
-    return out
-
-
 def measure_network(b: Bench, app_names: list[str], load_generator) -> None:
     """ab (and wrk beside it, fair) from the load-generator host against the app in each runtime
-    and network mode. Points alternate their order with each repetition, as the sweep does."""
+    and network mode (Docker's bridge and host; one point for a runtime with one), through the
+    sweep as every part."""
     s = b.settings
     runnable = [rt for rt in b.all_runtimes if any(rt.runs(APPS[a]) for a in app_names)]
     artifacts = package_all(b.run, b.target, runnable, app_names, "offline")
-    pts = network_points(runnable)
-    order = [(rep, app, pt, proto) for rep in range(1, b.reps + 1) for app in app_names
-             for pt in (pts if rep % 2 else pts[::-1]) for proto in b.protocols]
+    modes = list(dict.fromkeys(m for rt in runnable for m in modes_of(rt)))
     with load_generator_for(b.target, load_generator) as (wrk, shared):
         try:
-            ab = Ab(wrk.host)
+            ab, no_ab = Ab(wrk.host), ""
         except EdgebenchError as e:
             ab, no_ab = None, str(e)
-        for k, (rep, app, (rt, mode, label), proto) in enumerate(tqdm(order, desc="network (ab)",
-                                                                     disable=not b.progress)):
-            if not rt.runs(APPS[app]):
-                continue  # left out, as the sweep leaves such pairs out
-            key = point_id("network (ab)", rt.name, rep, proto, label, app)
-            if key in b.run.ended_points:  # measured in an earlier sitting (edgebench.resume)
-                continue
-            row = dict(runtime=rt.name, protocol=proto, rep=rep, cpus=b.cpus, memory_mb=b.memory_mb,
-                       benchmark="network", app=app, point=label, network=mode, connections=s.connections,
-                       tool="ab", load_tool="ab", limits_note=b.clip,
-                       energy_meter=b.meter.describe() if b.meter else None)
-            b.run.begin_point(key)
-            ended = False
-            try:
-                if ab is None:
-                    raise EdgebenchError(no_ab)
-                _ab_point(b, ab, wrk, shared, rt, artifact_for(artifacts, app, rt), mode, row,
-                          PORT_BASE + k % 200, f"{app}-{label}-{proto}-{rep}")
-                ended = True
-            except EdgebenchError as e:
-                b.run.failed(metric="requests_per_second", unit="req/s", error=str(e), **row)
-                ended = True
-            finally:
-                b.run.end_point(ended)
+        ports = itertools.count()
+
+        def row_for(p: Point) -> dict:
+            app, mode = p.inner
+            return dict(runtime=p.runtime.name, protocol=p.protocol, rep=p.rep, cpus=b.cpus, memory_mb=b.memory_mb,
+                        benchmark="network", app=app, point=f"{p.runtime.name} ({mode})" if mode else p.runtime.name,
+                        network=mode or None, connections=s.connections, tool="ab", load_tool="ab",
+                        limits_note=b.clip, energy_meter=b.meter.describe() if b.meter else None)
+
+        def measure(p: Point, row: dict) -> None:
+            if ab is None:
+                raise EdgebenchError(no_ab)
+            app, mode = p.inner
+            _ab_point(b, ab, wrk, shared, p.runtime, artifact_for(artifacts, app, p.runtime), mode or None, row,
+                      PORT_BASE + next(ports) % 200, f"{app}-{row['point']}-{p.protocol}-{p.rep}")
+
+        sweep(b.run, runnable, reps=b.reps, inner=[(a, m) for a in app_names for m in modes], protocols=b.protocols,
+              row_for=row_for, measure=measure, failed=("requests_per_second", "req/s"), desc="network (ab)",
+              progress=b.progress, applies=lambda p: p.inner[1] in modes_of(p.runtime))
 
 
 def _ab_point(b: Bench, ab, wrk, shared: bool, rt, artifact, mode, row: dict, port: int, tag: str) -> None:
