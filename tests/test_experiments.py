@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import ast
+import importlib
+import inspect
+import json
 
 import pandas as pd
 import papermill
@@ -102,3 +105,24 @@ def test_set_refuses_a_value_of_the_wrong_type(setting, message):
     (io,) = notebooks("io_bound")
     with pytest.raises(ConfigError, match=message):
         parameters_for(io, {}, parse_settings([setting], [io]))
+
+
+@pytest.mark.parametrize("record", RECORDS, ids=lambda e: e.name)
+def test_each_experiment_is_its_own_module_and_opens_its_run_one_way(record):
+    """experiments.<name> holds its Params, run and plan; its run() opens with common.opening,
+    never with its own session, open_run or copy of its parameters (one way to open a point's run)."""
+    module = importlib.import_module(f"edgebench.experiments.{record.name}")
+    assert module.Params is record.parameters and module.run is record.run and module.plan is record.plan
+    source = inspect.getsource(record.run)
+    assert "opening(" in source, f"{record.name}'s run() does not open with common.opening"
+    for copied in ("session(", "open_run(", "recorded = dict("):
+        assert copied not in source, f"{record.name}'s run() opens its own way: {copied}"
+
+
+def test_a_runs_parameters_are_its_record_as_given_and_as_parsed():
+    record = EXPERIMENTS["io_bound"].params({"profile": "quick", "memory_levels": "128m", "repetitions": 2})
+    kept = json.loads(json.dumps(record.recorded()))  # what meta.json keeps, as it keeps it
+    assert kept["memory_levels"] == "128m" and kept["repetitions"] == 2  # as given
+    assert kept["reps"] == 2 and kept["levels"] == ["128m"]  # as parsed
+    assert kept["load"]["duration_s"] == record.load.duration_s and kept["path"] == "/io"
+    assert "resumption" not in kept
