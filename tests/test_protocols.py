@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from edgebench.cgroups import AppliedLimits
+import pytest
+from edgebench.cgroups import AppliedLimits, cores_in, cpuset_for
 from edgebench.experiments.protocols import fair_limits, published_limits, verify_limits, with_instance
 from edgebench.runtimes import Instance, LaunchPlan, Limits
 
@@ -31,3 +32,12 @@ def test_row_keeps_its_earlier_note_and_adds_a_mismatch():
     assert row["limits_note"].startswith("clipped; memory asked 128 MiB, cgroup has 64.0")
     assert with_instance({}, asked, instance(None))["limits_note"] == "limits not read back"
     assert verify_limits(asked, held) == ""
+
+
+@pytest.mark.parametrize("cpuset, cores", [("1", [1]), ("0-3", [0, 1, 2, 3]), ("0,2-3", [0, 2, 3]), (" 4 ", [4]),
+                                           ("", []), (None, [])])
+def test_a_cpuset_is_read_one_way(cpuset, cores):
+    """cgroups.cores_in is the one reader: LXD's check, wrk's free cores and its thread count use it."""
+    assert cores_in(cpuset) == cores
+    if cores:  # what the fair protocol writes, read back
+        assert cores_in(cpuset_for(len(cores), 8)) == list(range(len(cores)))

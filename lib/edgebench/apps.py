@@ -66,7 +66,6 @@ HTTP_READY = Readiness("/io")
 TCP_CONNECT = Readiness(None)   # an accepted connection is ready (a server with no line protocol)
 # A Go TLS server (net/http over tls.NewListener) answers a plain HTTP request with a 400 line.
 TLS_ANSWERS = Readiness(None, send="GET / HTTP/1.0\\r\\n\\r\\n", expect="HTTP/1.0 400")
-APP_KINDS = ("http", "tcp", "batch", "tool")
 
 
 @dataclass(frozen=True)

@@ -270,6 +270,16 @@ def cpuset_for(cpus: float | None, cores: int, first_core: int = 0) -> str | Non
     return str(first_core) if n == 1 else f"{first_core}-{last}"
 
 
+def cores_in(cpuset: str | None) -> list[int]:
+    """The cores of a cpuset as the kernel writes one ('1', '1-3', '0,2-3'); [] for None or ""."""
+    cores: list[int] = []
+    for part in (cpuset or "").split(","):
+        if part.strip():
+            first, _, last = part.strip().partition("-")
+            cores.extend(range(int(first), int(last or first) + 1))
+    return cores
+
+
 class NativeCgroup:
     """A cgroup the library creates for one native process, removed on `destroy`."""
 

@@ -42,7 +42,3 @@ class RemoteCommandError(EdgebenchError):
         tail = "\n".join(stderr.strip().splitlines()[-8:]) or "(no stderr)"
         what = "timed out" if exit_code is None else f"exited {exit_code}"
         super().__init__(f"on {host}: `{command}` {what}:\n{tail}")
-
-
-class RuntimeUnavailable(EdgebenchError):
-    """A runtime cannot run on this target; the message says why."""

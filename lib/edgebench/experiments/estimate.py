@@ -75,7 +75,3 @@ def window_seconds(runtimes: list[str], window_s: float, apps: list[str] | None 
 def names(value, everything) -> list[str]:
     """The experiment's own reading of 'a,b' / ['a'] / 'all' (what its measuring function does)."""
     return as_list(value, everything)
-
-
-def reps_or(value, default: int) -> int:
-    return int(value) if value not in (None, "", 0) else int(default)

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Callable, ClassVar, Iterator
 
 from edgebench.apps import HTTP_APPS
+from edgebench.cgroups import cores_in
 from edgebench.errors import ConfigError, EdgebenchError
 from edgebench.experiments import estimate
 from edgebench.experiments.common import (Opening, as_list, check_apps, check_protocols, check_repetitions,
@@ -67,8 +68,7 @@ def loadgen_cpuset(target_is_loadgen: bool, app_cpuset: str | None, cores: int) 
     """Cores for wrk that the app does not use, when both share a machine."""
     if not target_is_loadgen or not app_cpuset:
         return None, ""
-    first, _, last = app_cpuset.partition("-")
-    used = set(range(int(first), int(last or first) + 1))
+    used = set(cores_in(app_cpuset))
     free = [c for c in range(cores) if c not in used]
     if not free:
         return None, "no core left for the load generator: it shares the app's cores"

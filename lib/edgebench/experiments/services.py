@@ -31,9 +31,10 @@ from pathlib import Path
 from typing import ClassVar
 
 from edgebench.apps import APPS, place_probe
+from edgebench.cgroups import cores_in
 from edgebench.errors import ConfigError, EdgebenchError
 from edgebench.experiments import estimate
-from edgebench.experiments.common import (as_list, check_protocols, check_repetitions, opening)
+from edgebench.experiments.common import as_list, check_protocols, check_repetitions, opening
 from edgebench.experiments.http_load import load_generator_for, loadgen_cpuset
 from edgebench.experiments.parameters import Limited, library, parsed
 from edgebench.experiments.protocols import with_instance
@@ -129,7 +130,7 @@ def measure_nginx(run: Run, rt: Runtime, artifact, limits: Limits, port: int, ro
     try:
         row = with_instance(row, limits, instance)
         label = f"{row['runtime']}-{row['network_mode'] or 'own'}-{row['protocol']}-rep{row['rep']}"
-        threads = WRK_THREADS if protocol == "published" else max(1, len(expand_cores(loadgen_cores)))
+        threads = WRK_THREADS if protocol == "published" else max(1, len(cores_in(loadgen_cores)))
         settings = LoadSettings(threads=threads, connections=CONNECTIONS, duration_s=duration_s)
         url = f"http://{address}:{instance.port}/index.html"
         try:
@@ -150,16 +151,6 @@ def measure_nginx(run: Run, rt: Runtime, artifact, limits: Limits, port: int, ro
                 **dict(cells, note=cells["note"] + "; " + ", ".join(f"{k} {v}" for k, v in report.errors.items())))
     finally:
         rt.stop(instance)
-
-
-def expand_cores(cpuset: str | None) -> list[int]:
-    """'1', '1-3' or '0,2-3' -> the cores; [] for None."""
-    out: list[int] = []
-    for part in (cpuset or "").split(","):
-        if part.strip():
-            first, _, last = part.partition("-")
-            out.extend(range(int(first), int(last or first) + 1))
-    return out
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from edgebench import rootfs
-from edgebench.cgroups import CFS_PERIOD_US, oom_kills
+from edgebench.cgroups import CFS_PERIOD_US, cores_in, oom_kills
 from edgebench.errors import ConfigError, EdgebenchError
 from edgebench.runtimes.contract import Limits, StartFailed
 from edgebench.runtimes.lxd_image import lxc_query
@@ -114,7 +114,7 @@ def check_limits(limits: Limits, cores: int | None, target_name: str) -> None:
     if limits.cpuset is not None:
         if not isinstance(limits.cpuset, str) or not _CPUSET.match(limits.cpuset):
             raise ConfigError(f"cpuset={limits.cpuset!r} is not a list of cores like '0', '0-1' or '0,2'")
-        bad = [c for c in cpus_in(limits.cpuset) if cores and c >= cores]
+        bad = [c for c in cores_in(limits.cpuset) if cores and c >= cores]
         if bad:
             raise ConfigError(f"cpuset={limits.cpuset!r} names core(s) {bad} but {target_name} has "
                               f"{cores} (0-{cores - 1})")
@@ -132,14 +132,6 @@ def cpu_allowance(cpus: float) -> str | None:
 def lxd_cpuset(cpuset: str) -> str:
     """limits.cpu pins with a range or list; a bare number would be a count of CPUs."""
     return f"{cpuset}-{cpuset}" if cpuset.isdigit() else cpuset
-
-
-def cpus_in(cpuset: str) -> list[int]:
-    out = []
-    for part in cpuset.split(","):
-        a, _, b = part.partition("-")
-        out.extend(range(int(a), int(b or a) + 1))
-    return out
 
 
 def instance_config(run_tag: str, app: str, limits: Limits, cgroup_v2: bool,
