@@ -41,7 +41,7 @@ FIGURE_ARGS = --profile '$(PROFILE)' --target '$(TARGET)' --runtimes '$(RUNTIMES
 	$(if $(RESUME),--resume '$(RESUME)') $(if $(RESUME_ANYWAY),--resume_anyway '$(RESUME_ANYWAY)') \
 	$(if $(filter no,$(PROVISION)),,--provision)
 
-.PHONY: help setup provision figures plan replot compare verdicts report lab test test-fast bench device device-stop clean
+.PHONY: help setup provision figures plan replot compare verdicts report lab test test-fast lint bench device device-stop clean
 
 help: ## Show this help
 	@echo "edgebench: make <goal> [PROFILE=quick|standard] [TARGET=local|user@host|device|a,b] [FLEET=file.yml] [RUNTIMES=auto|native,docker] [APPS=all|go-http] [REPS=N] [ONLY=name] [SET='param=value ...'] [RESUME=latest] [PROVISION=yes|no]"
@@ -90,6 +90,13 @@ test: setup ## Provision this machine, run the test suite (parts still missing a
 
 test-fast: setup ## The unit tests only (tables, figures, parsers, plans), without provisioning anything, on every core: for a change to a plot
 	$(PY) -m pytest -m "not integration and not slow" -n auto -q $(PYTEST_ARGS)
+
+lint: setup ## ruff over lib/ and tests/, vulture for dead code in lib/ (names only notebooks use: tests/dead_code_allowed.py), shellcheck of every script sent to devices
+	$(VENV)/bin/ruff check lib tests
+	@dead=$$($(VENV)/bin/vulture lib/edgebench tests tests/dead_code_allowed.py --min-confidence 60 | grep '^lib/' || true); \
+	if [ -n "$$dead" ]; then echo "$$dead"; echo "dead code: remove it (or name what only a notebook uses in tests/dead_code_allowed.py)"; exit 1; fi
+	@scripts=$$(find lib/edgebench -name '*.sh'); if [ -n "$$scripts" ]; then $(VENV)/bin/shellcheck $$scripts; fi
+	@echo "lint: clean"
 
 bench: setup ## Print the benchmarks' figures (probe lag, wrk driver overhead, IoMT throughput vs tools, open-loop stall)
 	$(PY) benchmarks/probe_lag.py
