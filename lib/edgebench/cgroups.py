@@ -270,6 +270,11 @@ def cpuset_for(cpus: float | None, cores: int, first_core: int = 0) -> str | Non
     return str(first_core) if n == 1 else f"{first_core}-{last}"
 
 
+def taskset(cpuset: str | None) -> list[str]:
+    """The prefix that runs a command, and every thread it starts, on the cpuset's cores; [] for none."""
+    return ["taskset", "-c", cpuset] if cpuset else []
+
+
 def cores_in(cpuset: str | None) -> list[int]:
     """The cores of a cpuset as the kernel writes one ('1', '1-3', '0,2-3'); [] for None or ""."""
     cores: list[int] = []

@@ -16,6 +16,7 @@ from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass
 from typing import ClassVar
 
+from edgebench.cgroups import taskset
 from edgebench.errors import ConfigError, EdgebenchError, MissingTool
 from edgebench.paths import TOOLS_DIR
 from edgebench.targets import Target
@@ -107,17 +108,12 @@ def parse_report(stdout: str, command: str = "", stderr: str = "") -> LoadReport
                          f"{(stderr or stdout).strip()[-300:]}")
 
 
-def pinned(argv: list[str], cpuset: str | None) -> list[str]:
-    """argv on `cpuset` (the load generator apart from the app's cores when both share a machine)."""
-    return ["taskset", "-c", cpuset, *argv] if cpuset else argv
-
-
 def wrk_command(url: str, settings: LoadSettings, reporter: str, duration_s: int | None = None,
                 cpuset: str | None = None) -> list[str]:
     argv = ["wrk", f"-t{settings.threads}", f"-c{settings.connections}",
             f"-d{int(duration_s if duration_s is not None else settings.duration_s)}s",
             f"--timeout={int(settings.timeout_s)}s", "-s", reporter, url]
-    return pinned(argv, cpuset)
+    return [*taskset(cpuset), *argv]
 
 
 class LoadGenerator(ABC):
@@ -189,8 +185,8 @@ def ab_command(url: str, connections: int, *, requests: int = 0, duration_s: int
     if connections < 1 or (requests and requests < connections):
         raise ConfigError(f"ab needs connections >= 1 and requests >= connections (got {connections}, {requests})")
     count = ["-n", str(requests)] if requests else ["-t", str(int(duration_s)), "-n", str(AB_MAX_REQUESTS)]
-    return pinned(["ab", "-q", "-c", str(connections), *count, "-s", str(int(timeout_s)), "-e", "/dev/stdout",
-                   url], cpuset)
+    return [*taskset(cpuset), "ab", "-q", "-c", str(connections), *count, "-s", str(int(timeout_s)),
+            "-e", "/dev/stdout", url]
 
 
 def parse_ab(stdout: str, command: str = "", stderr: str = "") -> LoadReport:
@@ -293,8 +289,8 @@ def redis_benchmark_command(host: str, port: int, *, connections: int, requests:
     if connections < 1 or requests < connections or pipeline < 1:
         raise ConfigError(f"redis-benchmark needs connections >= 1, requests >= connections and pipeline >= 1 "
                           f"(got {connections}, {requests}, {pipeline})")
-    return pinned(["redis-benchmark", "-h", host, "-p", str(port), "-c", str(connections), "-n", str(requests),
-                   "-P", str(pipeline), "-t", ",".join(tests), "--csv"], cpuset)
+    return [*taskset(cpuset), "redis-benchmark", "-h", host, "-p", str(port), "-c", str(connections),
+            "-n", str(requests), "-P", str(pipeline), "-t", ",".join(tests), "--csv"]
 
 
 def parse_redis_benchmark(stdout: str, requests: int, command: str = "", stderr: str = "") -> dict[str, LoadReport]:

@@ -18,9 +18,10 @@ from dataclasses import asdict, dataclass
 from typing import ClassVar
 
 from edgebench.apps import place_openloop
+from edgebench.cgroups import taskset
 from edgebench.errors import ConfigError, EdgebenchError, MissingTool
 from edgebench.targets import Target
-from edgebench.tools.load import LoadReport, pinned
+from edgebench.tools.load import LoadReport
 
 
 @dataclass(frozen=True)
@@ -156,7 +157,7 @@ class OpenLoopGenerator(ABC):
         """Its output as a LoadReport."""
 
     def run_at_rate(self, url: str, rate: float, settings: OpenLoopSettings, cpuset: str | None = None) -> LoadReport:
-        argv = pinned(self.command(url, rate, settings), cpuset)
+        argv = [*taskset(cpuset), *self.command(url, rate, settings)]
         r = self.host.run(argv, timeout=settings.duration_s + settings.timeout_s + 60, check=False)
         if not r.ok:
             raise EdgebenchError(f"{self.name} on {self.host.name} exited {r.exit_code}: "
