@@ -61,7 +61,9 @@ def _check_first_starts(run_dir, registry_host_name: str) -> pd.DataFrame:
     df = load_results(run_dir)
     first = df[(df["cache"] == "first") & (df["status"] == "ok")]
     assert set(first["runtime"]) == {"docker"}, df[df["status"] == "failed"][["runtime", "metric", "error"]]
-    by = lambda m: first[first["metric"] == m]["value"]  # noqa: E731
+    def by(metric):
+        return first[first["metric"] == metric]["value"]
+
     # The image really was absent: every layer came over the network, none was already there.
     assert (by("layers_fetched") >= 1).all() and (by("layers_present") == 0).all()
     assert len(by("first_start")) == 2 and (by("image_transfer") > 0).all() and (by("image_unpack") > 0).all()
@@ -80,7 +82,9 @@ def _check_limits_of_first_starts(first: pd.DataFrame) -> None:
     """A first start ran under the limits read back from its app, as its time to ready did; the pull's
     rows were measured outside them and say so (found on pi-arm64-nomemcg, where first_start rows
     lacked the 'memory limit not applied' its start's rows had)."""
-    rows = lambda m: first[first["metric"] == m]  # noqa: E731
+    def rows(metric):
+        return first[first["metric"] == metric]
+
     for column in ("memory_mb_applied", "cpus_applied", "limits_note"):
         assert list(rows("first_start")[column]) == list(rows("time_to_ready")[column]), column
     assert rows("first_start")["memory_mb_applied"].notna().all()
@@ -166,7 +170,9 @@ def test_lxd_first_starts_fetch_and_import_its_base_image(local, lxd_ready, cgro
     df = load_results(run_dir)
     first = df[(df["cache"] == "first") & (df["status"] == "ok")]
     assert set(first["runtime"]) == {"lxd"}, df[df["status"] == "failed"][["runtime", "metric", "error"]]
-    by = lambda m: first[first["metric"] == m]["value"]  # noqa: E731
+    def by(metric):
+        return first[first["metric"] == metric]["value"]
+
     # Both tarballs came over the network, the root filesystem's tens of MiB among them.
     assert (by("layers_fetched") == 2).all() and (by("image_compressed") > 50).all()
     assert (by("image_transfer") > 0).all() and (by("image_unpack") > 0).all()

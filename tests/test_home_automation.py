@@ -66,7 +66,9 @@ def test_the_service_answers_over_tls_natively_and_in_docker_with_its_latency_sp
         ("native", ""), ("docker", "bridge"), ("docker", "host")}
     assert (rps["value"] > 0).all() and set(rps["sensor"]) == {"simulated-dht11"}
     assert set(rps["sensor_access"]) == {"simulated (no DHT11 on the target)"}
-    by = lambda m: df[df["metric"] == m]["value"]  # noqa: E731
+    def by(metric):
+        return df[df["metric"] == metric]["value"]
+
     assert (by("errors") == 0).all()
     # Most requests get the kept reading; a fresh read (22 ms) every 2 s keeps the mean sensor time
     # above zero and below one read.

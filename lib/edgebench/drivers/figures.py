@@ -269,7 +269,7 @@ def planned(todo: list[Path], per_notebook: dict[Path, dict], params: dict,
                 print(f"== {target}: could not look for what earlier runs left there ({e})", file=sys.stderr)
         available = plan.available_runtimes(t, found)
         plans = {nb: plan.make_plan(nb, per_notebook[nb], available) for nb in todo}
-    except Exception as e:  # noqa: BLE001 - an estimate is a courtesy; the run itself reports real errors
+    except Exception as e:  # an estimate is a courtesy; the run itself reports real errors
         print(f"== plan: no estimate ({type(e).__name__}: {e})", file=sys.stderr, flush=True)
         return {}
     named = {r.strip() for r in (params.get("runtimes") or "auto").split(",")}

@@ -243,7 +243,7 @@ class Progress:
         plan, ceiling = self.current, 0.99
         try:
             ended = self.points_done(plan) if self.points_done and plan.work.points else None
-        except Exception:  # noqa: BLE001 - a run folder being written: the clock alone this once
+        except Exception:  # a run folder being written: the clock alone this once
             ended = None
         if ended is not None:
             ceiling = min(ceiling, (ended + 1) / plan.work.points)

@@ -152,19 +152,17 @@ def record(run: Run, result, limits: Limits, row: dict, tag: str) -> None:
     row = dict(row, images=s["images"], predictions_sha256=s["predictions_sha256"],
                note=f"OpenCV {s['opencv']}, numpy {s['numpy']}, {s['threads']} OpenCV threads, k={s['k']}, "
                     f"{s['components']} components, {s['gallery_faces']} of {s['gallery_images']} gallery faces found")
-    add = lambda metric, value, unit: run.add(metric=metric, value=value, unit=unit, **row)  # noqa: E731
-    add("end_to_end_latency", result.wall_s, "s")
-    add("inference_time", s["total_s"], "s")
-    for key, metric in (("read_ms", "read_per_image"), ("detect_ms", "detect_per_image"),
-                        ("recognize_ms", "recognize_per_image")):
-        add(metric, mean([i[key] for i in images]), "ms")
-    add("enroll_time", s["enroll_s"], "s")
-    add("import_time", s["import_s"], "s")
-    add("startup_overhead", result.wall_s - s["program_s"] if result.wall_s else None, "s")
-    add("accuracy", s["accuracy"], "fraction")
-    add("detected_fraction", s["detected"] / s["images"], "fraction")
-    add("cpu_utilization", 100 * s["cpu_s"] / s["program_s"] if s["program_s"] else None, "%")
-    add("max_rss", s["maxrss_kb"], "KiB")
+    values = [("end_to_end_latency", result.wall_s, "s"), ("inference_time", s["total_s"], "s")]
+    values += [(metric, mean([i[key] for i in images]), "ms")
+               for key, metric in (("read_ms", "read_per_image"), ("detect_ms", "detect_per_image"),
+                                   ("recognize_ms", "recognize_per_image"))]
+    values += [("enroll_time", s["enroll_s"], "s"), ("import_time", s["import_s"], "s"),
+               ("startup_overhead", result.wall_s - s["program_s"] if result.wall_s else None, "s"),
+               ("accuracy", s["accuracy"], "fraction"), ("detected_fraction", s["detected"] / s["images"], "fraction"),
+               ("cpu_utilization", 100 * s["cpu_s"] / s["program_s"] if s["program_s"] else None, "%"),
+               ("max_rss", s["maxrss_kb"], "KiB")]
+    for metric, value, unit in values:
+        run.add(metric=metric, value=value, unit=unit, **row)
 
 
 @dataclass(frozen=True)
