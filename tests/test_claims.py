@@ -6,7 +6,9 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
+from pathlib import Path
 
+import edgebench.plotting
 import numpy as np
 import pandas as pd
 import pytest
@@ -153,12 +155,14 @@ def test_make_verdicts_judges_each_claim_on_the_latest_run_of_its_experiment(tmp
     assert latest.verdict.iloc[0] == NOT_MEASURABLE and "emulated device" in latest.reason.iloc[0]
     assert "| P000-99 (Fig. 3) | statement | [holds](../time_to_ready/time_to_ready.png) |" in drv.markdown(local)
     with pytest.raises(ConfigError, match="leave run_id at 'latest'"):  # refused, not ignored
-        drv.collect("local", run_id="20261126T1000Z", data_dir=tmp_path / "data")
+        drv.judge_claims("local", run_id="20261126T1000Z", data_dir=tmp_path / "data")
 
 
 def test_each_verdict_links_a_figure_its_experiments_notebook_saves():
-    # The name a notebook's save_figure(fig, experiment, "name", ...) gives (as the .ipynb's JSON escapes it).
-    saved = {exp.name: set(re.findall(r'save_figure\([^,]+, [^,]+, \\"(\w+)\\"', exp.notebook_path.read_text()))
+    # The name its page saves a figure under: show_figure(fig, params.EXPERIMENT, "name", run_dir) in
+    # the experiment's plotting module, which its notebook's show() is.
+    plotting = Path(edgebench.plotting.__file__).parent
+    saved = {exp.name: set(re.findall(r'EXPERIMENT, "(\w+)"', (plotting / f"{exp.name}.py").read_text()))
              for exp in EXPERIMENTS.values()}
     for name in ("io_bound", "cpu_bound"):  # show_http_load saves them under the experiment's name
         saved[name] |= {name, f"{name}_open_loop"}

@@ -1,6 +1,7 @@
-"""edgebench.drivers.compare: runs side by side as ratios to the same device's native, beside the papers'.
+"""edgebench.comparison: runs side by side as ratios to the same device's native, beside the papers'.
 Synthetic data folders in tmp_path (two devices, two dates), the papers' real reference CSVs, and
-notebooks/compare.ipynb run headless against a synthetic data folder."""
+notebooks/compare.ipynb run headless (make compare: edgebench.drivers.compare) against a synthetic
+data folder."""
 
 from __future__ import annotations
 
@@ -13,12 +14,17 @@ import sys
 import numpy as np
 import pandas as pd
 import pytest
-from edgebench.drivers import compare
+from edgebench.comparison.paper_ratios import paper_ratios, with_paper
+from edgebench.comparison.ratios import (BASELINE, headline, headline_rows, key_columns_of, ratios_to_native,
+                                         ruled_out, verdict)
+from edgebench.comparison.runs import load_runs, runs_index, select_runs
+from edgebench.comparison.side_by_side import compare_runs
 from edgebench.errors import ConfigError
+from edgebench.experiments import EXPERIMENTS
 from edgebench.plotting import compare as plot
 from edgebench.plotting.tables import NoData
 from edgebench.reference import load_reference
-from edgebench.results import CORE_COLUMNS
+from edgebench.results import CORE_COLUMNS, STATUSES
 from matplotlib.patches import Rectangle
 
 HTTP_COLUMNS = ["scenario", "endpoint", "network", "build", "cpus_applied"]
@@ -27,20 +33,24 @@ IOMT_COLUMNS = ["workload", "input_size", "entropy", "checksum"]
 
 def write_run(data_dir, experiment, run_id, target, started_at, rows, *, status="completed", commit="abcdef0123",
               dirty=False, profile="quick", hostname="box", extra_columns=HTTP_COLUMNS):
-    """A run folder as edgebench.results writes one: meta.json and results.csv."""
+    """A run folder as edgebench.results writes one: meta.json (with its rows counted by status,
+    once the run ended) and results.csv."""
     run_dir = data_dir / experiment / run_id
     run_dir.mkdir(parents=True)
-    meta = {"experiment": experiment, "run_id": run_id, "status": status, "started_at": started_at,
-            "ended_at": started_at, "parameters": {"profile": profile},
-            "project": {"commit": commit, "dirty": dirty}, "target": {"target": target, "hostname": hostname}}
-    (run_dir / "meta.json").write_text(json.dumps(meta))
     columns = CORE_COLUMNS + extra_columns
+    written = [{c: "" for c in columns} | dict(experiment=experiment, run_id=run_id, target=target, status="ok") | row
+               for row in rows]
     with open(run_dir / "results.csv", "w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=columns)
         writer.writeheader()
-        for row in rows:
-            writer.writerow({c: "" for c in columns} | dict(experiment=experiment, run_id=run_id, target=target,
-                                                            status="ok") | row)
+        writer.writerows(written)
+    statuses = [row["status"] for row in written]
+    meta = {"experiment": experiment, "run_id": run_id, "status": status, "started_at": started_at,
+            "ended_at": started_at, "parameters": {"profile": profile},
+            "project": {"commit": commit, "dirty": dirty}, "target": {"target": target, "hostname": hostname}}
+    if status != "running":
+        meta["rows"] = {s: statuses.count(s) for s in STATUSES}
+    (run_dir / "meta.json").write_text(json.dumps(meta))
     return run_dir
 
 
@@ -76,44 +86,52 @@ def fleet_data(tmp_path):
 # -- runs ----------------------------------------------------------------------------------
 
 def test_index_lists_every_run_and_notes_an_unreadable_one(fleet_data):
-    broken = fleet_data / "io_bound" / "r-broken"
-    broken.mkdir()
+    broken = write_run(fleet_data, "cpu_bound", "r-broken", "pi@pi1", "2026-01-01T00:00:00+00:00", [])
     (broken / "meta.json").write_text("{not json")
+    (fleet_data / "io_bound" / "r-started").mkdir()  # no results.csv yet: no run (edgebench.results.run_dirs)
     (fleet_data / "reference").mkdir()  # not an experiment's folder
-    index = compare.runs_index(fleet_data)
+    index = runs_index(fleet_data)
     assert set(index["run_id"]) == {"r-pi1-old", "r-pi1-new", "r-pi2"}
-    assert len(index.attrs["skipped"]) == 1 and "r-broken" in index.attrs["skipped"][0]
+    assert len(index.attrs["skipped"]) == 1 and "cpu_bound" in index.attrs["skipped"][0]
     new = index.set_index("run_id").loc["r-pi1-new"]
     assert new["status"] == "interrupted" and new["version"] == "2222222+dirty" and new["device"] == "pi@pi1"
     assert (new["rows_ok"], new["rows_failed"]) == (2, 0)
     assert index.set_index("run_id").loc["r-pi1-old", "profile"] == "quick"
 
 
+def test_a_run_still_going_has_no_row_count_yet(tmp_path):
+    # Its rows are counted when it ends (edgebench.results); until then the index says none, not 0.
+    write_run(tmp_path, "io_bound", "r-1", "pi@pi1", "2026-01-01T00:00:00+00:00",
+              http_rows({("go-http", "native"): [1000]}), status="running")
+    (row,) = runs_index(tmp_path).to_dict("records")
+    assert row["status"] == "running" and pd.isna(row["rows_ok"]) and pd.isna(row["rows_failed"])
+
+
 def test_local_runs_of_two_machines_stay_apart(tmp_path):
     for host in ("lab-a", "lab-b"):
         write_run(tmp_path, "io_bound", f"r-{host}", "local", "2026-01-01T00:00:00+00:00", [], hostname=host)
-    assert set(compare.runs_index(tmp_path)["device"]) == {"local (lab-a)", "local (lab-b)"}
+    assert set(runs_index(tmp_path)["device"]) == {"local (lab-a)", "local (lab-b)"}
 
 
 def test_a_fleet_files_device_name_is_the_runs_device(tmp_path):
     run = write_run(tmp_path, "io_bound", "r-1", "pi@10.0.0.5", "2026-01-01T00:00:00+00:00", [])
     meta = json.loads((run / "meta.json").read_text())
     (run / "meta.json").write_text(json.dumps(meta | {"device": "bench-pi"}))
-    index = compare.runs_index(tmp_path)
+    index = runs_index(tmp_path)
     assert list(index["device"]) == ["bench-pi"] and list(index["target"]) == ["pi@10.0.0.5"]
 
 
 def test_latest_is_each_devices_newest_completed_run(fleet_data):
-    index = compare.runs_index(fleet_data)
-    latest = compare.select_runs(index, runs="latest")
+    index = runs_index(fleet_data)
+    latest = select_runs(index, runs="latest")
     assert set(latest["run_id"]) == {"r-pi1-old", "r-pi2"}  # pi1's newer run was interrupted
     assert list(latest["label"]) == ["pi@pi1", "pi@pi2"]     # one run per device: the device names it
-    every = compare.select_runs(index, runs="all")
+    every = select_runs(index, runs="all")
     assert set(every["run_id"]) == {"r-pi1-old", "r-pi2"}
-    named = compare.select_runs(index, runs="r-pi1-new,r-pi1-old")
+    named = select_runs(index, runs="r-pi1-new,r-pi1-old")
     assert set(named["run_id"]) == {"r-pi1-new", "r-pi1-old"}  # named runs, whatever their status
     assert set(named["label"]) == {"pi@pi1 2026-01-01 10:00 1111111", "pi@pi1 2026-02-01 10:00 2222222+dirty"}
-    assert set(compare.select_runs(index, targets="pi@pi2")["run_id"]) == {"r-pi2"}
+    assert set(select_runs(index, targets="pi@pi2")["run_id"]) == {"r-pi2"}
 
 
 @pytest.mark.parametrize("kwargs, message", [
@@ -123,14 +141,14 @@ def test_latest_is_each_devices_newest_completed_run(fleet_data):
 ])
 def test_a_selection_naming_nothing_says_what_exists(fleet_data, kwargs, message):
     with pytest.raises(ConfigError, match=message):
-        compare.select_runs(compare.runs_index(fleet_data), **kwargs)
+        select_runs(runs_index(fleet_data), **kwargs)
 
 
 # -- ratios --------------------------------------------------------------------------------
 
 def test_ratio_is_median_over_median_within_device_and_run(fleet_data):
-    index = compare.runs_index(fleet_data)
-    ratios = compare.ratios_to_native(compare.load_runs(compare.select_runs(index)))
+    index = runs_index(fleet_data)
+    ratios = ratios_to_native(load_runs(select_runs(index)))
     assert BASELINE_NOT_IN(ratios)
     got = ratios.set_index(["run_id", "app"])
     # Medians, not means: docker's 5000 outlier on pi1 does not count.
@@ -147,14 +165,14 @@ def test_ratio_is_median_over_median_within_device_and_run(fleet_data):
 
 
 def BASELINE_NOT_IN(ratios) -> bool:
-    return compare.BASELINE not in set(ratios["runtime"])
+    return BASELINE not in set(ratios["runtime"])
 
 
 def test_a_native_that_failed_gives_no_ratio():
     rows = http_rows({("go-http", "docker"): [800.0]})
     rows += [dict(rows[0], runtime="native", value=np.nan, status="failed", error="start: OOM killed")]
     df = pd.DataFrame(rows).assign(experiment="io_bound", run_id="r", target="pi")
-    (row,) = compare.ratios_to_native(df).to_dict("records")
+    (row,) = ratios_to_native(df).to_dict("records")
     assert np.isnan(row["ratio"]) and row["why"] == "native failed at this point"
 
 
@@ -170,13 +188,13 @@ def network_rows(points: dict[str, tuple[str, str, float]]) -> pd.DataFrame:
 def test_a_runtimes_own_network_mode_is_compared_with_natives_only_one():
     df = network_rows({"native": ("native", "loopback", 1000.0), "docker (bridge)": ("docker", "bridge", 400.0),
                        "docker (host)": ("docker", "host network", 990.0)})
-    got = compare.ratios_to_native(df).set_index("point")
+    got = ratios_to_native(df).set_index("point")
     assert got.loc["docker (bridge)", "ratio"] == pytest.approx(0.4)
     assert got.loc["docker (host)", "ratio"] == pytest.approx(0.99)
     assert got.loc["docker (host)", "native_variant"] == "network=loopback, point=native"
     # Two native variants: which one would be a guess, so there is none.
     two = pd.concat([df, network_rows({"native (2)": ("native", "other", 500.0)})])
-    assert compare.ratios_to_native(two)["ratio"].isna().all()
+    assert ratios_to_native(two)["ratio"].isna().all()
 
 
 def test_dockers_network_mode_is_compared_with_native_which_has_none():
@@ -184,11 +202,11 @@ def test_dockers_network_mode_is_compared_with_native_which_has_none():
     rows = [dict(experiment="home_automation", run_id="r", target="pi", app="home-automation", runtime=rt,
                  protocol="fair", rep=1, metric="request_time", value=v, unit="ms", status="ok", network_mode=mode)
             for rt, mode, v in (("native", "", 0.1), ("docker", "bridge", 0.25), ("docker", "host", 0.1))]
-    got = compare.ratios_to_native(pd.DataFrame(rows)).set_index("network_mode")
+    got = ratios_to_native(pd.DataFrame(rows)).set_index("network_mode")
     assert got.loc["bridge", "ratio"] == pytest.approx(2.5) and got.loc["host", "ratio"] == pytest.approx(1.0)
-    paper = compare.paper_ratios("home_automation").set_index("network_mode")["paper_ratio"]
+    paper = paper_ratios("home_automation").set_index("network_mode")["paper_ratio"]
     assert paper["bridge"] == pytest.approx(16.2 / 6.5) and paper["host"] == pytest.approx(9.1)
-    face = compare.paper_ratios("face_recognition").set_index("network_mode")["paper_ratio"]
+    face = paper_ratios("face_recognition").set_index("network_mode")["paper_ratio"]
     assert face["bridge"] == pytest.approx(900 / 320) and face["host"] == pytest.approx(320 / 110)
 
 
@@ -199,8 +217,9 @@ def test_a_container_far_ahead_of_native_on_compute_work_is_not_passed_on():
                  metric=metric, value=v, unit="", status="ok", benchmark=bench, operation=op, point="p")
             for rt, bench, op, metric, v in (("native", "memory", "triad", "best_rate", 10000.0),
                                              ("docker", "memory", "triad", "best_rate", 14200.0),
-                                             ("native", "hpc", "ep", "time", 1.0), ("docker", "hpc", "ep", "time", 0.95))]
-    got = compare.ruled_out(compare.ratios_to_native(pd.DataFrame(rows))).set_index("benchmark")
+                                             ("native", "hpc", "ep", "time", 1.0),
+                                             ("docker", "hpc", "ep", "time", 0.95))]
+    got = ruled_out(ratios_to_native(pd.DataFrame(rows))).set_index("benchmark")
     assert np.isnan(got.loc["memory", "ratio"]) and "implausible: docker 42% ahead" in got.loc["memory", "why"]
     assert got.loc["hpc", "ratio"] == pytest.approx(0.95) and got.loc["hpc", "why"] == ""
 
@@ -213,43 +232,78 @@ def test_minimum_memory_meets_native_whatever_minimum_or_port_each_found():
             for rt, v in (("native", 4.0), ("docker", 6.0), ("linux-vm", 96.0))]
     rows += [dict(rows[2], metric="ready_at_memory", value=1, unit="bool", memory_mb=256.0,
                   network=f"qemu user-mode (slirp), hostfwd tcp::{port}-:8080") for port in (18602, 18603)]
-    got = compare.ratios_to_native(pd.DataFrame(rows))
+    got = ratios_to_native(pd.DataFrame(rows))
     found = got[got["metric"] == "min_memory"].set_index("runtime")["ratio"]
     assert found["docker"] == pytest.approx(1.5) and found["linux-vm"] == pytest.approx(24.0)
     trials = got[got["metric"] == "ready_at_memory"]
     assert len(trials) == 1 and trials["n"].iloc[0] == 2  # the two launches are one point
 
 
+def test_a_count_of_zero_against_natives_is_a_ratio_not_a_crash():
+    """make compare --metrics all stopped on 1/0: LXD's 0 major faults at ready against native's 8,
+    beside container_overhead's rows (which bring the `benchmark` column sanity reads)."""
+    rows = [dict(experiment="time_to_ready", run_id="r", target="pi", app="go-http", runtime=rt, protocol="fair",
+                 rep=1, metric="major_faults_at_ready", value=v, unit="count", status="ok")
+            for rt, v in (("native", 8.0), ("lxd", 0.0))]
+    rows += [dict(experiment="container_overhead", run_id="r", target="pi", runtime=rt, protocol="fair", rep=1,
+                  metric="time", value=1.0, unit="s", status="ok", benchmark="hpc", operation="ep")
+             for rt in ("native", "docker")]
+    got = ruled_out(ratios_to_native(pd.DataFrame(rows))).set_index("runtime")
+    assert got.loc["lxd", "ratio"] == 0 and got.loc["lxd", "why"] == ""
+
+
 def test_every_experiment_has_a_headline_metric():
-    from edgebench.experiments import EXPERIMENTS
-    assert set(EXPERIMENTS) <= set(compare.HEADLINE_METRICS)
+    assert all(e.headline_metrics for e in EXPERIMENTS.values())
+
+
+def test_what_a_papers_rule_fixes_is_a_coordinate_of_its_experiment():
+    # A rule's coordinate outside its experiment's key_columns would be dropped from the paper's ratio.
+    for e in EXPERIMENTS.values():
+        assert e.key_columns[:4] == ("app", "protocol", "metric", "unit"), e.name
+        for rule in e.paper_rules:
+            assert set(rule.to) | set(rule.keys.values()) <= set(e.key_columns), (e.name, rule)
+        for columns in e.results_in_keys.values():
+            assert set(columns) <= set(e.key_columns), e.name
+
+
+def test_one_experiments_coordinates_do_not_enter_anothers_points():
+    """io_bound's load generator `threads` is a point of its sweep; iomt's rows beside it have
+    none, and read as they do alone."""
+    http = pd.DataFrame(http_rows({("go-http", "native"): [1000.0], ("go-http", "docker"): [800.0]}, threads=4))
+    iomt = pd.DataFrame([dict(experiment="iomt", run_id="r", target="pi", app="iomt", workload="lzw", input_size="10KB",
+                              runtime=rt, protocol="fair", rep=1, metric="end_to_end_latency", value=v, unit="s",
+                              status="ok") for rt, v in (("native", 1.0), ("docker", 1.2))])
+    both = ratios_to_native(pd.concat([http.assign(experiment="io_bound", run_id="r", target="pi"), iomt]))
+    alone = ratios_to_native(iomt)
+    assert list(both["experiment"]) == ["io_bound", "iomt"]
+    assert both["key"].iloc[1] == alone["key"].iloc[0] == "iomt, fair, workload=lzw, input_size=10KB"
+    assert both["threads"].tolist() == ["4", ""] and "threads=4" in both["key"].iloc[0]
+    assert "threads" in key_columns_of("io_bound") and "threads" not in key_columns_of("iomt")
 
 
 def test_an_emulated_vm_is_its_own_runtime():
     rows = http_rows({("go-http", "native"): [1000.0], ("go-http", "nanos"): [100.0]})
     df = pd.DataFrame(rows).assign(experiment="io_bound", run_id="r", target="pi",
                                    accelerator=["", "tcg"])
-    assert list(compare.ratios_to_native(df)["runtime"]) == ["nanos (TCG)"]
+    assert list(ratios_to_native(df)["runtime"]) == ["nanos (TCG)"]
 
 
 def test_headline_metrics_are_kept_only_where_they_mean_something():
     df = pd.DataFrame([dict(experiment="microbenchmarks", metric="total_time", protocol=p, benchmark="cpu")
                        for p in ("fair", "published")]
                       + [dict(experiment="microbenchmarks", metric="latency_max", protocol="fair", benchmark="cpu")])
-    kept = compare.headline_rows(df)
+    kept = headline_rows(df)
     # A fair run lasts a fixed time: its total time says nothing; the published points' does.
     assert kept[["metric", "protocol"]].values.tolist() == [["total_time", "published"]]
-    for exp, metrics in compare.HEADLINE_METRICS.items():
-        assert metrics, exp
 
 
 def test_verdict_reads_the_ratio_in_the_metrics_direction():
-    rate, time = compare.headline("io_bound", "requests_per_second"), compare.headline("iomt", "end_to_end_latency")
+    rate, time = headline("io_bound", "requests_per_second"), headline("iomt", "end_to_end_latency")
     assert rate.higher_is_better and not time.higher_is_better
-    assert compare.verdict(0.8, rate) == "20% slower" and compare.verdict(1.25, time) == "25% slower"
-    assert compare.verdict(0.8, time) == "20% faster" and compare.verdict(3.0, time) == "3.0x slower"
-    assert compare.verdict(1.002, rate) == "as native" and compare.verdict(np.nan, rate) == ""
-    assert compare.verdict(2.8, compare.headline("static_footprint", "image_size")) == "2.8x larger"
+    assert verdict(0.8, rate) == "20% slower" and verdict(1.25, time) == "25% slower"
+    assert verdict(0.8, time) == "20% faster" and verdict(3.0, time) == "3.0x slower"
+    assert verdict(1.002, rate) == "as native" and verdict(np.nan, rate) == ""
+    assert verdict(2.8, headline("static_footprint", "image_size")) == "2.8x larger"
 
 
 # -- the papers' ratios (data/reference) ---------------------------------------------------
@@ -263,28 +317,28 @@ def paper_at(paper: pd.DataFrame, **where) -> pd.Series:
 
 
 def test_paper_ratios_where_a_table_prints_both_runtimes():
-    iomt = compare.paper_ratios("iomt")  # Table 4: Docker 15 s vs native 10 s for LZW at 10 KB
+    iomt = paper_ratios("iomt")  # Table 4: Docker 15 s vs native 10 s for LZW at 10 KB
     assert paper_at(iomt, workload="lzw", input_size="10KB", runtime="docker")["paper_ratio"] == pytest.approx(1.5)
     assert paper_at(iomt, workload="aes", input_size="100MB")["paper_ratio"] == pytest.approx(15.0)
-    sysbench = compare.paper_ratios("microbenchmarks")  # Table 2: 134 s vs 95 s, the published points
+    sysbench = paper_ratios("microbenchmarks")  # Table 2: 134 s vs 95 s, the published points
     row = paper_at(sysbench, benchmark="cpu", point="1MB / 10T")
     assert row["paper_ratio"] == pytest.approx(134 / 95) and row["protocol"] == "published"
     assert row["metric"] == "total_time" and row["qualifier"] == "exact"
-    sizes = compare.paper_ratios("static_footprint")
+    sizes = paper_ratios("static_footprint")
     assert paper_at(sizes, app="node-http", runtime="docker")["paper_ratio"] == pytest.approx(127 / 45)
-    faults = compare.paper_ratios("page_faults")  # perf counted the docker client: our published perf count
+    faults = paper_ratios("page_faults")  # perf counted the docker client: our published perf count
     assert paper_at(faults, workload="lzw", input_size="100MB")["paper_ratio"] == pytest.approx(6300 / 235000)
     assert set(faults["metric"]) == {"perf_page_faults"} and set(faults["protocol"]) == {"published"}
 
 
 def test_paper_000_prints_no_native_number_so_it_gives_no_ratio():
     for exp in ("io_bound", "cpu_bound", "time_to_ready"):
-        assert compare.BASELINE not in set(load_reference(exp)["runtime"].dropna())
-        assert compare.paper_ratios(exp).empty
+        assert BASELINE not in set(load_reference(exp)["runtime"].dropna())
+        assert paper_ratios(exp).empty
 
 
 def test_printed_ratios_and_percentages():
-    lxd = compare.paper_ratios("lxd_appendix")
+    lxd = paper_ratios("lxd_appendix")
     cpu = paper_at(lxd, benchmark="cpu")  # "the 3x degradation" at 10,000 threads, printed
     assert cpu["paper_ratio"] == 3 and cpu["threads"] == "10000" and cpu["metric"] == "total_time"
     assert cpu["qualifier"] == "exact"  # the printed ratio, not 30 s / 10 s from the rounded prose
@@ -295,7 +349,7 @@ def test_printed_ratios_and_percentages():
 
 
 def test_container_overhead_percentages_follow_the_metrics_direction():
-    co = compare.paper_ratios("container_overhead")
+    co = paper_ratios("container_overhead")
     # STREAM Add: "rise of 0.17%" in memory throughput; ab: a 23.9% overhead (less throughput).
     assert paper_at(co, metric="best_rate", operation="add")["paper_ratio"] == pytest.approx(1.0017)
     ab = paper_at(co, metric="requests_per_second")
@@ -308,7 +362,7 @@ def test_container_overhead_percentages_follow_the_metrics_direction():
 def test_the_most_specific_paper_ratio_sits_beside_each_row():
     df = network_rows({"native": ("native", "loopback", 1000.0), "docker (bridge)": ("docker", "bridge", 400.0),
                        "docker (host)": ("docker", "host network", 990.0)})
-    got = compare.with_paper(compare.ratios_to_native(df), compare.paper_ratios("container_overhead"))
+    got = with_paper(ratios_to_native(df), paper_ratios("container_overhead"))
     got = got.set_index("point")
     assert got.loc["docker (bridge)", "paper_ratio"] == pytest.approx(0.761)
     assert np.isnan(got.loc["docker (host)", "paper_ratio"])  # the paper ran Docker's default bridge
@@ -320,24 +374,24 @@ def test_the_most_specific_paper_ratio_sits_beside_each_row():
 def test_one_run_is_shown_and_said_to_have_nothing_beside_it(tmp_path):
     write_run(tmp_path, "io_bound", "r1", "pi@pi1", "2026-01-01T00:00:00+00:00",
               http_rows({("go-http", "native"): [1000], ("go-http", "docker"): [800]}))
-    result = compare.collect(data_dir=tmp_path)
+    result = compare_runs(data_dir=tmp_path)
     assert "Nothing to compare side by side yet" in result.summary()
     assert result.ratios["ratio"].tolist() == [pytest.approx(0.8)]
 
 
 def test_nothing_to_show_raises_before_any_figure(tmp_path):
     with pytest.raises(NoData, match="no runs under"):
-        compare.collect(data_dir=tmp_path)
+        compare_runs(data_dir=tmp_path)
     write_run(tmp_path, "io_bound", "r1", "pi@pi1", "2026-01-01T00:00:00+00:00",
               http_rows({("go-http", "docker"): [800]}))
     with pytest.raises(NoData, match="no ratio to native"):
-        compare.collect(data_dir=tmp_path)
+        compare_runs(data_dir=tmp_path)
     with pytest.raises(NoData, match="no completed run matches"):
-        compare.collect(data_dir=tmp_path, profile="standard")
+        compare_runs(data_dir=tmp_path, profile="standard")
 
 
 def test_table_has_a_column_per_device_and_the_papers_beside(fleet_data):
-    result = compare.collect(data_dir=fleet_data)
+    result = compare_runs(data_dir=fleet_data)
     table = plot.compare_table(result.ratios)
     assert list(table.columns) == ["pi@pi1", "pi@pi2", plot.PAPER_COLUMN]
     go = table.xs("go-http, fair, scenario=rich, endpoint=/io, network=bridge, cpus=2, memory_mb=2048", level="at")
@@ -348,7 +402,7 @@ def test_table_has_a_column_per_device_and_the_papers_beside(fleet_data):
 
 def test_figure_draws_one_bar_per_device_from_the_line_at_one(fleet_data):
     import matplotlib.pyplot as plt
-    result = compare.collect(data_dir=fleet_data)
+    result = compare_runs(data_dir=fleet_data)
     fig = plot.compare_figure(result.ratios)
     (ax,) = [a for a in fig.axes if a.has_data()]
     bars = [p for p in ax.patches if isinstance(p, Rectangle) and p.get_gid() == "docker"]
@@ -366,7 +420,7 @@ def test_the_papers_ratio_is_marked_in_the_figure(tmp_path):
     rows = [dict(app="iomt", workload="lzw", input_size="10KB", entropy="random", runtime=rt, protocol="fair",
                  rep=1, metric="end_to_end_latency", value=v, unit="s") for rt, v in (("native", 1.0), ("docker", 1.2))]
     write_run(tmp_path, "iomt", "r1", "pi@pi1", "2026-01-01T00:00:00+00:00", rows, extra_columns=IOMT_COLUMNS)
-    result = compare.collect(data_dir=tmp_path)
+    result = compare_runs(data_dir=tmp_path)
     assert result.ratios["paper_ratio"].tolist() == [pytest.approx(1.5)]
     fig = plot.compare_figure(result.ratios)
     (ax,) = [a for a in fig.axes if a.has_data()]

@@ -133,7 +133,7 @@ def test_rows_and_limits_say_what_an_emulated_device_without_memory_controller_i
 
 
 def test_compare_names_an_emulated_device_as_one():
-    from edgebench.drivers.compare import _device
+    from edgebench.comparison.runs import device_name as _device
     facts = {"target": "pi-arm64", "arch": "aarch64", "hostname": "pi-arm64", "emulated_device": "emulated device (...)"}
     assert _device(facts) == "pi-arm64 (emulated aarch64)"
     assert _device({"target": "local", "hostname": "lab1"}) == "local (lab1)"

@@ -21,7 +21,7 @@ import pandas as pd
 from edgebench.claims import CLAIMS_FILE, CONTRADICTED, HOLDS, INCONCLUSIVE, NOT_MEASURABLE, Claim, judge, load_claims
 from edgebench.drivers.figures import run_headless
 from edgebench.errors import ConfigError, EdgebenchError
-from edgebench.experiments import NOTEBOOKS_DIR
+from edgebench.experiments import EXPERIMENTS, NOTEBOOKS_DIR
 from edgebench.paths import DATA_DIR, FIGURES_DIR
 from edgebench.results import latest_run, load_meta, load_results
 from edgebench.units import as_list
@@ -32,25 +32,15 @@ COLUMNS = ["claim_id", "paper", "verdict", "effect", "ci_low", "ci_high", "n", "
 
 NOTEBOOK = NOTEBOOKS_DIR / "00_verdicts.ipynb"
 
-# The figure each experiment's notebook saves (save_figure's name) that shows a claim's metric:
-# the metric's own where a notebook draws several, else the experiment's main figure.
-MAIN_FIGURE = {"static_footprint": "footprint", "time_to_ready": "time_to_ready", "io_bound": "io_bound",
-               "cpu_bound": "cpu_bound", "iomt": "iomt_latency", "page_faults": "page_faults",
-               "lxd_appendix": "lxd_appendix", "microbenchmarks": "sysbench_table2",
-               "container_overhead": "overhead", "min_memory": "min_memory", "boot_time": "boot_phases",
-               "services": "services_throughput", "home_automation": "home_automation_latency",
-               "face_recognition": "face_recognition_time"}
-METRIC_FIGURE = {("time_to_ready", "first_start"): "first_start", ("page_faults", "perf_cache_misses"): "cache_misses",
-                 ("microbenchmarks", "network_rtt"): "network", ("microbenchmarks", "network_throughput"): "network",
-                 ("container_overhead", "edp"): "edp", ("boot_time", "vmm_part"): "vmm_guest_split",
-                 ("boot_time", "guest_part"): "vmm_guest_split", ("boot_time", "total_boot"): "vmm_guest_split"}
-
 
 def figure_of(claim: Claim) -> str:
-    """The figure beside verdicts.md that shows the claim (its experiment's folder if none)."""
+    """The figure beside verdicts.md that shows the claim: the metric's own where its notebook
+    draws several, else the experiment's main figure (its record's metric_figures and
+    main_figure), else its experiment's folder."""
     if not claim.experiment:
         return ""
-    name = METRIC_FIGURE.get((claim.experiment, claim.metric)) or MAIN_FIGURE.get(claim.experiment)
+    experiment = EXPERIMENTS.get(claim.experiment)
+    name = (experiment.metric_figures.get(claim.metric) or experiment.main_figure) if experiment else ""
     return f"../{claim.experiment}/{name}.png" if name else f"../{claim.experiment}/"
 
 
@@ -99,8 +89,8 @@ def counts(table: pd.DataFrame) -> pd.DataFrame:
     return out.reindex(columns=[HOLDS, CONTRADICTED, INCONCLUSIVE, NOT_MEASURABLE], fill_value=0)
 
 
-def collect(target: str = "local", runtimes: str = "all", profile: str = "any", papers: str = "all",
-            run_id: str = "latest", claims_file: Path = CLAIMS_FILE, data_dir: Path = DATA_DIR) -> pd.DataFrame:
+def judge_claims(target: str = "local", runtimes: str = "all", profile: str = "any", papers: str = "all",
+                 run_id: str = "latest", claims_file: Path = CLAIMS_FILE, data_dir: Path = DATA_DIR) -> pd.DataFrame:
     """What the notebook shows: the claims (of those papers, about those runtimes) judged on the
     target's latest runs. Claims span experiments, so one run id cannot name their runs: `run_id`
     other than 'latest' is refused rather than ignored."""
@@ -142,7 +132,7 @@ def main(argv=None) -> int:
     ap.add_argument("--quiet", action="store_true", help="do not stream the notebook's output")
     args = ap.parse_args(argv)
     try:  # a catalogue that does not load, or a selection of no claim, is refused before a kernel starts
-        collect(args.target, args.runtimes, args.profile, args.papers)
+        judge_claims(args.target, args.runtimes, args.profile, args.papers)
     except EdgebenchError as e:
         print(f"make verdicts: {e}", file=sys.stderr)
         return 2

@@ -11,7 +11,7 @@ records; tests check each against its notebook's parameters cell.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
@@ -22,6 +22,7 @@ from edgebench.experiments import (boot_time, container_overhead, cpu_bound, fac
                                    static_footprint, time_to_ready)
 from edgebench.experiments.estimate import Work
 from edgebench.experiments.parameters import Parameters
+from edgebench.experiments.reading import READING, Headline, PaperRule
 from edgebench.paths import PROJECT_ROOT, REFERENCE_DIR
 from edgebench.results import find_run
 
@@ -37,6 +38,14 @@ class Experiment:
     plan: Callable[[Parameters, list[str]], Work]  # its model of a run: points and seconds
     references: tuple[str, ...] = ()   # data/reference/ files with its published numbers
     apps: tuple[str, ...] = ()         # the apps it can run; () = its own program
+    # How its rows are read once measured (edgebench.experiments.reading says more of each):
+    headline_metrics: Mapping[str, Headline] = field(default_factory=dict)  # what make compare shows by default
+    key_columns: tuple[str, ...] = ()  # the coordinates a value is compared on, in the order a label reads them
+    # metric -> key columns that on its rows hold its result, not a point (left out of its key there)
+    results_in_keys: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    paper_rules: tuple[PaperRule, ...] = ()  # the papers' rows that give a ratio to native
+    main_figure: str = ""              # the figure its page saves (plotting show()), which make verdicts links
+    metric_figures: Mapping[str, str] = field(default_factory=dict)  # metric -> its own figure, where it has one
 
     @property
     def notebook_path(self) -> Path:
@@ -61,8 +70,10 @@ class Experiment:
 
 
 def _record(module, notebook: str, references: tuple[str, ...], apps: tuple[str, ...] = ()) -> Experiment:
-    """The experiment of `module` (named after it): its Params, run and plan."""
-    return Experiment(module.Params.EXPERIMENT, notebook, module.Params, module.run, module.plan, references, apps)
+    """The experiment of `module` (named after it): its Params, run and plan, and how its rows are
+    read (edgebench.experiments.reading)."""
+    name = module.Params.EXPERIMENT
+    return Experiment(name, notebook, module.Params, module.run, module.plan, references, apps, **READING.get(name, {}))
 
 
 _EXPERIMENTS = [

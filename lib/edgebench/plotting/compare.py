@@ -1,4 +1,4 @@
-"""Runs side by side (edgebench.drivers.compare): each runtime's ratio to the same device's native, one
+"""Runs side by side (edgebench.comparison): each runtime's ratio to the same device's native, one
 column (table) or bar (figure) per device or run, the papers' ratios beside them."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pandas as pd
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
-from edgebench.drivers.compare import HEADLINE_METRICS, KEY_COLUMNS, headline, verdict
+from edgebench.comparison.ratios import ALL_KEY_COLUMNS, headline, key_columns_of, verdict
 from edgebench.experiments import EXPERIMENTS
 from edgebench.plotting.style import (PAPER_VALUE_STYLE, figure_legend, in_runtime_order, plt, protocols_in,
                                       readable_log_ticks, runtime_artist, runtime_colour, runtime_rank)
@@ -31,7 +31,7 @@ def _experiment_rank(name: str) -> int:
 
 
 def _metric_rank(experiment: str, metric: str) -> tuple:
-    order = list(HEADLINE_METRICS.get(experiment, {}))
+    order = list(EXPERIMENTS[experiment].headline_metrics) if experiment in EXPERIMENTS else []
     return (order.index(metric) if metric in order else len(order), metric)
 
 
@@ -39,10 +39,12 @@ def ordered(ratios: pd.DataFrame) -> pd.DataFrame:
     """Experiments in the registry's order, metrics in the headline's, runtimes in the runtime
     registry's, and each coordinate's values in the order the experiment measured them (its
     sweep's: write before read, the rich level before the constrained ones)."""
-    keys = [c for c in KEY_COLUMNS if c in ratios.columns and c not in ("metric", "unit")]
+    keys = [c for c in ALL_KEY_COLUMNS if c in ratios.columns and c not in ("metric", "unit")]
     first_seen = {k: {v: i for i, v in enumerate(dict.fromkeys(ratios[k]))} for k in keys}
+    # Each row by its own experiment's coordinates (another's are blank on it).
+    keys_of = {e: [k for k in key_columns_of(e) if k in first_seen] for e in ratios["experiment"].unique()}
     sort_key = [(_experiment_rank(r["experiment"]), _metric_rank(r["experiment"], r["metric"]),
-                 runtime_rank(r["runtime"]), r["runtime"], tuple(first_seen[k][r[k]] for k in keys))
+                 runtime_rank(r["runtime"]), r["runtime"], tuple(first_seen[k][r[k]] for k in keys_of[r["experiment"]]))
                 for _, r in ratios.iterrows()]
     order = sorted(range(len(ratios)), key=lambda i: sort_key[i])
     return ratios.iloc[order]
