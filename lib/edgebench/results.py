@@ -242,9 +242,7 @@ class Run:
         if not self._csv.closed:
             self._csv.close()
         # Counted from the file: a signal between a row's write and its tally cannot skew it.
-        with open(self.dir / "results.csv", newline="") as f:
-            statuses = [row["status"] for row in csv.DictReader(f)]
-        self.counts = {s: statuses.count(s) for s in STATUSES}
+        self.counts = row_counts(self.dir)
         now = utc_now()
         self.meta.update(status=status, ended_at=now, rows=dict(self.counts))
         if error:
@@ -336,6 +334,14 @@ def run_target(meta: dict) -> str | None:
     return (meta.get("parameters") or {}).get("target") or (meta.get("target") or {}).get("target")
 
 
+def row_counts(run_dir: Path) -> dict[str, int]:
+    """Rows of a run by status, counted from its results.csv (what meta.json's `rows` holds once
+    the run ends; readers take them from there)."""
+    with open(Path(run_dir) / "results.csv", newline="") as f:
+        statuses = [row.get("status") for row in csv.DictReader(f)]
+    return {s: statuses.count(s) for s in STATUSES}
+
+
 def close_unfinished(experiment: str, since: str, status: str, error: str,
                      data_dir: Path = DATA_DIR, target: str | None = None) -> list[Path]:
     """Runs of `experiment` on `target` (any, if None) started at or after `since` whose
@@ -353,11 +359,8 @@ def close_unfinished(experiment: str, since: str, status: str, error: str,
             continue
         if target is not None and run_target(meta) != target:
             continue
-        with open(run_dir / "results.csv", newline="") as f:
-            statuses = [row.get("status") for row in csv.DictReader(f)]
         now = utc_now()
-        meta.update(status=status, ended_at=now, error=error,
-                    rows={s: statuses.count(s) for s in STATUSES})
+        meta.update(status=status, ended_at=now, error=error, rows=row_counts(run_dir))
         _end_sitting(meta, status, now, error)
         tmp = run_dir / "meta.json.tmp"
         tmp.write_text(json.dumps(meta, indent=1, default=_jsonable))
