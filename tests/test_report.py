@@ -34,7 +34,8 @@ def _executed_notebook(path: Path, run_dir: Path) -> None:
         nbformat.v4.new_code_cell("import matplotlib\nmatplotlib.use('Agg')\nimport matplotlib.pyplot as plt\n"
                                   "%matplotlib inline\nplt.bar(['native', 'docker'], [1, 1.2]); plt.show()\n"
                                   "['figures/x/y.png', 'figures/x/y.pdf']  # a stray return value"),
-        nbformat.v4.new_code_cell("display(Markdown('- **docker** (go-http): 1.2x the time of native, the paper 1.5x.'))"),
+        nbformat.v4.new_code_cell("display(Markdown('- **docker** (go-http): 1.2x the time of native, "
+                                  "the paper 1.5x.'))"),
     ]
     NotebookClient(nb, timeout=120, kernel_name="python3").execute()
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -113,7 +114,6 @@ def test_a_page_shows_no_progress_no_stray_values_and_whole_tables(site):
     assert "KVM yes" not in page and "every VM ran under TCG" in page
 
 
-@pytest.mark.integration
 def test_report_in_a_real_headless_browser(site, tmp_path):
     index, _ = site
     chromium = shutil.which("chromium")
@@ -187,6 +187,7 @@ def test_the_front_page_starts_with_the_verdicts_on_the_papers_claims(tmp_path):
 
 def test_a_page_that_measures_nothing_says_so_instead_of_a_missing_run(tmp_path):
     verdicts = report.Page("verdicts", "this machine", tmp_path / "00_verdicts.ipynb", "verdicts.html")
+    assert report.meta_box(verdicts, tmp_path).reads == report.READERS["verdicts"]
     assert "measures nothing" in report.meta_table(verdicts, tmp_path)
     other = report.Page("time_to_ready", "this machine", tmp_path / "02_time_to_ready.ipynb", "time_to_ready.html")
     assert "No run directory found" in report.meta_table(other, tmp_path)

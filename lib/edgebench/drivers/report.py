@@ -9,6 +9,9 @@ labels and lists every experiment of the registry: its pages, or "no data yet" w
 that makes some. Everything is relative and self-contained (figures embedded, no scripts, no CDN), so
 the site opens from the file system, copied anywhere along with data/.
 
+This module gathers what the pages say; the HTML is in the Jinja2 templates beside it
+(drivers/templates/), which escape every value they are given.
+
     python -m edgebench.drivers.report [--figures DIR] [--data DIR] [--out DIR]
 """
 
@@ -16,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import html
 import json
 import os
 import re
@@ -26,13 +28,14 @@ from pathlib import Path
 
 import pandas as pd
 from bs4 import BeautifulSoup
+from jinja2 import Environment, PackageLoader, StrictUndefined
 
 from edgebench.answer import profile_caveats as answer_caveats
 from edgebench.answer import sentences as answer_sentences
 from edgebench.claims import MIN_N
 from edgebench.drivers.verdicts import counts as verdict_counts
 from edgebench.experiments import EXPERIMENTS
-from edgebench.papers import papers_of
+from edgebench.papers import Paper, papers_of
 from edgebench.paths import DATA_DIR, FIGURES_DIR
 from edgebench.plotting.style import HEALTH_MARK
 from edgebench.plotting.tables import PROFILE_CAVEATS, counted
@@ -42,27 +45,11 @@ REPORT_DIR_NAME = "report"
 DEVICES_DIR_NAME = "devices"  # as edgebench.drivers.fleet writes them
 THIS_MACHINE = "this machine"
 
-_CSS = """
-body { font-family: system-ui, sans-serif; max-width: 1100px; margin: 2em auto; padding: 0 1em; color: #222; }
-table { border-collapse: collapse; margin: 1em 0; font-size: 0.9em; }
-th, td { border: 1px solid #ccc; padding: 0.3em 0.6em; text-align: left; vertical-align: top; }
-th { background: #f3f3f3; }
-img { max-width: 100%; height: auto; }
-.meta { background: #f8f8f8; border: 1px solid #ddd; padding: 0.5em 1em; margin-bottom: 1.5em; }
-.missing { color: #888; }
-pre { white-space: pre-wrap; background: #f8f8f8; padding: 0.5em; }
-/* Every row of a results table, in a box that scrolls rather than a table cut to ten rows. */
-table.dataframe { display: block; max-height: 36em; overflow: auto; }
-.cards { display: grid; grid-template-columns: repeat(auto-fill, minmax(320px, 1fr)); gap: 1em; }
-.card { border: 1px solid #ddd; padding: 0.6em; }
-.card img { width: 100%; height: 200px; object-fit: contain; background: #fff; }
-.card p { font-size: 0.9em; margin: 0.4em 0; }
-.caveat { background: #fff3cd; border: 1px solid #e0c060; padding: 0.5em 1em; margin: 1em 0; font-weight: bold; }
-.tag { font-weight: bold; color: #8a6100; }
-/* A note in a results table wraps instead of widening its column past the page. */
-table.dataframe td { max-width: 36em; overflow-wrap: break-word; }
-.table-key { font-size: 0.85em; color: #555; margin-top: -0.5em; }
-"""
+# Autoescape on for every template (they are all HTML, and their names end in .j2, which
+# select_autoescape would not recognise); a name a template misspells fails instead of printing "".
+TEMPLATES = Environment(loader=PackageLoader("edgebench.drivers", "templates"), autoescape=True,
+                        undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
+
 # A notebook's outputs a reader does not read: progress bars (tqdm writes each update to stderr,
 # which papermill keeps as its own output), and the run directory the notebook prints for
 # `run_of` (the page's header names the run).
@@ -149,8 +136,8 @@ def vm_text(facts: dict, accels: set[str]) -> str:
     """What the VMs ran on, from the rows: /dev/kvm can exist where it runs no guest (a VM
     inside a VM), so the device's `kvm` fact alone would say KVM where every row says tcg."""
     if "tcg" in accels and "kvm" not in accels:
-        why = (" (/dev/kvm is there, but runs no guest)" if str(facts.get("kvm")).lower() in ("yes", "true", "no-guests")
-               else "")
+        kvm_there = str(facts.get("kvm")).lower() in ("yes", "true", "no-guests")
+        why = " (/dev/kvm is there, but runs no guest)" if kvm_there else ""
         return f"every VM ran under TCG, software emulation{why}: not comparable with the papers' KVM numbers"
     if "kvm" in accels:
         return "VMs ran under KVM" + (", some under TCG" if "tcg" in accels else "")
@@ -201,13 +188,14 @@ def repetitions_of(parameters: dict):
 
 
 def caveat(profile: str, repetitions=None) -> str:
-    """The box a page from a smoke or quick run starts with: what its numbers are worth."""
+    """What a page from a smoke or quick run says first, in its caveat box: what its numbers are
+    worth ("" for another profile)."""
     text = PROFILE_CAVEATS.get(profile)
     if not text:
         return ""
     if repetitions:
         text += f" This run: {counted(int(repetitions), 'repetition')} per point."
-    return f'<div class="caveat">{html.escape(text)}</div>'
+    return text
 
 
 # Pages of notebooks that measure nothing, and what they read instead.
@@ -216,17 +204,38 @@ READERS = {"compare": "This page measures nothing: it puts the runs under data/ 
                        "(make verdicts)."}
 
 
-def meta_table(page: Page, page_dir: Path, keys: dict[str, str] | None = None) -> str:
+@dataclass
+class Link:
+    name: str
+    href: str
+
+
+@dataclass
+class MetaRow:
+    """A line of a page's header: its text, or the links it holds (the raw data)."""
+    name: str
+    text: str = ""
+    links: list[Link] = field(default_factory=list)
+
+
+@dataclass
+class MetaBox:
+    """A page's header (meta.html.j2): its run's rows, or what it reads instead of a run (READERS);
+    neither says that no run was found."""
+    rows: list[MetaRow] = field(default_factory=list)
+    reads: str = ""
+
+
+def meta_box(page: Page, page_dir: Path, keys: dict[str, str] | None = None) -> MetaBox:
     """Device facts and run metadata, with links to the raw data, and `keys` to what the page's
     tables show (table_keys)."""
     m = page.meta
     if not page.run_dir:
-        if page.experiment in READERS:  # make compare, make verdicts: they read every run, they make none
-            return f'<div class="meta">{html.escape(READERS[page.experiment])}</div>'
-        return '<div class="meta missing">No run directory found for this notebook under data/.</div>'
+        # make compare, make verdicts: they read every run, they make none
+        return MetaBox(reads=READERS.get(page.experiment, ""))
     t = m.get("target") or {}
     project = m.get("project") or {}
-    rows = {
+    texts = {
         "device": ((f"{m['device']}: " if m.get("device") else "")
                    + f"{t.get('target', '?')} ({t.get('hostname') or ''})".replace(" ()", "")),
         "hardware": hardware(t),
@@ -239,14 +248,17 @@ def meta_table(page: Page, page_dir: Path, keys: dict[str, str] | None = None) -
         "edgebench": f"{(project.get('commit') or '?')[:12]}{' (uncommitted changes)' if project.get('dirty') else ''}",
     }
     if m.get("error"):
-        rows["error"] = m["error"]
-    links = [(name, page.run_dir / name) for name in ("results.csv", "meta.json", "raw")]
-    rows["raw data"] = " · ".join(f'<a href="{html.escape(_rel(p, page_dir))}">{name}</a>'
-                                  for name, p in links if p.exists())
-    rows.update(keys or {})
-    body = "".join(f"<tr><th>{k}</th><td>{v if k == 'raw data' else html.escape(str(v))}</td></tr>"
-                   for k, v in rows.items())
-    return f'<div class="meta"><table>{body}</table></div>'
+        texts["error"] = str(m["error"])
+    texts["raw data"] = ""  # its links, below: the row keeps its place before the keys
+    texts.update(keys or {})
+    links = [Link(name, _rel(page.run_dir / name, page_dir)) for name in ("results.csv", "meta.json", "raw")
+             if (page.run_dir / name).exists()]
+    return MetaBox(rows=[MetaRow(name, text, links if name == "raw data" else []) for name, text in texts.items()])
+
+
+def meta_table(page: Page, page_dir: Path, keys: dict[str, str] | None = None) -> str:
+    """The page's header (meta_box) as HTML."""
+    return TEMPLATES.get_template("meta.html.j2").render(meta=meta_box(page, page_dir, keys))
 
 
 NO_VALUE = "\u2014"
@@ -440,55 +452,45 @@ def headline(nb: Path) -> tuple[str | None, str, str]:
     return image, caption, alt_text(cells, at_cell, at, caption)
 
 
-def _document(title: str, body: str, index_href: str | None) -> str:
-    back = (f'<p><a href="{html.escape(index_href)}">&larr; all experiments</a> · <a href="{html.escape(index_href)}'
-            '#labels">what labels such as (TCG) and pc mean</a></p>') if index_href else ""
-    return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>'
-            f"<style>{_CSS}</style></head><body>{back}{body}</body></html>\n")
+@dataclass
+class Device:
+    """A row of the front page's "Measured on": a device, how its VMs ran, the profiles and repetitions run there."""
+    name: str
+    hardware: str
+    system: str
+    vms: str
+    profiles: str
+    repetitions: str
 
 
-def _devices_table(pages: list[Page]) -> str:
-    """One row per device: what it is, how its VMs ran, and the profiles and repetitions run there."""
-    rows = []
+def devices(pages: list[Page]) -> list[Device]:
+    """One row per device that has a run (compare reads runs, it makes none)."""
     by_device: dict[str, list[Page]] = {}
     for p in pages:
         if p.meta and p.experiment != "compare":
             by_device.setdefault(p.device, []).append(p)
+    rows = []
     for device, mine in by_device.items():
         t = mine[0].meta.get("target") or {}
         accels = set().union(*(accelerators(p.run_dir) for p in mine))
         params = [p.meta.get("parameters") or {} for p in mine]
-        profiles = ", ".join(sorted({str(x.get("profile")) for x in params if x.get("profile")})) or "?"
-        reps = ", ".join(sorted({str(repetitions_of(x)) for x in params if repetitions_of(x)}, key=str)) or "1"
-        cells = [device if device == t.get("target") else f"{device}: {t.get('target', '?')}", hardware(t),
-                 f"{t.get('os') or '?'}, kernel {t.get('kernel') or '?'}, cgroup v{t.get('cgroup_version') or '?'}",
-                 vm_text(t, accels), profiles, reps]
-        rows.append("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in cells) + "</tr>")
-    if not rows:
-        return ""
-    head = "".join(f"<th>{h}</th>" for h in ("device", "hardware", "system", "VMs", "profile", "repetitions"))
-    return f"<h2>Measured on</h2><table><tr>{head}</tr>{''.join(rows)}</table>"
+        rows.append(Device(
+            name=device if device == t.get("target") else f"{device}: {t.get('target', '?')}",
+            hardware=hardware(t),
+            system=f"{t.get('os') or '?'}, kernel {t.get('kernel') or '?'}, cgroup v{t.get('cgroup_version') or '?'}",
+            vms=vm_text(t, accels),
+            profiles=", ".join(sorted({str(x.get("profile")) for x in params if x.get("profile")})) or "?",
+            repetitions=", ".join(sorted({str(repetitions_of(x)) for x in params if repetitions_of(x)})) or "1"))
+    return rows
 
 
-def _papers_list(papers: dict[str, list]) -> str:
-    """The papers behind the experiments shown, under the numbers every page names them by, each
-    with the experiments that reproduce it."""
-    by_paper: dict[str, tuple] = {}
+def papers_shown(papers: dict[str, list]) -> list[tuple[Paper, list[str]]]:
+    """The papers behind the experiments shown, by number, each with the experiments that reproduce it."""
+    by_paper: dict[str, tuple[Paper, list[str]]] = {}
     for exp, mine in papers.items():
         for paper in mine:
             by_paper.setdefault(paper.number, (paper, []))[1].append(exp)
-    rows = []
-    for paper, exps in sorted(by_paper.values(), key=lambda pe: pe[0].number):
-        title = html.escape(paper.title)
-        if paper.link:
-            title = f'<a href="{html.escape(paper.link)}">{title}</a>'
-        rows.append(f'<tr id="paper-{html.escape(paper.number)}"><td>{html.escape(paper.number)}</td><td>{title} '
-                    f"({html.escape(paper.source)})</td><td>{html.escape(', '.join(exps))}</td></tr>")
-    if not rows:
-        return ""
-    return ('<h2 id="papers">The papers</h2><p>Every page names a paper by its number ("paper 000", "Paper 001/004"), '
-            "as its published values in <code>data/reference/paperNNN_*.csv</code> are named.</p>"
-            f"<table><tr><th>paper</th><th>title (authors)</th><th>experiments</th></tr>{''.join(rows)}</table>")
+    return sorted(by_paper.values(), key=lambda pe: pe[0].number)
 
 
 # What the labels in tables and figures add to a runtime's name, and the marks beside values.
@@ -507,13 +509,7 @@ LABELS = (
 )
 
 
-def _labels_key() -> str:
-    rows = "".join(f"<tr><th>{html.escape(label)}</th><td>{html.escape(meaning)}</td></tr>"
-                   for label, meaning in LABELS)
-    return f'<h2 id="labels">Reading the labels</h2><table>{rows}</table>'
-
-
-def _front_caveats(pages: list[Page]) -> str:
+def front_caveats(pages: list[Page]) -> list[str]:
     """The boxes the front page starts with: which pages come from smoke or quick runs, and what
     their numbers are worth."""
     measured = [p for p in pages if p.profile]
@@ -523,38 +519,81 @@ def _front_caveats(pages: list[Page]) -> str:
         if mine:
             which = ("Every page here comes" if len(mine) == len({p.experiment for p in measured})
                      else f"The page {mine[0]} comes" if len(mine) == 1 else f"The pages {', '.join(mine)} come")
-            boxes.append(f'<div class="caveat">{html.escape(which)} from a {profile}-profile run. '
-                         f"{html.escape(text)}</div>")
-    return "".join(boxes)
+            boxes.append(f"{which} from a {profile}-profile run. {text}")
+    return boxes
 
 
-def verdicts_section(table: pd.DataFrame | None, href: str = "verdicts.html") -> str:
-    """What the front page starts with: how many of each paper's claims hold, are contradicted,
-    inconclusive or not measurable here (make verdicts), linking the table of every claim."""
+@dataclass
+class VerdictCounts:
+    """How many of each paper's claims hold, are contradicted, inconclusive or not measurable here."""
+    claims: str                         # "118 claims"
+    columns: list[str]                  # the verdicts some claim got
+    rows: list[tuple[str, list[int]]]   # (paper, a count per column)
+
+
+def verdict_summary(table: pd.DataFrame | None) -> VerdictCounts | None:
+    """What the front page starts with (make verdicts); None before there are verdicts."""
     if table is None or table.empty:
-        return ('<h2>Verdicts on the papers\' claims</h2><p class="missing">none yet: run <code>make verdicts'
-                "</code> after <code>make figures</code></p>")
+        return None
     counts = verdict_counts(table)
     counts = counts.loc[:, (counts != 0).any()]  # a verdict no claim got takes no column
-    head = "".join(f"<th>{html.escape(v)}</th>" for v in counts.columns)
-    rows = "".join(f"<tr><td>paper {html.escape(str(paper))}</td>"
-                   + "".join(f"<td>{int(n)}</td>" for n in counts.loc[paper]) + "</tr>"
-                   for paper in counts.index)
-    return (f'<h2>Verdicts on the papers\' claims</h2><p><a href="{html.escape(href)}">Every claim</a>, judged on '
-            f"the latest runs with its 95% interval ({counted(len(table), 'claim')}):</p>"
-            f"<table><tr><th></th>{head}</tr>{rows}</table>")
+    return VerdictCounts(counted(len(table), "claim"), [str(v) for v in counts.columns],
+                         [(str(paper), [int(n) for n in counts.loc[paper]]) for paper in counts.index])
 
 
-def answer_section(table: pd.DataFrame | None, href: str = "verdicts.html") -> str:
-    """Below the verdicts: edgebench's own answer for the device, one line per app and memory level
-    (make verdicts writes it; its page has the table with every interval)."""
+@dataclass
+class Answer:
+    """edgebench's own answer for the device (make verdicts writes it): one line per app and memory level."""
+    caveats: list[str]
+    lines: list[str]
+
+
+def answer_summary(table: pd.DataFrame | None) -> Answer | None:
+    """Below the verdicts (make verdicts writes it; its page has the table with every interval)."""
     if table is None or table.empty:
-        return ""
-    items = "".join(f"<li>{html.escape(line)}</li>" for line in answer_sentences(table))
-    caveats = "".join(f'<p class="tag">{html.escape(text)}</p>' for text in answer_caveats(table))
-    return (f"<h2>edgebench's answer for this device</h2>{caveats}<p>Which runtimes serve within the tolerance of "
-            f'native\'s throughput and p99 latency; <a href="{html.escape(href)}">the table</a> gives every interval '
-            f"(where there are {MIN_N} repetitions or more), time to ready and memory floor.</p><ul>{items}</ul>")
+        return None
+    return Answer(list(answer_caveats(table)), list(answer_sentences(table)))
+
+
+@dataclass
+class Card:
+    """An experiment on the front page: one of its pages, with its main figure and the first line
+    of its findings, or (href "") that it has no data yet and the command that makes some."""
+    experiment: str
+    href: str = ""
+    hint: str = ""
+    device: str = ""
+    image: str | None = None    # base64 PNG
+    alt: str = ""
+    line: str = ""              # the first line of its findings
+    tag: str = ""               # PROFILE_TAGS
+    status: str = ""
+    started_at: str = ""
+    rows: str = ""
+
+
+def cards(pages: list[Page], experiments: list[str]) -> list[Card]:
+    """The registry's experiments in order, then any other page found (but verdicts: the front page
+    starts with them)."""
+    by_exp: dict[str, list[Page]] = {}
+    for p in pages:
+        by_exp.setdefault(p.experiment, []).append(p)
+    out = []
+    for exp in [*experiments, *[e for e in by_exp if e not in experiments and e != "verdicts"]]:
+        mine = by_exp.get(exp)
+        if not mine:
+            out.append(Card(exp, hint="make compare" if exp == "compare" else f"make figures ONLY={exp}"))
+            continue
+        for p in mine:
+            m = p.meta
+            image, line, alt = headline(p.notebook)
+            out.append(Card(exp, p.href, device=p.device, image=image, alt=alt, line=line,
+                            tag=PROFILE_TAGS.get(p.profile, ""), status=str(m.get("status") or ""),
+                            started_at=str(m.get("started_at") or ""), rows=rows_text(m.get("rows") or {})))
+    return out
+
+
+VERDICTS_HREF = "verdicts.html"  # the verdicts notebook's page, beside the index
 
 
 def index_html(pages: list[Page], experiments: list[str], papers: dict[str, list] | None = None,
@@ -562,39 +601,19 @@ def index_html(pages: list[Page], experiments: list[str], papers: dict[str, list
     """The front page: the verdicts on the papers' claims, the device(s) and how their VMs ran, the
     profiles, the papers, and one card per experiment page with its main figure and the first line
     of its findings."""
-    by_exp: dict[str, list[Page]] = {}
-    for p in pages:
-        by_exp.setdefault(p.experiment, []).append(p)
-    cards = []
-    for exp in [*experiments, *[e for e in by_exp if e not in experiments and e != "verdicts"]]:
-        mine = by_exp.get(exp)
-        if not mine:
-            hint = ("make compare" if exp == "compare" else f"make figures ONLY={exp}")
-            cards.append(f'<div class="card"><b>{html.escape(exp)}</b><p class="missing">no data yet: '
-                         f"run <code>{html.escape(hint)}</code></p></div>")
-            continue
-        for p in mine:
-            m = p.meta
-            image, line, alt = headline(p.notebook)
-            thumb = (f'<a href="{html.escape(p.href)}"><img alt="{html.escape(alt)}" '
-                     f'src="data:image/png;base64,{image}"></a>') if image else '<p class="missing">no figure</p>'
-            tag = PROFILE_TAGS.get(p.profile)
-            cards.append(f'<div class="card">{thumb}<b><a href="{html.escape(p.href)}">{html.escape(exp)}</a></b> '
-                         f"on {html.escape(p.device)}"
-                         + (f'<p class="tag">{html.escape(tag)}</p>' if tag else "")
-                         + f"<p>{html.escape(line) or '<span class=missing>no findings</span>'}"
-                         f'</p><p class="missing">{html.escape(str(m.get("status") or ""))}, '
-                         f"{html.escape(str(m.get('started_at') or ''))}; "
-                         f"rows {html.escape(rows_text(m.get('rows') or {}))}</p></div>")
-    intro = ("<h1>edgebench report</h1>" + _front_caveats(pages)
-             + "<p>Each experiment's notebook as <code>make figures</code> ran it, without code: its tables (measured "
-               "beside published), its figures, the device and run, and links to the raw data. Papers are named by "
-               'number (000-004: <a href="#papers">the papers</a>); <a href="#labels">reading the labels</a> '
-               "explains what \"(TCG)\", \"pc\" and the other marks after a runtime's name mean.</p>")
-    body = (intro + verdicts_section(verdicts) + answer_section(answer) + _devices_table(pages) + _papers_list(papers or {})
-            + _labels_key() + "<h2>Experiments</h2>"
-            + f'<div class="cards">{"".join(cards)}</div>')
-    return _document("edgebench report", body, None)
+    return TEMPLATES.get_template("index.html.j2").render(
+        title="edgebench report", index_href=None, caveats=front_caveats(pages),
+        verdicts=verdict_summary(verdicts), answer=answer_summary(answer), verdicts_href=VERDICTS_HREF, min_n=MIN_N,
+        devices=devices(pages), papers=papers_shown(papers or {}), labels=LABELS, cards=cards(pages, experiments))
+
+
+def page_html(page: Page, page_dir: Path, index_href: str, caveats: list[str]) -> str:
+    """An experiment's page: `caveats` (what its numbers are worth), its header and its notebook."""
+    notebook = render_notebook(page.notebook)
+    return TEMPLATES.get_template("page.html.j2").render(
+        title=f"{page.experiment} ({page.device})", index_href=index_href, experiment=page.experiment,
+        device=page.device, caveats=caveats, meta=meta_box(page, page_dir, table_keys(notebook, page.meta)),
+        notebook=notebook)
 
 
 def build(figures_dir: Path = FIGURES_DIR, data_dir: Path = DATA_DIR, out_dir: Path | None = None,
@@ -609,12 +628,9 @@ def build(figures_dir: Path = FIGURES_DIR, data_dir: Path = DATA_DIR, out_dir: P
     for p in pages:
         path = out_dir / p.href
         path.parent.mkdir(parents=True, exist_ok=True)
-        header = f"<h1>{html.escape(p.experiment)} <small>on {html.escape(p.device)}</small></h1>"
-        caveats = (caveat(p.profile, repetitions_of(p.meta.get("parameters") or {})) if p.run_dir
-                   else "".join(caveat(profile) for profile in PROFILE_CAVEATS if profile in read))
-        rendered = render_notebook(p.notebook)
-        body = header + caveats + meta_table(p, path.parent, table_keys(rendered, p.meta)) + rendered
-        path.write_text(_document(f"{p.experiment} ({p.device})", body, _rel(out_dir / "index.html", path.parent)))
+        caveats = ([caveat(p.profile, repetitions_of(p.meta.get("parameters") or {}))] if p.run_dir
+                   else [caveat(profile) for profile in PROFILE_CAVEATS if profile in read])
+        path.write_text(page_html(p, path.parent, _rel(out_dir / "index.html", path.parent), [c for c in caveats if c]))
     names = experiments if experiments is not None else [*EXPERIMENTS, "compare"]
     index = out_dir / "index.html"
     papers = {name: papers_of(EXPERIMENTS[name].references) for name in names if name in EXPERIMENTS}
