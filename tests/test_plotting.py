@@ -17,10 +17,10 @@ from matplotlib.container import ErrorbarContainer
 from matplotlib.lines import Line2D
 from matplotlib.patches import Rectangle
 
-from edgebench.experiments import footprint as footprint_exp, http_load as http_exp, iomt as iomt_exp
-from edgebench.experiments import microbench as microbench_exp, time_to_ready as ttr_exp
+from edgebench.experiments import static_footprint as footprint_exp, http_load as http_exp, iomt as iomt_exp
+from edgebench.experiments import microbenchmarks as microbench_exp, time_to_ready as ttr_exp
 from edgebench.paths import PROJECT_ROOT
-from edgebench.plotting import (footprint, http_load, iomt, lxd_appendix, microbenchmarks, page_faults, style,
+from edgebench.plotting import (http_load, iomt, lxd_appendix, microbenchmarks, page_faults, static_footprint, style,
                                 time_to_ready)
 from edgebench.plotting.style import in_runtime_order, runtime_colour
 from edgebench.plotting.tables import NoData, sort_by_runtime
@@ -166,8 +166,8 @@ def appendix_results(runtimes=("native", "docker", "lxd"), **_) -> pd.DataFrame:
 
 # Per experiment: results, and every figure drawn from them (tables first, as the notebooks do).
 EXPERIMENTS = {
-    "footprint": (footprint_results, lambda df: [footprint.footprint_figure(
-        footprint.footprint_table(df, load_reference("static_footprint")))]),
+    "footprint": (footprint_results, lambda df: [static_footprint.footprint_figure(
+        static_footprint.footprint_table(df, load_reference("static_footprint")))]),
     "time_to_ready": (ttr_results, lambda df: [time_to_ready.ttr_figure(df, load_reference("time_to_ready"))]),
     "http_load": (http_results, lambda df: [http_load.http_figure(http_load.http_table(
         df, load_reference("io_bound")), "I/O-bound HTTP load")]),
@@ -442,7 +442,7 @@ def test_every_figure_draws_from_imperfect_results(name, variant):
 
 
 def test_findings_read_the_tables():
-    assert "go-http" in footprint.footprint_findings(footprint.footprint_table(footprint_results(),
+    assert "go-http" in static_footprint.footprint_findings(static_footprint.footprint_table(footprint_results(),
                                                                                load_reference("static_footprint")))
     assert "fair, median" in time_to_ready.ttr_findings(time_to_ready.ttr_table(ttr_results(),
                                                                                 load_reference("time_to_ready")))
@@ -612,7 +612,7 @@ def test_services_bars_draw_the_95_interval_where_three_runs_or_more():
     style.plt.close(fig)
 
 
-def test_parts_of_a_time_never_take_a_runtimes_colour():
+def test_part_shades_stay_apart_from_every_runtimes_colour():
     """Boot phases, a start's pull and run, a request's parts: shades apart from every runtime's."""
     parts = [np.array(mcolors.to_rgb(c)) for c in style.part_colours(6)]
     for name, colour in runtime_colours().items():
@@ -628,8 +628,8 @@ def test_a_ratio_far_below_native_keeps_a_significant_digit():
 
 def test_the_footprint_bars_labels_stay_inside_their_panel():
     """The standard run's LXD bar (83.9 MB) printed its label across the panel's top edge."""
-    from edgebench.plotting import footprint
-    fig = footprint.footprint_figure(footprint.footprint_table(footprint_results(), load_reference("static_footprint")))
+    table = static_footprint.footprint_table(footprint_results(), load_reference("static_footprint"))
+    fig = static_footprint.footprint_figure(table)
     for ax in fig.axes:
         tallest = max(b.get_height() for b in ax.patches)
         assert ax.get_ylim()[1] >= 1.1 * tallest

@@ -15,6 +15,7 @@ import pandas as pd
 import pytest
 
 from edgebench.drivers import report
+from edgebench.plotting.style import FIGURE_NAME_KEY
 
 PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
 
@@ -148,6 +149,16 @@ def test_every_figure_has_an_alt_text_from_its_caption(site):
     assert 'alt="Figure \'vmm guest split\' (Boot time, split). nanos (TCG): 310 ms to ready"' in page
     front = html.unescape(site.read_text())
     assert 'alt="Figure \'vmm guest split\' (Boot time, split). nanos (TCG): 310 ms to ready"' in front
+
+
+def test_a_figure_a_page_shows_is_named_from_its_output_not_its_cells_source():
+    """Notebooks call one show(): the figure's file name travels in its output's metadata."""
+    cells = [{"cell_type": "markdown", "source": "## Boot time"},
+             {"cell_type": "code", "source": "page = plots.show(collect(params), params)", "outputs": [
+                 {"output_type": "stream", "text": "run dir"},
+                 {"output_type": "display_data", "data": {"image/png": ""},
+                  "metadata": {FIGURE_NAME_KEY: "boot_phases"}}]}]
+    assert report.alt_text(cells, 1, 1, "3 runtimes") == "Figure 'boot phases' (Boot time). 3 runtimes"
 
 
 def test_the_front_page_numbers_the_papers_and_explains_the_labels(site):

@@ -37,7 +37,7 @@ from edgebench.drivers.verdicts import counts as verdict_counts
 from edgebench.experiments import EXPERIMENTS
 from edgebench.papers import Paper, papers_of
 from edgebench.paths import DATA_DIR, FIGURES_DIR
-from edgebench.plotting.style import HEALTH_MARK
+from edgebench.plotting.style import FIGURE_NAME_KEY, HEALTH_MARK
 from edgebench.plotting.tables import PROFILE_CAVEATS, counted
 from edgebench.tools.health import BUSY_CPUS
 
@@ -368,13 +368,16 @@ _SAVED_AS = re.compile(r"""save_figure\(\s*[^,]+,\s*[^,]+,\s*["']([\w.-]+)["']""
 
 def alt_text(cells: list, at_cell: int, at: int, caption: str) -> str:
     """The alt text of the figure at output `at` of cell `at_cell`: the heading of its section, the
-    name it is saved under (its cell's save_figure calls, in order, where each figure has one) and
-    its caption. Its title is drawn inside the image, where a screen reader cannot read it."""
+    name it is saved under (what show_figure put in its output's metadata, else its cell's
+    save_figure calls, in order, where each figure has one) and its caption. Its title is drawn inside the image, where a screen reader cannot read it."""
     headings = [line.lstrip("#").strip() for cell in cells[:at_cell + 1] if cell.get("cell_type") == "markdown"
                 for line in "".join(cell.get("source", "")).splitlines() if line.startswith("#")]
-    saved = _SAVED_AS.findall("".join(cells[at_cell].get("source", "")))
-    images = [i for i, o in enumerate(cells[at_cell].get("outputs", [])) if "image/png" in (o.get("data") or {})]
-    name = saved[images.index(at)] if len(saved) == len(images) else ""
+    outputs = cells[at_cell].get("outputs", [])
+    name = str((outputs[at].get("metadata") or {}).get(FIGURE_NAME_KEY) or "") if at < len(outputs) else ""
+    if not name:  # a notebook that saves its figures in its own cell (older notebooks, coursework copies)
+        saved = _SAVED_AS.findall("".join(cells[at_cell].get("source", "")))
+        images = [i for i, o in enumerate(outputs) if "image/png" in (o.get("data") or {})]
+        name = saved[images.index(at)] if len(saved) == len(images) and at in images else ""
     what = "Figure" + (f" '{name.replace('_', ' ')}'" if name else "") + (f" ({headings[-1]})" if headings else "")
     return what + (f". {caption}" if caption else "")
 

@@ -5,14 +5,18 @@ beside the page's numbers."""
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from edgebench.experiments.boot_time import EVENTS
+from edgebench.experiments.boot_time import EVENTS, Params
+from edgebench.plotting.page import Page, open_page, show_figure, show_findings, show_table
 from edgebench.plotting.style import part_colours, plt
 from edgebench.plotting.tables import (NoData, counted, draw_whiskers, interval, mark_emulated, ok_rows,
                                        sort_by_runtime, spread)
+from edgebench.reference import load_reference
 from edgebench.runtimes import RUNTIMES
 from edgebench.runtimes.vm import VmRuntime
 
@@ -126,7 +130,8 @@ def split_table(df: pd.DataFrame, reference: pd.DataFrame) -> pd.DataFrame:
             out.append({"source": "measured", "app": g["app"].iloc[0], "variant": rt, "metric": "total_boot",
                         "median_ms": np.nan, "low_ms": np.nan, "high_ms": np.nan, "starts": 0,
                         "note": str(g["error"].dropna().iloc[0]) if g["error"].notna().any() else "every start failed"})
-    ref = reference[reference["metric"].isin(["vmm_part", "guest_part", "total_boot"])] if not reference.empty else reference
+    ref = (reference[reference["metric"].isin(["vmm_part", "guest_part", "total_boot"])] if not reference.empty
+           else reference)
     for r in ref.itertuples():
         out.append({"source": "paper 002", "app": r.app, "variant": r.runtime,
                     "metric": r.metric, "median_ms": r.value, "low_ms": np.nan, "high_ms": np.nan,
@@ -150,8 +155,8 @@ def boot_phases_figure(table: pd.DataFrame):
         for y, var in enumerate(variants):
             left = 0.0
             for r in t[t["variant"] == var].itertuples():
-                ax.barh(y, r.median_ms, left=left, color=PHASE_COLOURS.get(shown_as(r.phase, r.phase_from), "grey"), edgecolor="white",
-                        linewidth=0.5)
+                ax.barh(y, r.median_ms, left=left, color=PHASE_COLOURS.get(shown_as(r.phase, r.phase_from), "grey"),
+                        edgecolor="white", linewidth=0.5)
                 left += r.median_ms
             first = t[t["variant"] == var].iloc[0]
             draw_whiskers(ax, [y], [first.total_ms], [first.total_low_ms], [first.total_high_ms], horizontal=True)
@@ -199,7 +204,8 @@ def split_figure(split: pd.DataFrame):
                   "whiskers: 95% CI of the median; lowest to highest for 2 starts, none for 1)")
     handles, names = ax.get_legend_handles_labels()
     keep = dict(zip(names, handles))
-    fig.legend(keep.values(), [{"vmm_part": "VMM (to the firmware's hand-over)", "guest_part": "guest (hand-over to the app)",
+    fig.legend(keep.values(), [{"vmm_part": "VMM (to the firmware's hand-over)",
+                                "guest_part": "guest (hand-over to the app)",
                                 "total_boot": "total (to the app's start)"}[k] for k in keep], fontsize=8,
                loc="lower center", ncol=3, frameon=False)
     title = "A VM's boot, split as paper 002 does (hatched: the page's numbers, KVM)"
@@ -237,3 +243,25 @@ def boot_time_findings(table: pd.DataFrame, split: pd.DataFrame) -> str:
         lines.append("- Rows marked (TCG) ran under software emulation: the guest's kernel is emulated instruction by "
                      "instruction, so its phases are seconds; the page's numbers are KVM's.")
     return "\n".join(lines)
+
+
+# -- the notebook's page (edgebench.plotting.page) ---------------------------------------------
+
+@dataclass
+class BootTimePage(Page):
+    """`table`: each boot's phases per runtime and variant."""
+    split: pd.DataFrame  # the VMM's part against the guest's, beside the paper's
+
+
+def show(run_dir: Path, params: Params) -> BootTimePage:
+    """Notebook 11: the run's notes, the boot's phases and their figure, the VMM/guest split
+    beside the paper's and its figure, then the findings."""
+    df = open_page(run_dir)
+    table = phase_table(df)
+    show_table(table)
+    show_figure(boot_phases_figure(table), params.EXPERIMENT, "boot_phases", run_dir)
+    split = split_table(df, load_reference(params.EXPERIMENT))
+    show_table(split)
+    show_figure(split_figure(split), params.EXPERIMENT, "vmm_guest_split", run_dir)
+    show_findings(boot_time_findings(table, split))
+    return BootTimePage(run_dir, df, table, split)

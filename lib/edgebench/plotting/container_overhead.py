@@ -4,21 +4,24 @@ prints only relative numbers for Docker on a Raspberry Pi 2)."""
 
 from __future__ import annotations
 
-import re
 import textwrap
+from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 from matplotlib import transforms
 
 from edgebench.claims import ratio_interval
-from edgebench.paths import DATA_DIR
+from edgebench.experiments.container_overhead import Params
+from edgebench.plotting.page import Page, open_page, show_absent, show_figure, show_findings, show_table
+from edgebench.plotting.reasons import plain_reason, ruled_out_note, run_meta
 from edgebench.plotting.style import (EMULATED, FIGURE_NOTES_MARK, PROTOCOL_TITLE, failed_runtimes, figure_legend,
                                       in_runtime_order, mark_health, mark_paper_values, protocol_grid, protocols_in,
                                       runtime_artist)
 from edgebench.plotting.tables import NoData, mark_emulated
 from edgebench.plotting.tables import mark_health as health_column
-from edgebench.results import load_meta
+from edgebench.reference import load_reference
 from edgebench.tools import sanity
 
 PAPER = "paper 003"
@@ -116,16 +119,6 @@ def figure_footnotes(df: pd.DataFrame) -> list[str]:
     return notes
 
 
-def run_meta(df: pd.DataFrame) -> dict:
-    """The meta.json of the run the rows come from, or {} (synthetic rows, a run kept elsewhere)."""
-    if not {"experiment", "run_id"} <= set(df.columns) or df.empty:
-        return {}
-    try:
-        return load_meta(DATA_DIR / str(df["experiment"].iloc[0]) / str(df["run_id"].iloc[0]))
-    except (OSError, ValueError):
-        return {}
-
-
 def missing_panels(table: pd.DataFrame, df: pd.DataFrame) -> dict[tuple[str, str], str]:
     """(benchmark, protocol) the run measured or tried with nothing to compare there, and why
     (the most frequent reason of its failed rows): the figure says it in the empty panel."""
@@ -191,49 +184,6 @@ def legend_label(label: str, labels) -> str:
 # instead, in the ruled-out red, and the reason under the panel.
 RULED_OUT = dict(marker="$\u2205$", s=70, color="#a00000", zorder=5, clip_on=False)
 RULED_OUT_LABEL = "ruled out, not drawn (why: under its panel)"
-
-
-def short_reason(why: str) -> str:
-    """sanity's reason without its verdict word and its parenthesised detail: 'docker 41% ahead of
-    native on hpc work on the same kernel'."""
-    text = why.split("implausible: ", 1)[-1]
-    return text.split(" (")[0].strip()
-
-
-def ruled_out_note(reasons) -> str:
-    """A panel's reasons, once each: one runtime's across its operations as one range ('docker
-    24-32% ahead of native on memory work on the same kernel'), not a sentence per operation."""
-    groups: dict[str, list[int]] = {}
-    for text in (short_reason(part) for why in reasons for part in why.split("; implausible: ")):
-        number = re.search(r"(\d+)%", text)
-        groups.setdefault(re.sub(r"\d+%", "{}%", text, count=1) if number else text, []).append(
-            int(number.group(1)) if number else -1)
-    parts = [key.format(f"{min(n)}" if min(n) == max(n) else f"{min(n)}-{max(n)}") if "{}" in key else key
-             for key, n in groups.items()]
-    return "Ruled out, not drawn: " + "; ".join(parts) + " (see the findings)."
-
-
-# Said in plain words where a reason names what the reader acts on: the step that fixes it, not
-# the directory it looked in or the variable that overrides it.
-PLAIN = ((re.compile(r"NPB (binary|binaries)|no NPB|NPB.*not built"),
-          "NPB is not built on this device: make provision builds it"),)
-PATH_OR_VARIABLE = re.compile(r"(~|\$HOME)?/[\w.@+-]+(/[\w.@*+-]*)+|\bEDGEBENCH_[A-Z_]+\b")
-
-
-def plain_reason(why: str) -> str:
-    """A failed row's reason fit for a figure: the plain sentence for a known one, else its text
-    up to the first file path or environment variable (those are in the run's notes)."""
-    for pattern, sentence in PLAIN:
-        if pattern.search(why):
-            return sentence
-    hit = PATH_OR_VARIABLE.search(why)
-    if not hit:
-        return why if len(why) <= 160 else why[:157] + "..."
-    head = why[:hit.start()]
-    if "; " in head and len(head.rsplit("; ", 1)[1]) < 20:  # a clause cut short by the path: left out
-        head = head.rsplit("; ", 1)[0]
-    head = re.sub(r"[\s(:,;=]*\b(in|on|at|under|from|with|set|or|and|see)?[\s(:,;=]*$", "", head)
-    return (f"{head} (details in the run's notes)" if len(head) >= 12 else "see the run's notes")[:160]
 
 
 def _relative_figure(table: pd.DataFrame, column: str, ylabel: str, title: str):
@@ -378,3 +328,57 @@ def findings(table: pd.DataFrame) -> str:
                 parts.append(f"{label} {s['overhead_pct'].median():+.1f}%{paper_text}")
         lines.append(f"- **{bench}**, {proto}: median loss vs native over its operations: " + "; ".join(parts))
     return "\n".join(lines)
+
+
+# -- the notebook's page (edgebench.plotting.page) ---------------------------------------------
+
+# Said where each section of the page begins (the page is one call: no Markdown cell sits between its parts).
+OVERHEAD_SECTION = ("## Performance: each container against native\n\nLoss against native's median per operation "
+                    "(positive: the container is slower or moves less data); the paper's Docker numbers as crosses "
+                    "where it printed one. Disk: throughput per operation; memory: STREAM's best rate per kernel; HPC: "
+                    "NPB's own time; HTTP: ab's requests per second (wrk's are in the table, `operation` = wrk).")
+EDP_SECTION = ("## Energy-Delay Product\n\nEDP per run (energy above the device's idle power x the run's duration), "
+               "each container's against native's. Without a power meter the rows are missing and the reason is "
+               "printed instead of a figure.")
+CROSSCHECK_SECTION = ("## Is apps/stream measuring memory? An independent tool in the same run\n\nThe project's STREAM "
+                      "kernels (native, fair protocol, largest array) against stress-ng's stream stressor and sysbench "
+                      "memory, run natively in the same run. The ratio is a sanity check, not a comparison: the tools "
+                      "count bytes differently.")
+
+
+@dataclass
+class ContainerOverheadPage(Page):
+    """`table`: each container's loss against native per benchmark and operation, beside the paper's
+    (empty where the run has nothing to set against native)."""
+    edp: pd.DataFrame         # the energy-delay product against native (empty without a power meter)
+    crosscheck: pd.DataFrame  # STREAM's rates against an independent tool's (empty without one)
+
+
+def show(run_dir: Path, params: Params) -> ContainerOverheadPage:
+    """Notebook 09: the run's notes, the overhead beside the paper's with its figure and findings,
+    the energy-delay product, and STREAM's cross-check; a part the run cannot show says why."""
+    df = open_page(run_dir)
+    reference = load_reference(params.EXPERIMENT)
+    table = edp = crosscheck = pd.DataFrame()
+    show_findings(OVERHEAD_SECTION)
+    try:  # a run without a container (runtimes="native") has nothing to set against native
+        table = overhead_table(df, reference)
+        show_table(table, 3)
+        show_figure(overhead_figure(table), params.EXPERIMENT, "overhead", run_dir)
+        show_findings(findings(table))
+    except NoData as e:
+        show_absent("overhead figure", e)
+    show_findings(EDP_SECTION)
+    try:
+        edp = edp_table(df, reference)
+        show_table(edp, 3)
+        show_figure(edp_figure(edp), params.EXPERIMENT, "edp", run_dir)
+    except NoData as e:
+        show_absent("EDP figure", e)
+    show_findings(CROSSCHECK_SECTION)
+    try:
+        crosscheck = crosscheck_table(df)
+        show_table(crosscheck, 3)
+    except NoData as e:
+        show_absent("cross-check", e)
+    return ContainerOverheadPage(run_dir, df, table, edp, crosscheck)

@@ -4,13 +4,18 @@ runtime and network mode, with the accuracy beside it and the paper's ratios bel
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 
-from edgebench.plotting.tables import WHISKERS, interval, stacked_with_interval, wrapped_suptitle
+from edgebench.experiments.face_recognition import Params
+from edgebench.plotting.page import Page, open_page, show_figure, show_findings, show_table
 from edgebench.plotting.services import label
 from edgebench.plotting.style import PROTOCOL_TITLE, part_colours, plt, protocols_in, times
+from edgebench.plotting.tables import WHISKERS, interval, stacked_with_interval, wrapped_suptitle
 from edgebench.plotting.tables import NoData, mark_emulated, mark_health, sort_by_runtime, ratio_to_baseline
+from edgebench.reference import load_reference
 
 BASELINE = "native"
 METRICS = ("end_to_end_latency", "inference_time", "read_per_image", "detect_per_image", "recognize_per_image",
@@ -119,3 +124,16 @@ def face_findings(table: pd.DataFrame, reference: pd.DataFrame) -> str:
         lines.append("- The paper's OpenCV row compares with the detection here, its Face-KNN row with the whole "
                      "time over the images; its images, model and device differ, so compare ratios, not seconds.")
     return "\n".join(lines)
+
+
+# -- the notebook's page (edgebench.plotting.page) ---------------------------------------------
+
+def show(run_dir: Path, params: Params) -> Page:
+    """Notebook 14: the run's notes, the times over the images with the accuracy beside them, the
+    figure and the findings beside the paper's ratios."""
+    df = open_page(run_dir)
+    table = face_table(df)
+    show_table(table)
+    show_figure(face_figure(table), params.EXPERIMENT, "face_recognition_time", run_dir)
+    show_findings(face_findings(table, load_reference(params.EXPERIMENT)))
+    return Page(run_dir, df, table)

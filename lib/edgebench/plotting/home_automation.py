@@ -4,21 +4,27 @@ parts side by side), beside the paper."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
-
-from edgebench.plotting.services import label
 from matplotlib.lines import Line2D
 
+from edgebench.experiments.home_automation import Params
+from edgebench.plotting.page import Page, open_page, show_figure, show_findings, show_table
+from edgebench.plotting.services import label
 from edgebench.plotting.style import (PROTOCOL_TITLE, part_colours, plt, protocols_in, readable_log_ticks,
                                       runtime_artist, times)
 from edgebench.plotting.tables import (WHISKERS, NoData, draw_whiskers, interval, mark_emulated, mark_health,
                                        ratio_to_baseline, sort_by_runtime, wrapped_suptitle)
+from edgebench.reference import load_reference
 
 BASELINE = "native"
 PARTS = tuple((metric, name, colour) for (metric, name), colour in zip(
-    (("sensor_per_request", "sensor (DHT11 read or its kept reading)"), ("handler_rest_per_request", "rest of the handler"),
+    (("sensor_per_request", "sensor (DHT11 read or its kept reading)"),
+     ("handler_rest_per_request", "rest of the handler"),
      ("outside_handler_per_request", "outside the handler: TLS, HTTP, network path")), part_colours(3)))
+
 
 def latency_table(df: pd.DataFrame) -> pd.DataFrame:
     """Medians per (protocol, runtime label): the latency's parts, wrk's mean and p99, req/s, the
@@ -142,3 +148,16 @@ def latency_findings(table: pd.DataFrame, reference: pd.DataFrame) -> str:
                          f"native {values['native']:g} s ({values['docker'] / values['native']:.1f}x); its unit covers "
                          "the sensor's read and retries, so compare ratios, not times.")
     return "\n".join(lines)
+
+
+# -- the notebook's page (edgebench.plotting.page) ---------------------------------------------
+
+def show(run_dir: Path, params: Params) -> Page:
+    """Notebook 13: the run's notes, each request's latency split into its parts, the figure and
+    the findings beside the paper's ratios."""
+    df = open_page(run_dir)
+    table = latency_table(df)
+    show_table(table)
+    show_figure(latency_figure(table), params.EXPERIMENT, "home_automation_latency", run_dir)
+    show_findings(latency_findings(table, load_reference(params.EXPERIMENT)))
+    return Page(run_dir, df, table)

@@ -12,19 +12,16 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from IPython.display import Markdown, display
 from matplotlib import pyplot as plt
 from matplotlib.lines import Line2D
 
-from edgebench.reference import load_reference
-from edgebench.results import load_results
-
+from edgebench.plotting.page import Page, open_page, show_figure, show_findings, show_table
 from edgebench.plotting.style import (FAILED_STYLE, PROTOCOL_TITLE, dodge, figure_legend, in_runtime_order,
                                       keep_in_view, mark_health, mark_paper_values, protocol_grid, protocol_line,
                                       protocols_in, readable_log_ticks, room_for_health_marks, runtime_artist,
-                                      runtime_colour, save_figure)
-from edgebench.plotting.tables import (NoData, beside_published, mark_emulated, ok_rows, run_notes, sort_by_runtime,
-                                       spread)
+                                      runtime_colour)
+from edgebench.reference import load_reference
+from edgebench.plotting.tables import NoData, beside_published, mark_emulated, ok_rows, sort_by_runtime, spread
 from edgebench.plotting.tables import mark_health as health_column
 
 KEYS = ["scenario", "cpus", "memory_mb", "app", "runtime", "protocol"]
@@ -57,7 +54,10 @@ def http_table(df: pd.DataFrame, reference: pd.DataFrame) -> pd.DataFrame:
     for key, g in rps.groupby(KEYS):
         s = spread(g["value"])
         sel = ok[(ok[KEYS] == pd.Series(key, index=KEYS)).all(axis=1)]
-        med = lambda m, q=0.5: sel[sel["metric"] == m]["value"].quantile(q)  # noqa: E731
+
+        def med(m: str, q: float = 0.5, sel: pd.DataFrame = sel) -> float:
+            return sel[sel["metric"] == m]["value"].quantile(q)
+
         quartiles = {f"{m}_{name}_ms": med(m, q) for m in QUARTILES.values()
                      for name, q in (("q1", 0.25), ("q3", 0.75))}
         rows.append(dict(zip(KEYS, key), n=s["n"], rps_median=s["median"], rps_ci95_low=s["ci_low"],
@@ -253,8 +253,8 @@ def open_loop_table(df: pd.DataFrame, p99_bound_ms: float = P99_BOUND_MS) -> pd.
         if not rows.empty:
             wide = rows.pivot_table(index=OPEN_KEYS, columns="metric", values="value",
                                     aggfunc=lambda v, at=at: v.quantile(at))
-            name = (lambda m, q=q: f"{OPEN_METRICS[m].removesuffix('_ms')}_{q}_ms" if q else OPEN_METRICS[m])
-            table = table.merge(wide.rename(columns=name).reset_index(), on=OPEN_KEYS, how="left")
+            names = {m: f"{OPEN_METRICS[m].removesuffix('_ms')}_{q}_ms" if q else OPEN_METRICS[m] for m in wide.columns}
+            table = table.merge(wide.rename(columns=names).reset_index(), on=OPEN_KEYS, how="left")
     for column in [*OPEN_METRICS.values(), *quartiles]:
         if column not in table:
             table[column] = np.nan
@@ -352,42 +352,32 @@ def open_loop_findings(table: pd.DataFrame) -> str:
 
 
 @dataclass
-class HttpLoadPage:
-    """What notebooks 03 and 04 show, kept for a reader to explore further."""
-    df: pd.DataFrame           # every row of the run
-    table: pd.DataFrame        # per level, app, runtime and protocol, beside the paper's
+class HttpLoadPage(Page):
+    """What notebooks 03 and 04 show: `table` per level, app, runtime and protocol, beside the paper's."""
     open_table: pd.DataFrame   # the open-loop rates (fair protocol only)
 
 
-def show_figure(fig, experiment: str, name: str, run_dir: Path) -> None:
-    """Saved, then shown where it comes in the page (not gathered at the end of the cell)."""
-    save_figure(fig, experiment, name, run_dir)
-    display(fig)
-    plt.close(fig)
-
-
 def show_http_load(run_dir: Path, params) -> HttpLoadPage:
-    """Notebooks 03 (I/O-bound) and 04 (CPU-bound), written once: the run's notes, the table,
-    the figure and its findings, then the open-loop curves. `params`: the notebook's record
-    (edgebench.experiments.http_load.IoBound or CpuBound)."""
+    """Notebooks 03 (I/O-bound) and 04 (CPU-bound), written once (edgebench.plotting.io_bound and
+    cpu_bound call it): the run's notes, the table, the figure and its findings, then the
+    open-loop curves. `params`: the notebook's record (edgebench.experiments.io_bound.Params or
+    cpu_bound.Params)."""
     experiment, title = params.EXPERIMENT, params.TITLE
-    df = load_results(run_dir)
-    print(run_dir)
-    display(Markdown(run_notes(run_dir, df)))
+    df = open_page(run_dir)
     table = http_table(df, load_reference(experiment))
-    display(table.drop(columns=["level"]).round(2))
+    show_table(table.drop(columns=["level"]), 2)
     show_figure(http_figure(table, title), experiment, experiment, run_dir)
-    display(Markdown(crossover_findings(table)))
+    show_findings(crossover_findings(table))
     open_table = open_loop_table(df, params.p99_bound_ms)
     if open_table.empty:
-        display(Markdown("No open-loop rows in this run (open_loop='none', or only the published protocol)."))
+        show_findings("No open-loop rows in this run (open_loop='none', or only the published protocol).")
     else:
-        display(Markdown("## Latency at fixed offered rates (open loop)\n\nwrk above is closed loop: a stalled "
-                         "server also stalls the load, so its latency misses the stall. Here, in the fair "
-                         "protocol, each runtime is offered fixed rates (shares of its own closed-loop "
-                         "throughput) by an open-loop tool that times every request from when it was due."))
-        display(open_table.drop(columns=["level"]).round(2))
+        show_findings("## Latency at fixed offered rates (open loop)\n\nwrk above is closed loop: a stalled "
+                      "server also stalls the load, so its latency misses the stall. Here, in the fair "
+                      "protocol, each runtime is offered fixed rates (shares of its own closed-loop "
+                      "throughput) by an open-loop tool that times every request from when it was due.")
+        show_table(open_table.drop(columns=["level"]), 2)
         show_figure(open_loop_figure(open_table, title, params.p99_bound_ms), experiment,
                     f"{experiment}_open_loop", run_dir)
-        display(Markdown(open_loop_findings(open_table)))
-    return HttpLoadPage(df, table, open_table)
+        show_findings(open_loop_findings(open_table))
+    return HttpLoadPage(run_dir, df, table, open_table)

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 
-from edgebench.experiments.iomt import LABELS, parse_size
+from edgebench.experiments.iomt import LABELS, Params, parse_size
+from edgebench.plotting.page import Page, open_page, show_figure, show_findings, show_table
 from edgebench.plotting.style import (PROTOCOL_TITLE, figure_legend, in_runtime_order, log_dodge, mark_health,
                                       mark_paper_values, paper_key, protocol_grid, protocol_line, protocols_in,
                                       readable_log_ticks, room_for_health_marks)
 from edgebench.plotting.tables import (NoData, beside_published, mark_emulated, mark_health as health_column, ok_rows,
                                        interval_kind, sort_by_runtime, spread)
+from edgebench.reference import load_reference
 
 KEYS = ["workload", "input_size", "runtime", "protocol"]
 PAPER_TABLE_4 = "paper 001, Table 4"
@@ -233,3 +237,16 @@ def checksum_findings(df: pd.DataFrame) -> str:
         return (f"- Outputs agree: every one of the {len(runs)} runs of the same workload, size and seed "
                 "produced the same checksum, whatever the runtime or protocol.")
     return "\n".join(f"- **Outputs differ** for {k[0]} {k[1]} (seed {k[3]}): {v}" for k, v in split.items())
+
+
+# -- the notebook's page (edgebench.plotting.page) ---------------------------------------------
+
+def show(run_dir: Path, params: Params) -> Page:
+    """Notebook 05: the run's notes, the latencies beside Table 4, the figure, its findings and
+    whether every runtime computed the same outputs."""
+    df = open_page(run_dir)
+    table = latency_table(df, load_reference(params.EXPERIMENT))
+    show_table(table, 4)
+    show_figure(latency_figure(table), params.EXPERIMENT, "iomt_latency", run_dir)
+    show_findings(latency_findings(table), checksum_findings(df))
+    return Page(run_dir, df, table)

@@ -3,12 +3,18 @@ The paper's figure carries no numbers, only statements: the findings list them b
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from pathlib import Path
+
 import pandas as pd
 from matplotlib.ticker import NullFormatter
 
+from edgebench.experiments.lxd_appendix import Params
+from edgebench.plotting.page import Page, open_page, show_figure, show_findings, show_table
 from edgebench.plotting.style import (figure_legend, in_runtime_order, log_dodge, mark_health, plt, runtime_artist,
                                       runtime_colour)
 from edgebench.plotting.tables import NoData, cell_health, ratio_to_baseline
+from edgebench.reference import load_reference
 
 # (benchmark, x column, metric, unit, title) per panel of the paper's Fig. 2.
 PANELS = [("fileio", "files", "file_creation_latency", "ms per 1 MiB file", "(a) file creation"),
@@ -102,3 +108,24 @@ def appendix_findings(table: pd.DataFrame, reference: pd.DataFrame, df: pd.DataF
     for _, r in failed.drop_duplicates(["runtime", "point"]).iterrows():
         lines.append(f"- {r['runtime']} {r['point']}: failed ({str(r['error'])[:160]})")
     return "\n".join(lines)
+
+
+# -- the notebook's page (edgebench.plotting.page) ---------------------------------------------
+
+@dataclass
+class LxdAppendixPage(Page):
+    """`table`: per panel, runtime and swept value, each ratio to native."""
+    reference: pd.DataFrame  # what the appendix states, which the findings set the ratios beside
+
+
+def show(run_dir: Path, params: Params) -> LxdAppendixPage:
+    """Notebook 07: the run's notes, the ratios to native, their figure and findings beside what
+    the appendix states, and the appendix's own values."""
+    df = open_page(run_dir)
+    reference = load_reference(params.EXPERIMENT)
+    table = appendix_table(df)
+    show_table(table, 3)
+    show_figure(appendix_figure(table), params.EXPERIMENT, "lxd_appendix", run_dir)
+    show_findings(appendix_findings(table, reference, df))
+    show_table(reference[["runtime", "workload", "threads", "metric", "value", "unit", "qualifier"]])
+    return LxdAppendixPage(run_dir, df, table, reference)

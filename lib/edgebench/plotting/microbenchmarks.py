@@ -4,16 +4,21 @@ bridge networking (§3.0.1), beside the paper's values."""
 from __future__ import annotations
 
 import textwrap
+from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from edgebench.plotting.container_overhead import plain_reason, run_meta
+from edgebench.experiments.microbenchmarks import Params
+from edgebench.plotting.page import Page, open_page, show_figure, show_findings, show_table
+from edgebench.plotting.reasons import plain_reason, run_meta
 from edgebench.plotting.style import (HEALTH_GID, HEALTH_MARK, PROTOCOL_TITLE, figure_legend, health_marked,
                                       in_runtime_order, mark_health, mark_paper_values, protocol_grid, protocols_in,
                                       plt, readable_log_ticks, runtime_artist)
 from edgebench.plotting.tables import (NoData, absent_figure, interval_kind, mark_health as health_column, ok_rows,
                                        sort_by_runtime, spread)
+from edgebench.reference import load_reference
 
 PAPER_TABLE_2 = "paper 001, Table 2"
 PAPER_NETWORK = "paper 001, iperf on its Pi (published)"
@@ -325,3 +330,28 @@ def network_findings(table: pd.DataFrame) -> str:
                  "absolute values are not the paper's Ethernet; the host/bridge gap is what compares (the "
                  "paper prints 3.6 vs 3.1 Gbps).")
     return "\n".join(lines)
+
+
+# -- the notebook's page (edgebench.plotting.page) ---------------------------------------------
+
+@dataclass
+class MicrobenchmarksPage(Page):
+    """`table`: sysbench per benchmark, point, runtime and protocol, beside Table 2."""
+    network: pd.DataFrame  # iperf3 per runtime and mode, beside the paper's (empty, with why, without rows)
+
+
+def show(run_dir: Path, params: Params) -> MicrobenchmarksPage:
+    """Notebook 08: the run's notes, sysbench beside Table 2 with its figure and findings, then
+    host against bridge networking where the notebook asks for it (`network`)."""
+    df = open_page(run_dir)
+    reference = load_reference(params.EXPERIMENT)
+    table = sysbench_table(df, reference)
+    show_table(table, 3)
+    show_figure(sysbench_figure(table), params.EXPERIMENT, "sysbench_table2", run_dir)
+    show_findings(sysbench_findings(table))
+    network = network_table(df, reference)
+    if params.network:
+        show_table(network, 3)
+        show_figure(network_figure(network), params.EXPERIMENT, "network", run_dir)
+        show_findings(network_findings(network))
+    return MicrobenchmarksPage(run_dir, df, table, network)

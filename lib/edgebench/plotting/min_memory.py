@@ -3,12 +3,17 @@ beside the range the Unikraft page gives for its guests."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 from matplotlib.patches import Patch
 
+from edgebench.experiments.min_memory import Params
+from edgebench.plotting.page import Page, open_page, show_figure, show_findings, show_table
 from edgebench.plotting.style import plt, readable_log_ticks, runtime_artist
 from edgebench.plotting.tables import NoData, mark_emulated, ok_rows, sort_by_runtime, spread, wrapped_suptitle
+from edgebench.reference import load_reference
 
 
 def paper_range(reference: pd.DataFrame) -> tuple[float, float] | None:
@@ -98,3 +103,17 @@ def min_memory_findings(table: pd.DataFrame, reference: pd.DataFrame) -> str:
         lines.append(f"- The Unikraft page: {band[0]:g}-{band[1]:g} MB ({mib[0]:.1f}-{mib[1]:.1f} MiB, the unit above) "
                      "suffice for its guests (Fig. 4; nginx, Redis, SQLite, helloworld).")
     return "\n".join(lines)
+
+
+# -- the notebook's page (edgebench.plotting.page) ---------------------------------------------
+
+def show(run_dir: Path, params: Params) -> Page:
+    """Notebook 10: the run's notes, each runtime's memory floor, the figure beside the paper's
+    band and the findings."""
+    df = open_page(run_dir)
+    reference = load_reference(params.EXPERIMENT)
+    table = min_memory_table(df)
+    show_table(table)
+    show_figure(min_memory_figure(table, reference), params.EXPERIMENT, "min_memory", run_dir)
+    show_findings(min_memory_findings(table, reference))
+    return Page(run_dir, df, table)

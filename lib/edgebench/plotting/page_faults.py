@@ -4,15 +4,20 @@ beside the paper's counts."""
 from __future__ import annotations
 
 import textwrap
+from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from edgebench.experiments.iomt import LABELS, parse_size
+from edgebench.experiments.page_faults import Params
 from edgebench.plotting.iomt import (beside_paper, beside_size, interval_kind, interval_note, lines_over_size,
                                      mark_papers_sizes, size_axis, workload_grid, workload_medians)
+from edgebench.plotting.page import Page, open_page, show_figure, show_findings, show_table
 from edgebench.plotting.style import PROTOCOL_TITLE, figure_legend, paper_key, readable_log_ticks, room_for_health_marks
 from edgebench.plotting.tables import NoData, mark_emulated
+from edgebench.reference import load_reference
 from edgebench.results import NOT_MEASURABLE
 
 FAULT_METRICS = ["perf_page_faults", "faults_cgroup", "faults_inprocess", "launcher_faults", "perf_cache_misses"]
@@ -51,8 +56,8 @@ def missing_counters(df: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame(columns=["metric", "runtime", "protocol", "rows", "reason"])
     reason = missing["error"].astype(object).where(missing["status"] == NOT_MEASURABLE, missing.get("note"))
     # Each run has its own cgroup: said once for all of them.
-    reason = reason.fillna("").astype(str).str.replace(r"/sys/fs/cgroup/\S+/memory\.stat", "the run's cgroup's memory.stat",
-                                                        regex=True)
+    reason = reason.fillna("").astype(str).str.replace(r"/sys/fs/cgroup/\S+/memory\.stat",
+                                                        "the run's cgroup's memory.stat", regex=True)
     return (missing.assign(reason=reason)
             .groupby(["metric", "runtime", "protocol", "reason"]).size().rename("rows").reset_index()
             [["metric", "runtime", "protocol", "rows", "reason"]])
@@ -186,3 +191,41 @@ def agreement_table(df: pd.DataFrame) -> pd.DataFrame:
     if {"faults_inprocess", "perf_page_faults"} <= set(cols):
         out["perf/inprocess"] = out["perf_page_faults"] / out["faults_inprocess"]
     return out.reset_index()
+
+
+# -- the notebook's page (edgebench.plotting.page) ---------------------------------------------
+
+# Said where its section of the page begins (the page is one call: no Markdown cell sits between its parts).
+AGREEMENT_SECTION = ("Where each count comes from, per fair run: the workload's own `getrusage` against its cgroup's "
+                     "`memory.stat` and perf's cgroup count (a container's count also holds its runtime's "
+                     "in-container init).")
+CACHE_MISS_SECTION = ("Fig. 1 (cache misses) needs hardware counters; where the machine has none, the rows are missing "
+                      "with the reason below.")
+
+
+@dataclass
+class PageFaultsPage(Page):
+    """`table`: faults per workload, size, runtime and protocol, beside Table 5."""
+    agreement: pd.DataFrame  # per fair run: the workload's own count against its cgroup's and perf's
+    missing: pd.DataFrame    # counters this device could not count, and why
+
+
+def show(run_dir: Path, params: Params) -> PageFaultsPage:
+    """Notebook 06: the run's notes, the faults beside Table 5, their figure (saying what it cannot
+    draw) and findings, how the counters agree, the cache misses where the machine counts them, and
+    the counters it could not count."""
+    df = open_page(run_dir)
+    table = faults_table(df, load_reference(params.EXPERIMENT))
+    missing = missing_counters(df)
+    show_table(table, 1)
+    show_figure(faults_figure(table, missing), params.EXPERIMENT, "page_faults", run_dir)
+    show_findings(faults_findings(table))
+    agreement = agreement_table(df)
+    show_findings(AGREEMENT_SECTION)
+    show_table(agreement, 3)
+    show_findings(CACHE_MISS_SECTION)
+    misses = cache_miss_figure(table)
+    if misses is not None:  # a machine without a hardware PMU counts no cache misses
+        show_figure(misses, params.EXPERIMENT, "cache_misses", run_dir)
+    show_table(missing)
+    return PageFaultsPage(run_dir, df, table, agreement, missing)

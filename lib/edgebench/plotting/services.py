@@ -4,15 +4,19 @@ network mode, each against native's in the same run, beside the page's relative 
 from __future__ import annotations
 
 import textwrap
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from edgebench.claims import ratio_interval
-from edgebench.plotting.container_overhead import plain_reason, run_meta
+from edgebench.experiments.services import Params
+from edgebench.plotting.page import Page, open_page, show_figure, show_findings, show_table
+from edgebench.plotting.reasons import plain_reason, run_meta
 from edgebench.plotting.style import PROTOCOL_TITLE, plt, protocols_in, runtime_colour, times
 from edgebench.plotting.tables import (NoData, mark_emulated, mark_health, ok_rows, ratio_to_baseline, sort_by_runtime,
                                        spread, wrapped_suptitle)
+from edgebench.reference import load_reference
 
 BASELINE = "native"
 
@@ -170,6 +174,19 @@ def services_findings(table: pd.DataFrame, reference: pd.DataFrame) -> str:
     for other, g in (claims.groupby("other", sort=False) if not claims.empty else []):
         g = g.drop_duplicates("metric")  # the page's one sentence, filed under Redis and under nginx
         values = g.set_index(g["metric"].str.rsplit("_", n=1).str[-1])["value"]
-        lines.append(f"- Paper 002 (KVM, Redis and nginx together): Unikraft {values.get('low'):g}-{values.get('high'):g}x "
-                     f"the throughput of {other.replace('_', ' ')}.")
+        lines.append(f"- Paper 002 (KVM, Redis and nginx together): Unikraft "
+                     f"{values.get('low'):g}-{values.get('high'):g}x the throughput of {other.replace('_', ' ')}.")
     return "\n".join(lines)
+
+
+# -- the notebook's page (edgebench.plotting.page) ---------------------------------------------
+
+def show(run_dir: Path, params: Params) -> Page:
+    """Notebook 12: the run's notes, each service's throughput per runtime, the figure and the
+    findings beside the page's ratios."""
+    df = open_page(run_dir)
+    table = throughput_table(df)
+    show_table(table)
+    show_figure(throughput_figure(table), params.EXPERIMENT, "services_throughput", run_dir)
+    show_findings(services_findings(table, load_reference(params.EXPERIMENT)))
+    return Page(run_dir, df, table)

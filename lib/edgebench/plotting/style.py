@@ -347,6 +347,8 @@ def mark_figure_notes(fig, run_dir: Path) -> None:
 
 # PNG for notebooks and the README, PDF (vector) for papers.
 FIGURE_FORMATS = ("png", "pdf")
+# The key in a shown figure's output metadata that names the file it was saved as (the report's alt text).
+FIGURE_NAME_KEY = "edgebench_figure"
 
 
 def save_figure(fig, experiment: str, name: str, run_dir: Path | None = None) -> list[Path]:

@@ -193,7 +193,8 @@ def run_notes(run_dir, df: pd.DataFrame | None = None) -> str:
         lines.append(f"- **{name}** not in this experiment: {why}")
     left_out = notes.get("left_out") or {}
     if left_out:  # app and runtime pairs that cannot run: left out of the sweep, not failed
-        lines.append(f"- Left out, as they cannot run: {'; '.join(f'{pair} ({why})' for pair, why in left_out.items())}")
+        pairs = "; ".join(f"{pair} ({why})" for pair, why in left_out.items())
+        lines.append(f"- Left out, as they cannot run: {pairs}")
     if df is not None and "status" in df.columns:
         nm = df[df["status"] == NOT_MEASURABLE]
         if not nm.empty:

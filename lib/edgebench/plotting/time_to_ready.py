@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from pathlib import Path
+
 import matplotlib
 import numpy as np
 import pandas as pd
 
+from edgebench.experiments.time_to_ready import Params
+from edgebench.plotting.page import Page, open_page, show_figure, show_findings, show_table
 from edgebench.plotting.style import (COLD, FIRST, HEALTH_MARK, PROTOCOL_TITLE, base_runtime, figure_legend,
                                       in_runtime_order, mark_health, mark_paper_values, part_colours, protocol_grid,
                                       protocols_in, readable_log_ticks, runtime_artist, runtime_colour)
 from edgebench.plotting.tables import (absent_figure, beside_published, mark_cold, mark_emulated,
                                        mark_health as health_column, ok_rows, sort_by_runtime, spread,
                                        wrapped_suptitle)
+from edgebench.reference import load_reference
 from edgebench.runtimes import RUNTIMES
 
 PAPER = "paper 000 median"
@@ -35,7 +41,10 @@ def ttr_table(df: pd.DataFrame, reference: pd.DataFrame) -> pd.DataFrame:
         s = spread(g["value"])
         row = dict(zip(keys, key), n=s["n"], median_ms=s["median"], ci95_low_ms=s["ci_low"],
                    ci95_high_ms=s["ci_high"], q1_ms=s["q1"], q3_ms=s["q3"], min_ms=s["min"], max_ms=s["max"])
-        same = lambda t: t[(t[keys] == pd.Series(key, index=keys)).all(axis=1)]  # noqa: E731
+
+        def same(t: pd.DataFrame, key=key) -> pd.DataFrame:
+            return t[(t[keys] == pd.Series(key, index=keys)).all(axis=1)]
+
         # A VM's boot, on the host's clock (console lines): its /init runs, then the app starts.
         for metric, col in (("time_to_guest_init", "guest_init_median_ms"), ("time_to_app_exec", "app_exec_median_ms"),
                             ("time_to_listen", "listen_median_ms"), ("probe_lag", "probe_lag_median_ms")):
@@ -132,8 +141,8 @@ def ttr_findings(table: pd.DataFrame) -> str:
     for r in table[table["runtime"].str.endswith(COLD)].itertuples():
         warm = medians.get((r.app, r.protocol, r.runtime.removesuffix(COLD)))
         if warm is not None and warm == warm:
-            lines.append(f"- {r.app}/{r.runtime.removesuffix(COLD)}: cold start (page cache dropped) {r.median_ms:.1f} ms "
-                         f"against {warm:.1f} ms warm ({r.median_ms / warm:.1f}x).")
+            lines.append(f"- {r.app}/{r.runtime.removesuffix(COLD)}: cold start (page cache dropped) "
+                         f"{r.median_ms:.1f} ms against {warm:.1f} ms warm ({r.median_ms / warm:.1f}x).")
     for r in table[table["runtime"].str.endswith(FIRST)].itertuples():
         warm = medians.get((r.app, r.protocol, r.runtime.removesuffix(FIRST)))
         if warm is not None and warm == warm:
@@ -258,9 +267,33 @@ def first_start_findings(table: pd.DataFrame) -> str:
     for r in table.itertuples():
         if r.first_start_ms != r.first_start_ms:
             continue
-        warm = f", {r.first_start_ms / r.warm_ms:.1f}x a warm start ({r.warm_ms:.0f} ms)" if r.warm_ms == r.warm_ms else ""
+        warm = (f", {r.first_start_ms / r.warm_ms:.1f}x a warm start ({r.warm_ms:.0f} ms)" if r.warm_ms == r.warm_ms
+                else "")
         lines.append(f"- **{r.app}/{r.runtime}**: first start {r.first_start_ms:.0f} ms = pull {r.pull_ms:.0f} ms "
                      f"({r.compressed_mib:.1f} MiB compressed, {r.layers:.0f} layer(s); alone, the transfer takes "
                      f"{r.transfer_ms:.0f} ms and decompression + extraction {r.unpack_ms:.0f} ms) + start "
                      f"{r.start_ms:.0f} ms{warm}.")
     return "\n".join(lines)
+
+
+# -- the notebook's page (edgebench.plotting.page) ---------------------------------------------
+
+@dataclass
+class TimeToReadyPage(Page):
+    """`table`: per app, runtime and protocol, beside the paper's medians."""
+    first_starts: pd.DataFrame  # per app and runtime with first starts: the pull, then the start
+
+
+def show(run_dir: Path, params: Params) -> TimeToReadyPage:
+    """Notebook 02: the run's notes, the times to ready beside the paper's, their figure and
+    findings, then where a first start's time goes (the figure says why where the run has none)."""
+    df = open_page(run_dir)
+    reference = load_reference(params.EXPERIMENT)
+    table = ttr_table(df, reference)
+    show_table(table, 1)
+    show_figure(ttr_figure(df, reference), params.EXPERIMENT, "time_to_ready", run_dir)
+    show_findings(ttr_findings(table))
+    first = first_start_table(df)
+    show_figure(first_start_figure(df), params.EXPERIMENT, "first_start", run_dir)
+    show_findings(first_start_findings(first))
+    return TimeToReadyPage(run_dir, df, table, first)

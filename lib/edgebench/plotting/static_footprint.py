@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 from matplotlib.patches import Patch
 
+from edgebench.experiments.static_footprint import Params
+from edgebench.plotting.page import Page, open_page, show_figure, show_findings, show_table
 from edgebench.plotting.style import plt, runtime_artist, runtime_colour
 from edgebench.plotting.tables import NoData, beside_published, ok_rows, sort_by_runtime
+from edgebench.reference import load_reference
 
 # Builds that need no label: the only build the runtime has, or the default one.
 UNLABELLED_BUILDS = ("native", "offline")
@@ -73,3 +78,15 @@ def footprint_findings(table: pd.DataFrame) -> str:
             lines.append(f"  - {r.runtime}: {r.image_MB:.1f} MB measured vs {r.published_MB:g} MB published "
                          f"(x{r.image_MB / r.published_MB:.2f}).")
     return "\n".join(lines)
+
+
+# -- the notebook's page (edgebench.plotting.page) ---------------------------------------------
+
+def show(run_dir: Path, params: Params) -> Page:
+    """Notebook 01: the run's notes, the sizes beside the paper's, the figure and its findings."""
+    df = open_page(run_dir)
+    table = footprint_table(df, load_reference(params.EXPERIMENT))
+    show_table(table, 2)
+    show_figure(footprint_figure(table), params.EXPERIMENT, "footprint", run_dir)
+    show_findings(footprint_findings(table))
+    return Page(run_dir, df, table)
