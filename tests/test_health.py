@@ -17,13 +17,15 @@ import numpy as np
 import pandas as pd
 import pytest
 from conftest import plant_tree
-from edgebench.experiments import common
+from edgebench.experiments import common, static_footprint
 from edgebench.experiments.sweep import sweep
 from edgebench.plotting import style
 from edgebench.plotting.tables import cell_health, mark_health, run_notes
 from edgebench.results import Run, load_meta, load_results
 from edgebench.targets import LocalTarget
 from edgebench.tools import health
+from edgebench.tools.health import monitor as health_monitor
+from edgebench.tools.health import quiet as health_quiet
 from edgebench.tools.health import (BUSY, THROTTLED, UNKNOWN, CpuTimes, HealthMonitor, QuietCheck, Sample,
                                     busy_fraction, describe_throttled, judge, parse_cpu_times, parse_loadavg,
                                     parse_probe, parse_quiet, parse_sample, parse_throttled, window_health)
@@ -132,6 +134,15 @@ def test_the_quiet_check_prints_nothing_until_its_window_has_closed_and_skips_it
     new = scans["p1"] - scans["p0"]
     assert scans["p0"] and not [pid for pid, comm in new if comm == "sh"], new
     assert float(dict(line.split("\t", 1) for line in out.splitlines() if line[:2] in ("u0", "u1"))["u1"]) > 0
+
+
+def test_the_docs_give_the_window_and_thresholds_the_code_uses():
+    """The module doc once said the quiet window was 0.3 s while the check slept 0.1 s."""
+    quiet_doc, monitor_doc = (" ".join(m.__doc__.split()) for m in (health_quiet, health_monitor))
+    assert f"(QUIET_S, {health.QUIET_S:g} s)" in quiet_doc and f"(QUIET_S, {health.QUIET_S:g} s)" in monitor_doc
+    assert f"(BUSY_CPUS, {health.BUSY_CPUS:g} CPU)" in quiet_doc
+    assert f"(INTERVAL_S, {health.INTERVAL_S:g} s)" in monitor_doc
+    assert HealthMonitor(LocalTarget(), ".").quiet_s == health.QUIET_S
 
 
 # -- sysfs trees planted under tmp_path, read by the real shell ----------------------------------
@@ -333,6 +344,10 @@ def test_a_real_run_on_this_machine(tmp_path):
             time.sleep(0.5)
             run.add(metric="m", value=float(rep), unit="s", rep=rep)
             run.end_point()
+        # The thread's own sample, waited for: on a busy machine its 0.2 s may come late.
+        deadline = time.monotonic() + 30
+        while run.health.counts["samples"] < 4 and time.monotonic() < deadline:
+            time.sleep(0.01)
     probe = run.health.probe
     df = load_results(run.dir)
     notes = load_meta(run.dir)["notes"]["health"]
@@ -376,7 +391,8 @@ def test_ctrl_c_in_the_body_stops_the_sampler_thread(tmp_path):
 
 def test_every_run_opened_on_a_target_is_monitored_and_the_sweep_brackets_points(tmp_path, monkeypatch):
     monkeypatch.setattr(common, "tool_versions", lambda target: {})  # not what is tested: seconds of commands
-    run = common.open_run("health_test", {}, LocalTarget(), run_id="open-run", data_dir=tmp_path)
+    record = static_footprint.Params(runtimes="native", run_id="open-run")  # any experiment's record opens one
+    run = common.open_run(record, LocalTarget(), data_dir=tmp_path)
     assert isinstance(run.health, HealthMonitor)
     a, b = (type("R", (), {"name": n})() for n in "ab")
     with run:

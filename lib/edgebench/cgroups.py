@@ -3,8 +3,12 @@
 Works on cgroup v1 (one hierarchy per controller) and v2 (unified), through shell commands
 on the target, so the same code serves a local machine and a Raspberry Pi over SSH.
 
-One module, over 400 lines: every read and write of cgroup files (limits, OOM kills, pressure, fault
-counters) for v1 and v2, so the two layouts are handled in one place.
+The module holds every read and write of cgroup files edgebench does: the limits a process runs
+under, its OOM kills and memory pressure, the native runtime's own cgroups, the counting cgroups
+(and systemd slices) that page-fault counters are read from, and the cpusets limits pin to. It is
+one module because each of them has a v1 and a v2 form: with all of them beside each other, the
+two layouts are told apart in one place and a difference between them is handled once for every
+caller.
 """
 
 from __future__ import annotations
@@ -56,7 +60,8 @@ else
   echo "memsw_max=$(cat $m/memory.memsw.limit_in_bytes 2>/dev/null)"
   echo "cpu_quota_us=$(cat $c/cpu.cfs_quota_us 2>/dev/null)"
   echo "cpu_period_us=$(cat $c/cpu.cfs_period_us 2>/dev/null)"
-  echo "cpuset=$(cat /sys/fs/cgroup/cpuset$sp/cpuset.effective_cpus 2>/dev/null || cat /sys/fs/cgroup/cpuset$sp/cpuset.cpus 2>/dev/null)"
+  s=/sys/fs/cgroup/cpuset$sp
+  echo "cpuset=$(cat $s/cpuset.effective_cpus 2>/dev/null || cat $s/cpuset.cpus 2>/dev/null)"
   echo "oom_counters=$(oom_counters "$m" | tr '\n' ' ')"
 fi
 echo "nproc_visible=$(cat /proc/$pid/status 2>/dev/null | awk '/^Cpus_allowed_list/{print $2}')"

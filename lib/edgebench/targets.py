@@ -4,8 +4,12 @@ Both kinds run the same shell command strings, so the localhost path exercises e
 what a remote run does. Commands are given as argv lists and quoted here; callers that
 need shell syntax build it from `shlex.quote`d parts (see `sh`).
 
-One module, over 400 lines: the Target interface and its two implementations (local, SSH) change
-together; split, every change to how a command runs would touch three files.
+The module holds the Target interface, its two kinds (LocalTarget, SSHTarget), the facts every
+run records about a device (`facts`, from scripts/target_facts.sh) and `connect`, which picks the
+kind from a name. It is one module because the two kinds are the interface's only implementations
+and must agree on every detail of running a command (quoting, timeouts, a killed command's exit
+status as 128 + the signal, a host that stops answering): side by side, a change to one is seen
+against the other.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from typing import Sequence
 
 from edgebench.devices.spec import is_device, ssh_config_path
 from edgebench.errors import ConfigError, RemoteCommandError, TargetUnreachable
+from edgebench.scripts import shell_script
 
 LOCAL_NAMES = ("", "local", "localhost")
 DEFAULT_CONNECT_TIMEOUT_S = 10
@@ -34,8 +39,6 @@ DEFAULT_COMMAND_TIMEOUT_S = 120
 # A host that keeps its TCP connection but answers nothing (an emulated device whose guest kernel
 # locked up under TCG) otherwise held every later command, and so Ctrl-C's clean-up, for an hour each.
 DEFAULT_CHANNEL_TIMEOUT_S = 120
-
-Command = "Sequence[str] | str"
 
 
 def sh(argv: Sequence[str]) -> str:
@@ -62,46 +65,8 @@ class CommandResult:
         return self
 
 
-# One script collects every fact in one round trip. Each line is key=value; a tool that is
-# absent prints nothing, which becomes a missing value rather than an error.
-_FACTS_SCRIPT = r"""
-echo "arch=$(uname -m)"
-echo "kernel=$(uname -r)"
-echo "os=$(. /etc/os-release 2>/dev/null && echo "$PRETTY_NAME")"
-echo "hostname=$(hostname)"
-echo "cores=$(nproc --all 2>/dev/null || getconf _NPROCESSORS_ONLN)"
-echo "cores_online=$(getconf _NPROCESSORS_ONLN)"
-echo "cpu_model=$(grep -m1 -E '^(model name|Model|Hardware)' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')"
-echo "memory_kb=$(awk '/^MemTotal:/{print $2}' /proc/meminfo)"
-echo "swap_kb=$(awk '/^SwapTotal:/{print $2}' /proc/meminfo)"
-if [ -f /sys/fs/cgroup/cgroup.controllers ]; then echo "cgroup_version=2";
-elif [ -f /sys/fs/cgroup/memory/memory.limit_in_bytes ]; then echo "cgroup_version=1";
-else echo "cgroup_version="; fi
-# A v1 machine may also mount the unified hierarchy (hybrid); perf's -G cgroups live there.
-echo "cgroup_unified=$(awk '$3 == "cgroup2" && $2 != "/sys/fs/cgroup" {print $2; exit}' /proc/mounts)"
-if [ -f /sys/fs/cgroup/cgroup.controllers ]; then
-  grep -qw memory /sys/fs/cgroup/cgroup.controllers && echo "memory_controller=yes" || echo "memory_controller=no"
-else echo "memory_controller=$(awk '$1 == "memory" {print ($4 == 1 ? "yes" : "no")}' /proc/cgroups 2>/dev/null)"; fi
-echo "perf_event_paranoid=$(cat /proc/sys/kernel/perf_event_paranoid 2>/dev/null)"
-echo "smt=$(cat /sys/devices/system/cpu/smt/active 2>/dev/null)"
-# The last-level cache (KiB): STREAM's arrays must be 4x its size to measure memory, not cache.
-echo "llc_kib=$(for d in /sys/devices/system/cpu/cpu0/cache/index*; do echo "$(cat $d/level 2>/dev/null) $(cat $d/size 2>/dev/null)"; done | sort -n | tail -1 | awk '{s = $2; print (s ~ /M$/) ? s * 1024 : s + 0}')"
-echo "governor=$(cat /sys/devices/system/cpu/cpu0/cpufreq/scaling_governor 2>/dev/null)"
-# What a VM started here would get. An x86 /dev/kvm without vmx/svm in the CPU flags (a VM's
-# nested /dev/kvm, as on this project's CI machine) runs no guest: QEMU falls back to TCG.
-# arm64 shows no such flag: there /dev/kvm is the answer.
-if [ -r /dev/kvm ] && [ -w /dev/kvm ]; then
-  case "$(uname -m)" in
-    x86_64|i?86) if grep -qwE 'vmx|svm' /proc/cpuinfo; then echo "kvm=yes"; else echo "kvm=no-guests"; fi ;;
-    *) echo "kvm=yes" ;;
-  esac
-elif [ -e /dev/kvm ]; then echo "kvm=no-permission"; else echo "kvm=no"; fi
-# An emulated device (make device) says so: its numbers measure QEMU's emulator, not a board.
-echo "emulated_device=$(sed -n 's/^description=//p' /etc/edgebench-device 2>/dev/null)"
-echo "uid=$(id -u)"
-echo "user=$(id -un)"
-echo "home=$HOME"
-"""
+# Every fact in one round trip (the script says how a missing tool shows).
+_FACTS_SCRIPT = shell_script("target_facts.sh")
 
 _INT_FACTS = ("cores", "cores_online", "memory_kb", "swap_kb", "uid", "cgroup_version", "perf_event_paranoid",
               "llc_kib")
@@ -226,8 +191,8 @@ class Target(ABC):
     def is_root(self) -> bool:
         return self.facts().get("uid") == 0
 
-    def close(self) -> None:
-        pass
+    def close(self) -> None:  # noqa: B027 - not abstract: a target with no connection has nothing to close
+        """Release what the target holds open (an SSH connection); the next command opens it again."""
 
     def __enter__(self):
         return self

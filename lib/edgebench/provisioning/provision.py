@@ -11,13 +11,17 @@ Docker daemon, LXD and its base image, ops where its installer answers). It ends
 per runtime and per tool: ok, or missing and why.
 
 What to install and start is not written here: every runtime in the registry declares its
-needs, and the experiments' tools are declared in `edgebench.provisioning.parts`; `edgebench.provisioning.apt` turns them
-into the plan. Every command goes through `Target.run`, so an SSH target is provisioned exactly
-like this machine. Needs root there, or passwordless sudo (`sudo -n true`); otherwise it stops
-before changing anything. `--check` changes nothing: it prints the table and what would be done.
+needs, and the experiments' tools are declared in `edgebench.provisioning.parts`;
+`edgebench.provisioning.apt` turns them into the plan. Every command goes through `Target.run`,
+so an SSH target is provisioned exactly like this machine. Needs root there, or passwordless sudo
+(`sudo -n true`); otherwise it stops before changing anything. `--check` changes nothing: it
+prints the table and what would be done.
 
-One module, over 400 lines: the table a user reads (Row, Report) and the steps that fill it
-(Provisioner) are one story; what each part needs is in parts.py, how apt installs in apt.py.
+The module holds the table a user reads (Row, Report), the steps that fill it (Provisioner: the
+survey, the packages, the daemons, the runtimes and tools) and the command line. It is one module
+because the steps and the table are one story, read in the order `make provision` runs them: each
+step writes the rows that say what it did; what each part needs is in parts.py, how apt installs
+it in apt.py.
 """
 
 from __future__ import annotations

@@ -51,21 +51,24 @@ part of what it measures, the same for every runtime.
 A read that fails during a run makes that run's energy missing with the reason, never zero; so
 does a counter that goes backwards where no wrap is possible.
 
-One module, over 400 lines: the power meters (powercap, hwmon, a command) share the sampler, the
-arithmetic and the rows; each meter is a class of about 50 lines, and apart they would import each
-other's base.
+The module holds the meter interface (PowerMeter), its three kinds (powercap, hwmon, a command),
+the sampler that reads any of them around one run, and the arithmetic and rows made of what it saw.
+It is one module because the meters differ only in how they find and read a sensor (about 50 lines
+each): what they share (sampling, integration, counter wraps, idle power, the rows) is written once
+beside them, in the order a measurement goes through it, and a reader compares the three side by
+side. The sensor listings they run on the device are lib/edgebench/scripts/energy_*.sh.
 """
 
 from __future__ import annotations
 
 import re
-import shlex
 import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import ClassVar
 
 from edgebench.errors import ConfigError
+from edgebench.scripts import shell_script, with_args
 from edgebench.targets import CommandResult, Target
 from edgebench.tools.sensors import Periodic, SensorReadError, run_read
 from edgebench.tools.sensors import failure as _failed
@@ -75,6 +78,9 @@ DEFAULT_ROOT = "/sys"
 READ_TIMEOUT_S = 10.0
 ENERGY_INTERVAL_S = 1.0   # cumulative counters that can wrap: read often enough to see every wrap
 POWER_INTERVAL_S = 0.2    # instantaneous power: the integration step
+# The sensor listings, one command each (lib/edgebench/scripts/).
+POWERCAP_LIST_SCRIPT = shell_script("energy_powercap_list.sh")
+HWMON_LIST_SCRIPT = shell_script("energy_hwmon_list.sh")
 HOW_TO_ADD = ("pass power_meter='command:watts:<cmd>' (or 'command:joules:<cmd>') to read an external "
               "meter (a USB meter, a smart plug, an INA219)")
 
@@ -298,13 +304,13 @@ def _read_numbers(target: Target, paths: list[str], timeout: float, hint: str = 
     r = _run(target, ["cat", *paths], timeout)
     if not r.ok:
         raise PowerMeterError(_failed(target, ", ".join(paths), r, hint))
-    words = r.stdout.split()
+    words, shown = r.stdout.split(), repr(r.stdout.strip()[:200])
     try:
         values = [int(w) for w in words]
     except ValueError:
-        raise PowerMeterError(f"{', '.join(paths)} on {target.name}: not integers: {r.stdout.strip()[:200]!r}") from None
+        raise PowerMeterError(f"{', '.join(paths)} on {target.name}: not integers: {shown}") from None
     if len(values) != len(paths):
-        raise PowerMeterError(f"{len(paths)} files on {target.name} gave {len(values)} values: {r.stdout.strip()[:200]!r}")
+        raise PowerMeterError(f"{len(paths)} files on {target.name} gave {len(values)} values: {shown}")
     return values
 
 
@@ -316,16 +322,6 @@ def _listing(target: Target, script: str, timeout: float) -> list[list[str]]:
 
 
 # -- powercap (RAPL) ---------------------------------------------------------------------
-
-_POWERCAP_LIST = r"""
-d="$1/class/powercap"
-[ -d "$d" ] || { printf 'nodir\n'; exit 0; }
-for z in "$d"/*:*; do
-  [ -e "$z" ] || continue
-  printf '%s\t%s\t%s\t%s\n' "${z##*/}" "$(cat "$z/name" 2>/dev/null)" \
-    "$([ -e "$z/energy_uj" ] && echo yes)" "$(cat "$z/max_energy_range_uj" 2>/dev/null)"
-done
-"""
 
 RAPL_ROOT_HINT = ("since Linux 5.10 energy_uj is readable only by root (CVE-2020-8694): run as root or "
                   "grant read access to the energy_uj files (a udev rule or chmod)")
@@ -379,7 +375,7 @@ class PowercapMeter(PowerMeter):
     def probe(cls, target, arg="", *, root=DEFAULT_ROOT, interval_s=None):
         where = f"{root}/class/powercap"
         try:
-            lines = _listing(target, f"set -- {shlex.quote(root)}\n{_POWERCAP_LIST}", READ_TIMEOUT_S)
+            lines = _listing(target, with_args(POWERCAP_LIST_SCRIPT, root), READ_TIMEOUT_S)
         except PowerMeterError as e:
             return str(e)
         if lines[:1] == [["nodir"]]:
@@ -408,23 +404,6 @@ class PowercapMeter(PowerMeter):
 
 
 # -- hwmon -------------------------------------------------------------------------------
-
-_HWMON_LIST = r"""
-d="$1/class/hwmon"
-[ -d "$d" ] || { printf 'nodir\n'; exit 0; }
-for h in "$d"/hwmon*; do
-  [ -e "$h" ] || continue
-  b=${h##*/}
-  printf 'device\t%s\t%s\n' "$b" "$(cat "$h/name" 2>/dev/null || cat "$h/device/name" 2>/dev/null)"
-  # Older drivers (acpi_power_meter) keep their attributes in the parent device's directory.
-  for f in "$h"/energy*_input "$h"/power*_input "$h"/power*_average \
-           "$h"/device/energy*_input "$h"/device/power*_input "$h"/device/power*_average; do
-    [ -e "$f" ] || continue
-    s=${f#"$h"/}
-    printf 'sensor\t%s\t%s\t%s\n' "$b" "$s" "$(cat "$h/${s%_*}_label" 2>/dev/null)"
-  done
-done
-"""
 
 _SENSOR_RE = re.compile(r"^(?P<kind>energy|power)(?P<channel>\d+)_(?P<attr>input|average)$")
 _WHOLE_RE = re.compile(r"total|socket|package|pkg|board|system|card|ppt", re.I)
@@ -502,7 +481,6 @@ class HwmonMeter(PowerMeter):
 
     def __init__(self, target: Target, sensors: list[HwmonSensor], root: str = DEFAULT_ROOT, **kw):
         super().__init__(target, sensors[0].kind, [s.describe() for s in sensors], **kw)
-        self.hwmon_sensors = sensors
         self.paths = [f"{root}/class/hwmon/{s.hwmon}/{s.file}" for s in sensors]
 
     @classmethod
@@ -515,7 +493,7 @@ class HwmonMeter(PowerMeter):
     def probe(cls, target, arg="", *, root=DEFAULT_ROOT, interval_s=None):
         where = f"{root}/class/hwmon"
         try:
-            lines = _listing(target, f"set -- {shlex.quote(root)}\n{_HWMON_LIST}", READ_TIMEOUT_S)
+            lines = _listing(target, with_args(HWMON_LIST_SCRIPT, root), READ_TIMEOUT_S)
         except PowerMeterError as e:
             return str(e)
         if lines[:1] == [["nodir"]]:
