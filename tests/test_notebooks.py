@@ -228,8 +228,14 @@ def test_every_page_shows_the_runs_notes_first_and_saves_its_figures_under_their
     figures make figures always saved, under the same names."""
     monkeypatch.setattr(style, "FIGURES_DIR", tmp_path / "figures")
     monkeypatch.setattr(style, "FIGURE_FORMATS", ("png",))  # the names are the point; PDF doubles the time
-    shown = []
-    monkeypatch.setattr(page_module, "display", shown.append)
+    shown, figure_names = [], []
+
+    def display(obj, metadata=None):
+        shown.append(obj)
+        if isinstance(obj, Figure):
+            figure_names.append((metadata or {}).get(style.FIGURE_NAME_KEY))
+
+    monkeypatch.setattr(page_module, "display", display)
     run_dir = recorded_run(name, _results(name), tmp_path / "data")
     page = importlib.import_module(f"edgebench.plotting.{name}").show(run_dir, EXPERIMENTS[name].parameters())
     plt.close("all")
@@ -244,3 +250,4 @@ def test_every_page_shows_the_runs_notes_first_and_saves_its_figures_under_their
     saved = {p.stem for p in (tmp_path / "figures" / name).glob("*.png")}
     assert saved == FIGURES[name]
     assert {p.stem for p in (run_dir / "figures").glob("*.png")} == saved  # and beside the data
+    assert set(figure_names) <= saved and None not in figure_names  # each shown figure says its file
