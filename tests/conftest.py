@@ -3,11 +3,14 @@ EDGEBENCH_REQUIRE names that part (CI provisioned it): then the test fails inste
 
 from __future__ import annotations
 
+import inspect
 import os
 import shlex
 import shutil
 import sys
 import tempfile
+import types
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -26,6 +29,7 @@ from edgebench.provisioning import shared_fixtures  # noqa: E402
 from edgebench.runtimes import leftovers_on, tags  # noqa: E402
 from edgebench.runtimes.tags import RUN_TAG_PREFIX_ENV  # noqa: E402
 from edgebench.targets import CommandResult, LocalTarget, Target  # noqa: E402
+from edgebench.waiting import wait_until  # noqa: E402
 
 # ops with its Nanos kernel, Unikraft images and NPB binaries, where `make test` laid them out from
 # ../shared in the tests' own cache: these, not whatever the user has, are what the tests run.
@@ -35,13 +39,85 @@ REQUIRED = {p.strip() for p in os.environ.get("EDGEBENCH_REQUIRE", "").split(","
 
 
 def need(part: str, missing_reason: str | None) -> None:
-    """Skip (or fail, if the part is required) when missing_reason is not None."""
+    """Skip (or fail, if the part is required) when missing_reason is not None. Only an
+    `integration` test may ask (see uses_a_real_part)."""
+    if _running is not None and _running.get_closest_marker("integration") is None:
+        pytest.fail(f"{_running.nodeid} reached need({part!r}) through a path the collection did not read, so "
+                    "`make test-fast` runs it: call need() in the test, a fixture it uses, or a function of "
+                    "the tests they call (uses_a_real_part in tests/conftest.py)")
     if missing_reason is None:
         return
     if part in REQUIRED:
         pytest.fail(f"{part} is required (EDGEBENCH_REQUIRE={','.join(sorted(REQUIRED))}) "
                     f"but unavailable: {missing_reason}")
     pytest.skip(f"{part} unavailable: {missing_reason}")
+
+
+# -- which tests `make test-fast` leaves out -------------------------------------------------------
+# A test that uses a real part (Docker, LXD, QEMU, sshd, cgroups, a program such as wrk) reaches
+# need() for it, as every test must to skip where the part is missing: in its body, in a fixture
+# it uses, or in a function of the tests that those call. Read from the code at collection, that
+# is what marks a test `integration`: there is no marker to write, and so none to forget. need()
+# fails an unmarked test that still reached it (a path this reading does not follow).
+TESTS_DIR = str(Path(__file__).parent) + os.sep
+_running: pytest.Item | None = None  # the test running now in this process (need() asks)
+# need() by where it is defined: a test module's `from conftest import need` is this need. (Not the
+# function itself: whatever names it reaches need, and the reading below must not.)
+NEED = (need.__code__.co_filename, need.__qualname__)
+
+
+def reaches_need(function: object, seen: dict[object, bool]) -> bool:
+    """Whether `function` is need(), or a function of the tests naming one that reaches it (named
+    is enough: a test passing such a function on uses the part too)."""
+    if not inspect.isfunction(function):
+        return False
+    function = inspect.unwrap(function)
+    if not function.__code__.co_filename.startswith(TESTS_DIR):
+        return False
+    if (function.__code__.co_filename, function.__qualname__) == NEED:
+        return True
+    if function not in seen:
+        seen[function] = False  # while it is being read: a helper that calls itself ends here
+        names = {name for code in code_objects(function.__code__) for name in code.co_names}
+        seen[function] = any(reaches_need(function.__globals__.get(name), seen) for name in names)
+    return seen[function]
+
+
+def code_objects(code: types.CodeType) -> Iterator[types.CodeType]:
+    """`code` and the code of every function, lambda and comprehension inside it."""
+    yield code
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            yield from code_objects(const)
+
+
+def uses_a_real_part(item: pytest.Item, seen: dict[object, bool]) -> bool:
+    """The test, or a fixture it uses (directly or through other fixtures), reaches need()."""
+    if reaches_need(getattr(item, "function", None), seen):
+        return True
+    # pytest's own record of the fixtures resolved for the test (public API has none at collection).
+    fixtures = getattr(item, "_fixtureinfo", None)
+    return bool(fixtures) and any(reaches_need(definition.func, seen)
+                                  for name in item.fixturenames
+                                  for definition in fixtures.name2fixturedefs.get(name, ()))
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects by the markers
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    seen: dict[object, bool] = {}
+    for item in items:
+        if uses_a_real_part(item, seen):
+            item.add_marker(pytest.mark.integration)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None):
+    global _running
+    _running = item
+    try:
+        return (yield)
+    finally:
+        _running = None
 
 
 @pytest.hookimpl(wrapper=True)
@@ -263,11 +339,13 @@ def interrupt_while_a_vm_boots(runtime: str, sig, data_dir) -> None:
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             preexec_fn=sigint_default)
     try:
-        deadline = time.monotonic() + 120
-        while not any(comm.startswith("qemu") for _, comm in vm_tagged_processes()):
+        def qemu_up() -> bool:
+            if any(comm.startswith("qemu") for _, comm in vm_tagged_processes()):
+                return True
             assert proc.poll() is None, proc.communicate()[1][-2000:]
-            assert time.monotonic() < deadline, "no VM started within 120 s"
-            time.sleep(0.05)
+            return False
+
+        assert wait_until(qemu_up, 120, 0.05), "no VM started within 120 s"
         time.sleep(0.3)  # booting: QEMU is up, the app not yet
         proc.send_signal(sig)
         _, err = proc.communicate(timeout=60)

@@ -5,6 +5,9 @@ of its raw data. Each line names the thing and why."""
 # Notebooks call each plotting module's show() and the records' from_cell; nothing in Python does.
 show  # edgebench.plotting.<experiment>.show, from every notebook
 from_cell  # edgebench.experiments.parameters.Parameters.from_cell, from every notebook
+collect  # edgebench.experiments.collect, from every notebook
+runs_table  # edgebench.comparison.side_by_side.Comparison.runs_table, from notebooks/compare.ipynb
+first_starts  # edgebench.plotting.time_to_ready.TimeToReadyPage: what notebook 02 leaves to explore
 # jupyter_client's traitlets call a `_<name>_default` method for a trait's default.
 _ip_default  # edgebench.drivers.figures.IpcKernelManager
 # BeautifulSoup: assigning .string replaces a tag's text.

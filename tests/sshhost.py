@@ -52,6 +52,8 @@ from ipaddress import IPv4Network, ip_interface
 from pathlib import Path
 from typing import Iterator
 
+from edgebench.waiting import wait_until
+
 __all__ = ["SSHHost", "ssh_host", "unavailable_reason", "ALIAS"]
 
 #: The ``Host`` alias written into every generated ssh_config.
@@ -170,20 +172,17 @@ def _kill_netns_procs(ip: str, ns: str, grace: float = 3.0, spare: int | None = 
             os.kill(pid, signal.SIGTERM)
         except ProcessLookupError:
             pass
-    deadline = time.monotonic() + grace
-    while time.monotonic() < deadline:
-        pids = [p for p in _netns_pids(ip, ns) if p != spare and _pid_alive(p)]
-        if not pids:
-            return
-        time.sleep(0.05)
-    for pid in pids:
+    def alive() -> list[int]:
+        return [p for p in _netns_pids(ip, ns) if p != spare and _pid_alive(p)]
+
+    if wait_until(lambda: not alive(), grace, 0.05):
+        return
+    for pid in alive():
         try:
             os.kill(pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
-    deadline = time.monotonic() + grace
-    while time.monotonic() < deadline and [p for p in _netns_pids(ip, ns) if p != spare]:
-        time.sleep(0.05)
+    wait_until(lambda: not [p for p in _netns_pids(ip, ns) if p != spare], grace, 0.05)
 
 
 def _veth_names(ns: str) -> tuple[str, str]:
@@ -245,9 +244,11 @@ def _keygen(path: Path, comment: str) -> str:
 
 
 def _wait_for_sshd(proc: subprocess.Popen, host: str, port: int, log: Path, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + timeout  # also how long a banner may take to come
     last_err: Exception | None = None
-    while time.monotonic() < deadline:
+
+    def answers() -> bool:
+        nonlocal last_err
         if proc.poll() is not None:
             raise RuntimeError(f"sshd exited with status {proc.returncode}\n{_tail(log)}")
         try:
@@ -255,11 +256,14 @@ def _wait_for_sshd(proc: subprocess.Popen, host: str, port: int, log: Path, time
                 s.settimeout(max(0.5, deadline - time.monotonic()))
                 banner = s.recv(256)
             if banner.startswith(b"SSH-"):
-                return
+                return True
             last_err = RuntimeError(f"unexpected banner {banner!r}")
         except OSError as e:
             last_err = e
-        time.sleep(0.05)
+        return False
+
+    if wait_until(answers, timeout, 0.05):
+        return
     raise RuntimeError(
         f"sshd in netns did not accept connections on {host}:{port} within {timeout:.0f} s "
         f"(last error: {last_err})\n{_tail(log)}"

@@ -2,13 +2,13 @@
 
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 from conftest import free_port, need_tool
 from edgebench.errors import ConfigError, EdgebenchError
 from edgebench.tools.load import Ab, LoadSettings, ab_command, parse_ab
+from edgebench.waiting import wait_until
 
 DATA = Path(__file__).parent / "data" / "ab"
 
@@ -21,7 +21,8 @@ def test_parse_fixed_requests():
     assert r.latency_us["mean"] == pytest.approx(1000 * float(text.split("Time per request:")[1].split()[0]))
     csv = dict(line.split(",") for line in text.splitlines() if line[:1].isdigit() and "," in line)
     assert r.latency_us["p99"] == pytest.approx(float(csv["99"]) * 1000)
-    assert r.latency_us["min"] <= r.latency_us["p50"] <= r.latency_us["p90"] <= r.latency_us["p99"] <= r.latency_us["max"]
+    latency = r.latency_us
+    assert latency["min"] <= latency["p50"] <= latency["p90"] <= latency["p99"] <= latency["max"]
 
 
 def test_parse_counts_failure_classes():
@@ -55,11 +56,8 @@ def http_server(tmp_path):
     proc = subprocess.Popen([sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1"], cwd=tmp_path,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        for _ in range(50):
-            time.sleep(0.1)
-            if subprocess.run(["sh", "-c", f"exec 3<>/dev/tcp/127.0.0.1/{port}"], executable="/bin/bash",
-                              capture_output=True).returncode == 0:
-                break
+        wait_until(lambda: subprocess.run(["sh", "-c", f"exec 3<>/dev/tcp/127.0.0.1/{port}"], executable="/bin/bash",
+                                          capture_output=True).returncode == 0, 5, 0.1)
         yield f"http://127.0.0.1:{port}/index.html", port
     finally:
         proc.kill()
@@ -120,6 +118,7 @@ def test_a_server_that_stalls_gives_timeouts_not_a_failed_run(local, tmp_path, a
         proc.wait()
     expected = answered
     assert r.requests == expected and r.errors == {"timeout": 2} and r.latency_us == {}
-    assert "no connection answered for its 1 s timeout" in r.stopped_early and f"after {expected} requests" in r.stopped_early
+    assert "no connection answered for its 1 s timeout" in r.stopped_early
+    assert f"after {expected} requests" in r.stopped_early
     assert r.duration_us >= 1e6 and r.requests_per_second == pytest.approx(expected / (r.duration_us / 1e6))
     assert (r.nothing_answered() is None) == (expected > 2)

@@ -54,7 +54,8 @@ def data_dir(tmp_path):
     ])
     write_run(data, "io_bound", "20261126T1000Z-aaaa", load)
     ready = pd.DataFrame([dict(app="go-http", runtime=rt, protocol="fair", cache="warm", rep=i, metric="time_to_ready",
-                               unit="ms", status="ok", error="", value=v + i) for rt, v in (("native", 50), ("docker", 800))
+                               unit="ms", status="ok", error="", value=v + i)
+                          for rt, v in (("native", 50), ("docker", 800))
                           for i in range(5)])
     write_run(data, "time_to_ready", "20261126T0900Z-bbbb", ready)
     floor = pd.DataFrame([dict(app="go-http", runtime="docker", protocol="fair", rep=1, metric="min_memory", unit="MiB",

@@ -20,12 +20,14 @@ PC = {"launch": 0.0, "firmware_start": 90.0, "firmware_handover": 230.0, "kernel
 def test_phases_run_between_consecutive_events_and_add_up_to_ready():
     got = bt.phases(PC)
     assert [p for p, _, _ in got] == list(bt.EVENTS[1:])
-    assert got[0] == ("firmware_start", "launch", 90.0) and got[2] == ("kernel_first_output", "firmware_handover", 4370.0)
+    assert got[0] == ("firmware_start", "launch", 90.0)
+    assert got[2] == ("kernel_first_output", "firmware_handover", 4370.0)
     assert sum(ms for _, _, ms in got) == PC["ready"]
     # microvm: no firmware lines, so the first phase runs from launch to the kernel's first line.
     micro = {k: v for k, v in PC.items() if not k.startswith("firmware")}
     assert bt.phases(micro)[0] == ("kernel_first_output", "launch", 4600.0)
-    assert bt.phases({"launch": 0.0, "listen": 3.0, "ready": 3.5}) == [("listen", "launch", 3.0), ("ready", "listen", 0.5)]
+    assert bt.phases({"launch": 0.0, "listen": 3.0, "ready": 3.5}) == [("listen", "launch", 3.0),
+                                                                       ("ready", "listen", 0.5)]
 
 
 def test_the_papers_split_or_the_reason_it_is_missing():
@@ -78,8 +80,8 @@ def test_plan_counts_a_start_per_machine():
 def _rows(variant_events: dict, accelerator=None) -> list[dict]:
     rows = []
     for (runtime, machine), events in variant_events.items():
-        base = dict(app="go-http", runtime=runtime, machine=machine, rep=1, accelerator=accelerator if machine else None,
-                    status="ok", error="")
+        base = dict(app="go-http", runtime=runtime, machine=machine, rep=1,
+                    accelerator=accelerator if machine else None, status="ok", error="")
         rows.append(dict(base, metric="time_to_ready", value=events["ready"]))
         rows += [dict(base, metric=f"phase_{p}", value=ms, phase_from=f) for p, f, ms in bt.phases(events)]
         if machine:
@@ -150,7 +152,6 @@ def test_a_start_that_missed_an_event_is_left_out_so_the_stacked_phases_add_up_t
     assert labels == ["nanos\n(1 start left out)"]
 
 
-@pytest.mark.integration
 def test_native_and_a_linux_vm_start_with_every_phase_on_the_host_clock(local, no_leftovers):
     from edgebench.runtimes.linux_vm import LinuxVmRuntime
     why = LinuxVmRuntime(local, "x").availability()

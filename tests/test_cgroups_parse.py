@@ -6,7 +6,8 @@ import uuid
 import pytest
 
 from edgebench.cgroups import (NativeCgroup, cpuset_for, memory_thrash, oom_kills, oom_reason, parse_limits,
-                               parse_kernel_oom_kill, parse_memory_pressure, parse_oom_kills, read_limits, thrash_reason)
+                               parse_kernel_oom_kill, parse_memory_pressure, parse_oom_kills, read_limits,
+                               thrash_reason)
 from edgebench.cgroups import _MEMORY_PRESSURE
 from edgebench.errors import ConfigError
 from edgebench.runtimes.tags import is_alive, wait_until_gone

@@ -70,7 +70,6 @@ def test_major_faults_are_read_from_proc(local):
     assert ttr.major_faults(local, None) is None and ttr.major_faults(local, 2**22 + 12345) is None
 
 
-@pytest.mark.integration
 def test_cold_starts_launch_on_an_emptied_page_cache(local, docker_ready, cgroups_ready, no_leftovers):
     """Natively and in Docker, each cold start launches right after the drop: the page cache it
     starts on is a fraction of a warm start's. Whether that makes the start slower depends on the

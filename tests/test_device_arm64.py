@@ -16,8 +16,6 @@ from conftest import device_log, need
 from edgebench.apps import APPS, place_app
 from edgebench.runtimes import Limits, NativeRuntime
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow]
-
 MiB = 2**20
 LIMITED = Limits(cpus=0.5, memory_mb=96, cpuset="1", swap=False, gomaxprocs=1)
 
@@ -65,6 +63,7 @@ def serve_limited(target, limits: Limits):
         runtime.cleanup()
 
 
+@pytest.mark.slow
 def test_pi_is_an_emulated_aarch64_with_cgroup_v2(pi):
     facts = pi.facts()
     assert facts["arch"] == "aarch64" and facts["cgroup_version"] == 2 and facts["memory_controller"] == "yes"
@@ -72,6 +71,7 @@ def test_pi_is_an_emulated_aarch64_with_cgroup_v2(pi):
     assert facts["cores"] == 2 and facts["memory_mb"] < 1024
 
 
+@pytest.mark.slow
 def test_an_app_cross_built_for_arm64_serves_with_its_limits_read_back(pi):
     applied, body = serve_limited(pi, LIMITED)
     assert body == b"ok\n"
@@ -79,6 +79,7 @@ def test_an_app_cross_built_for_arm64_serves_with_its_limits_read_back(pi):
         (2, 0.5, 96, "1", True)
 
 
+@pytest.mark.slow
 def test_without_the_memory_controller_the_limit_is_said_not_applied():
     """The same board booted as pi-arm64-nomemcg: the run goes on, the memory limit is read back as
     absent, and the row's note says it was not applied and how to enable the controller."""

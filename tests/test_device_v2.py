@@ -22,8 +22,6 @@ from edgebench.runtimes import DockerRuntime, Limits, LxdRuntime, NativeRuntime
 from edgebench.runtimes.contract import StartFailed
 from edgebench.runtimes.lxd import PROXY_TOO_SLOW
 
-pytestmark = pytest.mark.integration
-
 MiB = 2**20
 # cpus 0.5 on core 1: each of the three values differs from the device's defaults.
 LIMITED = Limits(cpus=0.5, memory_mb=96, cpuset="1", swap=False, gomaxprocs=1)
@@ -214,7 +212,8 @@ def test_lxd_restarts_when_apparmor_came_after_it(debian_v2):
     """LXD chooses AppArmor confinement when it starts: one started before apparmor_parser was
     installed failed to create any container. tools/lxd/setup.sh restarts it once, and only then."""
     from edgebench.paths import TOOLS_DIR
-    setup = debian_v2.upload_if_changed(TOOLS_DIR / "lxd" / "setup.sh", f"{debian_v2.workspace}/bin/lxd-setup.sh", "755")
+    setup = debian_v2.upload_if_changed(TOOLS_DIR / "lxd" / "setup.sh", f"{debian_v2.workspace}/bin/lxd-setup.sh",
+                                        "755")
     pid = debian_v2.run(["pidof", "lxd"]).stdout.split()[0]
     again = debian_v2.run([setup], timeout=300)
     assert "restarting LXD" not in again.stderr + again.stdout

@@ -12,6 +12,7 @@ from edgebench.experiments.protocols import verify_limits
 from edgebench.results import platform_of
 from edgebench.runtimes import Limits
 from edgebench.targets import connect
+from edgebench.waiting import wait_until
 
 
 @pytest.fixture(autouse=True)
@@ -51,7 +52,8 @@ def test_an_unbuilt_or_partial_image_is_not_taken_for_built(devices_dir):
     assert image.built(spec) is None
     spec.dir.mkdir(parents=True)
     (spec.dir / "image.json").write_text(
-        f'{{"recipe_digest": "{image.recipe_digest(spec)}", "disk": "disk.raw", "kernel": "vmlinuz", "initrd": "initrd.img"}}')
+        f'{{"recipe_digest": "{image.recipe_digest(spec)}", "disk": "disk.raw", "kernel": "vmlinuz", '
+        '"initrd": "initrd.img"}')
     assert image.built(spec) is None  # no disk, kernel or initramfs
     for f in ("disk.raw", "vmlinuz", "initrd.img"):
         (spec.dir / f).write_text("")
@@ -59,14 +61,14 @@ def test_an_unbuilt_or_partial_image_is_not_taken_for_built(devices_dir):
 
 
 def test_a_device_that_is_not_running_is_named_with_what_to_do():
-    with pytest.raises(TargetUnreachable, match=r"device pi-arm64 is not running: start it with `make device NAME=pi-arm64`"):
+    with pytest.raises(TargetUnreachable,
+                       match=r"device pi-arm64 is not running: start it with `make device NAME=pi-arm64`"):
         connect("pi-arm64")
 
 
 def test_one_board_runs_as_one_device_at_a_time(devices_dir):
     import json
     import subprocess
-    import time
     pi, nomemcg = device_spec("pi-arm64"), device_spec("pi-arm64-nomemcg")
     (pi.dir / "run").mkdir(parents=True)
     disk = pi.dir / "disk.raw"
@@ -75,9 +77,7 @@ def test_one_board_runs_as_one_device_at_a_time(devices_dir):
     qemu = subprocess.Popen(["sh", "-c", "sleep 60; true", str(disk)])  # no exec: sh keeps the disk in its argv
     try:
         (pi.dir / "run" / "state.json").write_text(json.dumps({"name": "pi-arm64", "pid": qemu.pid}))
-        deadline = time.monotonic() + 10
-        while machine.running(pi) is None and time.monotonic() < deadline:  # until the fork has exec'd sh
-            time.sleep(0.01)
+        wait_until(lambda: machine.running(pi) is not None, 10, 0.01)  # until the fork has exec'd sh
         assert machine.running(pi)["pid"] == qemu.pid and machine.running(nomemcg) is None
         with pytest.raises(image.DeviceError, match="pi-arm64 runs on it now: `make device-stop NAME=pi-arm64` first"):
             machine.start(nomemcg, log=lambda m: None)
@@ -108,7 +108,8 @@ def test_qemu_is_told_the_devices_machine_cpu_and_links():
     assert argv[argv.index("-cpu") + 1] == "cortex-a72" and argv[argv.index("-smp") + 1] == "2"
     append = argv[argv.index("-append") + 1]
     assert "console=ttyAMA0" in append and "cgroup_disable=memory" in append
-    assert "user,id=wan,hostfwd=tcp:127.0.0.1:2222-:22" in argv and f"tap,id=lan,ifname={pi.tap},script=no,downscript=no" in argv
+    assert "user,id=wan,hostfwd=tcp:127.0.0.1:2222-:22" in argv
+    assert f"tap,id=lan,ifname={pi.tap},script=no,downscript=no" in argv
     v2 = machine.qemu_argv(device_spec("debian-v2"), "tcg", 2222)
     assert "modprobe.blacklist=kvm_amd,kvm_intel" in v2[v2.index("-append") + 1]  # no nested KVM in the emulator
 
@@ -134,7 +135,8 @@ def test_rows_and_limits_say_what_an_emulated_device_without_memory_controller_i
 
 def test_compare_names_an_emulated_device_as_one():
     from edgebench.comparison.runs import device_name as _device
-    facts = {"target": "pi-arm64", "arch": "aarch64", "hostname": "pi-arm64", "emulated_device": "emulated device (...)"}
+    facts = {"target": "pi-arm64", "arch": "aarch64", "hostname": "pi-arm64",
+             "emulated_device": "emulated device (...)"}
     assert _device(facts) == "pi-arm64 (emulated aarch64)"
     assert _device({"target": "local", "hostname": "lab1"}) == "local (lab1)"
 

@@ -33,7 +33,6 @@ def crun_ready(local, docker_ready):
     return True
 
 
-@pytest.mark.integration
 def test_time_to_ready_with_crun_beside_runc(local, crun_ready, cgroups_ready, no_leftovers):
     run_dir = ttr.run(ttr.Params(runtimes="docker,docker-crun", apps="go-http", protocols="fair", caches="warm",
                                  repetitions=2, profile="quick", cpus="1", memory="128m", progress=False))

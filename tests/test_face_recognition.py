@@ -102,7 +102,6 @@ def face_rows(run_dir) -> pd.DataFrame:
     return df
 
 
-@pytest.mark.integration
 def test_accurate_and_identical_natively_in_docker_bridge_and_host_and_lxd(local, wheels_ready, docker_ready, lxd_ready,
                                                                           cgroups_ready, no_leftovers):
     params = fr.Params(runtimes="native,docker,lxd", repetitions=1, protocols="fair", profile="quick",
@@ -125,7 +124,6 @@ def test_accurate_and_identical_natively_in_docker_bridge_and_host_and_lxd(local
     assert (detect > 0).all()
 
 
-@pytest.mark.integration
 def test_a_users_folder_replaces_the_built_in_set(local, wheels_ready, cgroups_ready, tmp_path, no_leftovers):
     # A folder of the user's own: two people from the built-in set, laid out as the docs say.
     run_dir = fr.run(fr.Params(runtimes="native", repetitions=1, protocols="fair", profile="quick", images=4,
@@ -144,7 +142,6 @@ def test_a_users_folder_replaces_the_built_in_set(local, wheels_ready, cgroups_r
     assert acc["images"].iloc[0] == 20 and acc["value"].iloc[0] >= ACCURACY_THRESHOLD
 
 
-@pytest.mark.integration
 def test_docker_builds_the_python_bundle_once_and_keeps_no_copy(local, wheels_ready, docker_ready, no_leftovers):
     import os
     import uuid

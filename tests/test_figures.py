@@ -13,8 +13,6 @@ import sys
 import pytest
 from edgebench.drivers.figures import experiment_of, notebooks
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow]
-
 
 # The smoke profile (one point per runtime: one repetition, go-http, the fair protocol, the smallest
 # sizes) still measures, tabulates and draws every runtime in every notebook (the experiments' own
@@ -71,6 +69,7 @@ def check_rendered(tmp_path, nb, summary: str, runtimes: set[str]):
 WITH_LXD = "lxd_appendix"
 
 
+@pytest.mark.slow
 def test_smoke_figures_render_every_notebook(tmp_path, docker_ready, cgroups_ready, wrk_ready, no_leftovers):
     others = [experiment_of(nb) for nb in notebooks() if WITH_LXD not in nb.stem]
     r = smoke_figures(tmp_path, "native,docker", ",".join(others), SETTINGS)
@@ -88,6 +87,7 @@ def test_smoke_figures_render_every_notebook(tmp_path, docker_ready, cgroups_rea
     assert set(io.loc[io["scenario"] == "constrained", "memory_mb"]) == {64}
 
 
+@pytest.mark.slow
 def test_smoke_lxd_appendix_has_host_lxd_and_docker_rows(tmp_path, docker_ready, cgroups_ready, lxd_ready,
                                                          no_leftovers):
     # Two thread counts, to draw a line per runtime (the sweeps have their own tests).
@@ -96,6 +96,7 @@ def test_smoke_lxd_appendix_has_host_lxd_and_docker_rows(tmp_path, docker_ready,
     check_rendered(tmp_path, nb, r.stdout, {"native", "docker", "lxd"})
 
 
+@pytest.mark.slow
 def test_replot_measures_nothing(tmp_path):
     """Replot without data fails with a message saying to measure first, and creates no run."""
     env = dict(os.environ, EDGEBENCH_DATA_DIR=str(tmp_path / "data"),

@@ -184,7 +184,6 @@ def files_in(directory: Path) -> list[str]:
     return sorted(p.name for p in directory.iterdir())
 
 
-@pytest.mark.integration
 def test_the_four_operations_with_real_fio(local, tmp_path):
     need_tool(local, "fio")
     for op, argv in fio.operations(str(tmp_path), FILE_MB, 32, THREADS):
@@ -202,7 +201,6 @@ def test_the_four_operations_with_real_fio(local, tmp_path):
         assert files_in(tmp_path) == []
 
 
-@pytest.mark.integration
 def test_a_windowed_rewrite_and_reread_last_the_window_with_real_fio(local, tmp_path):
     need_tool(local, "fio")
     for op, argv in fio.operations(str(tmp_path), FILE_MB, 32, THREADS, window_s=1):
@@ -216,7 +214,6 @@ def test_a_windowed_rewrite_and_reread_last_the_window_with_real_fio(local, tmp_
     subprocess.run(fio.cleanup_argv(str(tmp_path), THREADS), capture_output=True, timeout=60, check=True)
 
 
-@pytest.mark.integration
 def test_steps_words_through_the_real_tools_steps(local, tmp_path):
     need_tool(local, "fio")
     need("go", None if shutil.which("go") else "no `go` on PATH (tools/steps is built with it)")

@@ -102,7 +102,6 @@ def _nothing_left(local, trusted_before: set[str]):
         "the build's tag must point at the pulled image again"
 
 
-@pytest.mark.integration
 def test_docker_first_starts_pull_from_a_registry_on_this_machine(local, docker_ready, cgroups_ready,
                                                                    no_leftovers):
     _registry_ready(local)
@@ -113,7 +112,6 @@ def test_docker_first_starts_pull_from_a_registry_on_this_machine(local, docker_
     _nothing_left(local, trusted_before)
 
 
-@pytest.mark.integration
 def test_dropping_the_image_leaves_another_runs_build_under_the_shared_tag(local, docker_ready, no_leftovers):
     """The build's tag (edgebench/go-http:offline) is one name on a daemon several runs use: a test
     session beside a quick run re-pointed it at its own build, and every later first start failed
@@ -141,7 +139,6 @@ def test_dropping_the_image_leaves_another_runs_build_under_the_shared_tag(local
         rt.cleanup()
 
 
-@pytest.mark.integration
 def test_a_registry_host_without_the_registry_fails_before_anything_is_packaged(local, docker_ready):
     """On a fresh machine driving debian-v2 this came after minutes of packaging on the device."""
     from edgebench.errors import MissingTool
@@ -159,7 +156,6 @@ def test_a_registry_host_without_the_registry_fails_before_anything_is_packaged(
     assert (set(runs.iterdir()) if runs.exists() else set()) == before  # no run begun, nothing packaged
 
 
-@pytest.mark.integration
 def test_lxd_first_starts_fetch_and_import_its_base_image(local, lxd_ready, cgroups_ready, no_leftovers):
     from edgebench.results import load_results
     from edgebench.runtimes.lxd_image import ensure_image, lxc_query
@@ -187,7 +183,6 @@ def test_lxd_first_starts_fetch_and_import_its_base_image(local, lxd_ready, cgro
     assert not trusted, f"the run's registry is still trusted: {trusted}"
 
 
-@pytest.mark.integration
 def test_first_starts_pull_from_a_registry_on_the_load_generator_host(local, docker_ready, cgroups_ready, ssh_host,
                                                                       no_leftovers):
     """The registry in a network namespace with its own sshd: started over SSH, reached by the
@@ -217,7 +212,6 @@ time_to_ready.run(time_to_ready.Params(runtimes="docker", apps="go-http,node-htt
 """
 
 
-@pytest.mark.integration
 def test_ctrl_c_during_first_starts_leaves_no_registry_trust_or_tag(local, docker_ready, cgroups_ready, tmp_path,
                                                                     no_leftovers):
     """Interrupted while it pulls and starts: the child dies of the signal, its rows so far are
@@ -225,10 +219,10 @@ def test_ctrl_c_during_first_starts_leaves_no_registry_trust_or_tag(local, docke
     import signal
     import subprocess
     import sys
-    import time
 
     from conftest import sigint_default, vm_tagged_processes
     from edgebench.results import load_meta
+    from edgebench.waiting import wait_until
     _registry_ready(local)
     run_id = "first-interrupt"
     # What another run on this machine (a device's, whose registry is here) holds is not this one's.
@@ -237,12 +231,15 @@ def test_ctrl_c_during_first_starts_leaves_no_registry_trust_or_tag(local, docke
                             stderr=subprocess.PIPE, env=dict(os.environ, EDGEBENCH_DATA_DIR=str(tmp_path)),
                             preexec_fn=sigint_default)
     try:
-        deadline = time.monotonic() + 120
         pulls = tmp_path / "time_to_ready" / run_id / "raw"
-        while not (pulls.is_dir() and len([p for p in pulls.iterdir() if "pull-" in p.name]) >= 2):
+
+        def two_pulls() -> bool:
+            if pulls.is_dir() and len([p for p in pulls.iterdir() if "pull-" in p.name]) >= 2:
+                return True
             assert proc.poll() is None, proc.communicate()[1][-2000:]
-            assert time.monotonic() < deadline, "no first start within 120 s"
-            time.sleep(0.05)
+            return False
+
+        assert wait_until(two_pulls, 120, 0.05), "no first start within 120 s"
         assert any(comm.startswith("docker-regis") for _, comm in vm_tagged_processes())
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=60)

@@ -91,7 +91,6 @@ def _figures(tmp_path: Path, ssh_config: Path, targets: str, only: str) -> tuple
     return r, time.monotonic() - start
 
 
-@pytest.mark.integration
 def test_two_devices_measured_in_parallel_and_a_dead_one_fails_alone(tmp_path, two_hosts, no_leftovers):
     config = _combined_ssh_config(two_hosts, tmp_path / "ssh_config", dead="dev-dead")
     r, _ = _figures(tmp_path, config, "dev-a,dev-b,dev-dead", "time_to_ready")
@@ -133,6 +132,7 @@ def test_each_device_driver_gets_the_fleets_settings_and_plan_only():
                               set=["iterations=5", "protocols=fair"])
     argv = fleet.driver_argv(fleet.Device("pi1", "pi@pi1", "lg@box"), args,
                              ("target", "runtimes", "apps", "profile", "repetitions", "load_generator"))
-    assert argv[1:] == ["-m", "edgebench.drivers.figures", "--target", "pi@pi1", "--runtimes", "native", "--profile", "quick",
-                        "--repetitions", "2", "--load_generator", "lg@box", "--only", "time_to_ready",
+    assert argv[1:] == ["-m", "edgebench.drivers.figures", "--target", "pi@pi1", "--runtimes", "native",
+                        "--profile", "quick", "--repetitions", "2", "--load_generator", "lg@box",
+                        "--only", "time_to_ready",
                         "--set", "iterations=5", "--set", "protocols=fair", "--quiet", "--plan-only"]

@@ -1,4 +1,5 @@
-"""The Go programs' own unit tests (apps/iomt, apps/home-automation, tools/probe, tools/steps, tools/openloop) run with the suite."""
+"""The Go programs' own unit tests (apps/iomt, apps/home-automation, tools/probe, tools/steps,
+tools/openloop) run with the suite."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ from conftest import need
 from edgebench.paths import APPS_DIR, TOOLS_DIR
 
 
-@pytest.mark.parametrize("module", [APPS_DIR / "iomt", APPS_DIR / "home-automation", TOOLS_DIR / "probe", TOOLS_DIR / "steps",
+@pytest.mark.parametrize("module", [APPS_DIR / "iomt", APPS_DIR / "home-automation", TOOLS_DIR / "probe",
+                                    TOOLS_DIR / "steps",
                                     TOOLS_DIR / "openloop"],
                          ids=lambda p: p.name)
 def test_go_vet_and_tests(module):

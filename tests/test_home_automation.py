@@ -52,7 +52,6 @@ def test_table_splits_the_latency_and_compares_with_native():
     assert latency_figure(table.reset_index()).axes
 
 
-@pytest.mark.integration
 def test_the_service_answers_over_tls_natively_and_in_docker_with_its_latency_split(local, docker_ready,
                                                                                     cgroups_ready, wrk_ready,
                                                                                     no_leftovers):
@@ -81,7 +80,6 @@ def test_the_service_answers_over_tls_natively_and_in_docker_with_its_latency_sp
     assert by("request_time").values == pytest.approx(ha.CONNECTIONS / rps["value"].values * 1000)
 
 
-@pytest.mark.integration
 def test_the_service_answers_over_tls_in_lxd(local, lxd_ready, cgroups_ready, wrk_ready, no_leftovers):
     run_dir = ha.run(ha.Params(runtimes="lxd", repetitions=1, protocols="fair", profile="quick", progress=False))
     df = load_results(run_dir)

@@ -14,7 +14,6 @@ from edgebench.experiments import cpu_bound, io_bound
 from edgebench.experiments.http_load import loadgen_cpuset, run
 from edgebench.results import load_meta, load_results
 
-pytestmark = pytest.mark.integration
 QUICK = dict(profile="quick", repetitions=1, progress=False, duration_s=1, warmup_s=0)
 RECORDS = {"io_bound": io_bound.Params, "cpu_bound": cpu_bound.Params}
 
@@ -99,7 +98,8 @@ def test_docker_limit_verified_from_the_cgroup(run_dirs, docker_ready, cgroups_r
     p99 = df[df.metric == "ol_latency_p99"]
     assert len(p99) == len(ol) and (p99.value > 0).all()
     assert ((ol.window_s > 0.9 * ol.duration_s) & (ol.window_s < 1.5 * ol.duration_s)).all(), ol[["window_s"]]
-    assert set(df[df.metric.str.startswith("ol_")].load_tool) == {load_meta(run_dir)["notes"]["load_generator"]["open_loop"]}
+    open_loop_tool = load_meta(run_dir)["notes"]["load_generator"]["open_loop"]
+    assert set(df[df.metric.str.startswith("ol_")].load_tool) == {open_loop_tool}
 
 
 def test_loadgen_is_pinned_apart_and_bad_input_is_refused():

@@ -1,28 +1,41 @@
 """The library's imports, read from its source: no module imports edgebench inside a function
-(a reader and a tool follow the imports at the top), and no import circle, counting that
-importing a module of a package runs the package's __init__ first."""
+(a reader and a tool follow the imports at the top), no module takes names from the face (the
+__init__) of a package it is in, and no import circle, counting that importing a module of a
+package runs the package's __init__ first and that a name taken from a face depends on that face."""
 
 from __future__ import annotations
 
 import ast
 from pathlib import Path
+from typing import NamedTuple
 
 LIB = Path(__file__).resolve().parents[1] / "lib"
 
 
-def module_name(path: Path) -> str:
-    parts = list(path.relative_to(LIB).with_suffix("").parts)
+def module_name(path: Path, lib: Path = LIB) -> str:
+    parts = list(path.relative_to(lib).with_suffix("").parts)
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def read_imports(path: Path, modules: set[str]) -> tuple[set[str], list[str]]:
+class Imports(NamedTuple):
+    modules: set[str]           # the edgebench modules and packages (faces) importing it runs
+    inside_function: list[str]  # "file:line imports module" of the imports inside a function
+    own_face: list[str]         # "file:line ..." of the names taken from a face of its own package
+
+
+def read_imports(path: Path, modules: set[str], lib: Path = LIB) -> Imports:
     """The edgebench modules `path` imports (each module and the packages holding it that
-    `path` is not inside of), and the lines of those imported inside a function."""
-    name = module_name(path)
+    `path` is not inside of, and a package it is inside of whose face it imports from), the lines
+    of those imported inside a function, and the lines importing from its own package's face."""
+    name = module_name(path, lib)
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     tree = ast.parse(path.read_text())
     imported: set[str] = set()
     inside_function: list[str] = []
+    own_face: list[str] = []
+
+    def holds_this_module(package_name: str) -> bool:
+        return package_name != name and name.startswith(package_name + ".")
 
     def targets(node) -> list[str]:
         if isinstance(node, ast.Import):
@@ -39,7 +52,13 @@ def read_imports(path: Path, modules: set[str]) -> tuple[set[str], list[str]]:
                     if not target.startswith("edgebench"):
                         continue
                     if in_function:
-                        inside_function.append(f"{path.relative_to(LIB)}:{child.lineno} imports {target}")
+                        inside_function.append(f"{path.relative_to(lib)}:{child.lineno} imports {target}")
+                    # A package it is in, not one of that package's modules: the names come from
+                    # the package's __init__, which may be importing this very module just then.
+                    if target in modules and holds_this_module(target):
+                        imported.add(target)
+                        own_face.append(f"{path.relative_to(lib)}:{child.lineno} imports from {target}, the "
+                                        "face of its own package: import from the module that defines it")
                     # Importing a.b.c runs a/__init__ and a/b/__init__ first, unless we are in them.
                     parts = target.split(".")
                     for n in range(2, len(parts) + 1):
@@ -49,7 +68,7 @@ def read_imports(path: Path, modules: set[str]) -> tuple[set[str], list[str]]:
             visit(child, in_function or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)))
 
     visit(tree, False)
-    return imported, inside_function
+    return Imports(imported, inside_function, own_face)
 
 
 def circles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -84,23 +103,32 @@ def circles(graph: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
-def library_imports() -> tuple[dict[str, set[str]], list[str]]:
-    paths = sorted(LIB.rglob("*.py"))
-    modules = {module_name(p) for p in paths}
-    graph, inside = {}, []
+def library_imports(lib: Path = LIB) -> tuple[dict[str, set[str]], list[str], list[str]]:
+    """(module -> the modules and faces importing it runs, imports inside a function, imports
+    from a face of the importer's own package) of every module under `lib`."""
+    paths = sorted(lib.rglob("*.py"))
+    modules = {module_name(p, lib) for p in paths}
+    graph, inside, own_face = {}, [], []
     for p in paths:
-        graph[module_name(p)], lines = read_imports(p, modules)
-        inside += lines
-    return graph, inside
+        imports = read_imports(p, modules, lib)
+        graph[module_name(p, lib)] = imports.modules
+        inside += imports.inside_function
+        own_face += imports.own_face
+    return graph, inside, own_face
 
 
 def test_no_module_imports_edgebench_inside_a_function():
-    _, inside = library_imports()
+    _, inside, _ = library_imports()
     assert not inside, "\n".join(inside)
 
 
+def test_no_module_imports_from_its_own_packages_face():
+    _, _, own_face = library_imports()
+    assert not own_face, "\n".join(own_face)
+
+
 def test_no_import_circle():
-    graph, _ = library_imports()
+    graph, _, _ = library_imports()
     assert circles(graph) == []
 
 
@@ -115,7 +143,26 @@ def test_the_walker_sees_a_circle_through_a_package():
 
 def test_importing_a_packages_module_counts_its_init_only_from_outside():
     modules = set(library_imports()[0])
-    outside, _ = read_imports(LIB / "edgebench" / "experiments" / "time_to_ready.py", modules)
+    outside = read_imports(LIB / "edgebench" / "experiments" / "time_to_ready.py", modules).modules
     assert {"edgebench.runtimes", "edgebench.runtimes.image_registry"} <= outside
-    inside, _ = read_imports(LIB / "edgebench" / "runtimes" / "lxd.py", modules)
+    inside = read_imports(LIB / "edgebench" / "runtimes" / "lxd.py", modules).modules
     assert "edgebench.runtimes.image_registry" in inside and "edgebench.runtimes" not in inside
+
+
+def test_a_face_import_from_inside_is_named_and_closes_a_circle(tmp_path):
+    # The shape runtimes/ had: the face imports a runtime, the runtime takes a name from the face.
+    # Its own modules, named through the package (`from edgebench.pkg import tags`), are no face import.
+    package = tmp_path / "edgebench" / "pkg"
+    package.mkdir(parents=True)
+    (tmp_path / "edgebench" / "__init__.py").write_text("")
+    (package / "__init__.py").write_text("from edgebench.pkg.base import Limits\n"
+                                         "from edgebench.pkg.docker import Docker\n")
+    (package / "base.py").write_text("Limits = dict\n")
+    (package / "tags.py").write_text("")
+    (package / "docker.py").write_text("from edgebench.pkg import Limits, tags\n\nDocker = Limits\n")
+    (package / "native.py").write_text("import edgebench.pkg\n")
+    graph, _, own_face = library_imports(tmp_path)
+    assert own_face == [f"edgebench/pkg/{module}.py:1 imports from edgebench.pkg, the face of its own package: "
+                        "import from the module that defines it" for module in ("docker", "native")]
+    assert graph["edgebench.pkg.docker"] == {"edgebench.pkg", "edgebench.pkg.tags"}
+    assert circles(graph) == [["edgebench.pkg", "edgebench.pkg.docker"]]

@@ -17,8 +17,7 @@ import pytest
 from conftest import sigint_default
 from edgebench.paths import PROJECT_ROOT
 from edgebench.results import load_meta, load_results
-
-pytestmark = pytest.mark.integration
+from edgebench.waiting import wait_until
 
 CHILD = """
 import faulthandler, signal, sys
@@ -61,15 +60,17 @@ def interrupt_run(runtime: str, sig: int, data_dir) -> None:
                             env=dict(os.environ, EDGEBENCH_DATA_DIR=str(data_dir)),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=sigint_default)
     try:
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while len(complete_rows(results)) < ROWS_BEFORE_SIGNAL:
+        def rows_written() -> bool:
+            if len(complete_rows(results)) >= ROWS_BEFORE_SIGNAL:
+                return True
             if proc.poll() is not None:
                 out, err = proc.communicate()
                 pytest.fail(f"the run ended (exit {proc.returncode}) before {ROWS_BEFORE_SIGNAL} rows:\n"
                             f"{out}\n{err[-3000:]}")
-            if time.monotonic() > deadline:
-                pytest.fail(f"fewer than {ROWS_BEFORE_SIGNAL} rows in {results} after {START_TIMEOUT_S} s")
-            time.sleep(0.02)
+            return False
+
+        if not wait_until(rows_written, START_TIMEOUT_S, 0.02):
+            pytest.fail(f"fewer than {ROWS_BEFORE_SIGNAL} rows in {results} after {START_TIMEOUT_S} s")
         before = complete_rows(results)
         proc.send_signal(sig)
         try:

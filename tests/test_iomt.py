@@ -21,8 +21,7 @@ from edgebench.runtimes import Limits
 from edgebench.runtimes.docker import DockerRuntime
 from edgebench.runtimes.native import NativeRuntime
 from edgebench.tools.counters import perf_support
-
-pytestmark = pytest.mark.integration
+from edgebench.waiting import wait_until
 
 # Large enough that the program's own faults dwarf a runtime's start-up (runc init, sh).
 SIZES = {"lzw": ["-size", "4MB"], "aes": ["-size", "4MB"], "kmeans": ["-points", "100K"]}
@@ -166,13 +165,15 @@ def test_ctrl_c_keeps_rows_and_stops_the_container(tmp_path, docker_ready, cgrou
                             env=dict(os.environ, EDGEBENCH_DATA_DIR=str(tmp_path)),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=sigint_default)
     try:
-        deadline = time.monotonic() + 120
         # Wait for the 20M-point run's container (the 1K runs have written their rows by then).
-        while "20000000" not in subprocess.run(["docker", "ps", "--format", "{{.Command}}", "--no-trunc"],
-                                               capture_output=True, text=True).stdout:
+        def large_run_started() -> bool:
+            if "20000000" in subprocess.run(["docker", "ps", "--format", "{{.Command}}", "--no-trunc"],
+                                            capture_output=True, text=True).stdout:
+                return True
             assert proc.poll() is None, proc.communicate()
-            assert time.monotonic() < deadline, "the large run never started"
-            time.sleep(0.1)
+            return False
+
+        assert wait_until(large_run_started, 120, 0.1), "the large run never started"
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=60)
         assert proc.returncode == -signal.SIGINT, err[-2000:]

@@ -23,8 +23,7 @@ from conftest import sigint_default
 from edgebench.drivers.lab import KERNEL_NAME
 from edgebench.paths import PROJECT_ROOT
 from edgebench.results import load_meta, load_results
-
-pytestmark = pytest.mark.integration
+from edgebench.waiting import wait_until
 
 URL_LINE = re.compile(r"edgebench JupyterLab: (http://\S+?)/lab\?token=(\w+)")
 START_TIMEOUT_S = 180
@@ -174,10 +173,7 @@ def lab(tmp_path, cgroups_ready, no_leftovers):
     yield lab
     if lab.proc.poll() is None:
         lab.ctrl_c()
-    deadline = time.monotonic() + STOP_TIMEOUT_S
-    while kernel_pids() - kernels_before and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert not kernel_pids() - kernels_before, "a kernel outlived `make lab`"
+    assert wait_until(lambda: not kernel_pids() - kernels_before, STOP_TIMEOUT_S, 0.2), "a kernel outlived `make lab`"
 
 
 def test_lab_lists_the_notebooks_and_runs_them_with_the_projects_kernel(lab, tmp_path):
@@ -221,14 +217,15 @@ def test_interrupting_a_measuring_kernel_keeps_its_rows_and_leaves_nothing_runni
         result = {}
         worker = threading.Thread(target=lambda: result.update(zip(("reply", "out"), nb.execute(cells[measuring]))))
         worker.start()
-        deadline = time.monotonic() + CELL_TIMEOUT_S
-        while time.monotonic() < deadline:
+
+        def two_rows() -> bool:
             results = list(runs_dir.glob("*/results.csv"))
             if results and len(results[0].read_text().splitlines()) >= 3:  # header and two rows
-                break
+                return True
             assert worker.is_alive(), f"the measurement ended before it was interrupted: {result}"
-            time.sleep(0.1)
-        else:
+            return False
+
+        if not wait_until(two_rows, CELL_TIMEOUT_S, 0.1):
             pytest.fail(f"no rows within {CELL_TIMEOUT_S} s\n{lab.log()}")
         lab.api("POST", f"/api/kernels/{nb.kernel['id']}/interrupt")  # the toolbar's stop button
         worker.join(CELL_TIMEOUT_S)
@@ -262,7 +259,8 @@ def test_ctrl_c_stops_make_lab_and_its_kernels(lab):
     print(f"Ctrl-C to stopped: {time.monotonic() - started:.1f} s (kernel {kernel['id']})")
 
 
-@pytest.mark.parametrize("port, words", [("abc", ["LAB_PORT='abc'", "8888"]), ("busy", ["already in use", "LAB_PORT="])])
+@pytest.mark.parametrize("port, words", [("abc", ["LAB_PORT='abc'", "8888"]),
+                                         ("busy", ["already in use", "LAB_PORT="])])
 def test_a_bad_or_busy_port_is_refused_before_jupyter_starts(port, words):
     import sys
     with socket.socket() as held:

@@ -187,7 +187,8 @@ def check_unikraft(plan, target, rt):
     # one vCPU whatever the grant: Unikraft 0.16's loader schedules one
     assert qemu[qemu.index("-m") + 1] == "64M" and qemu[qemu.index("-smp") + 1] == "1"
     assert qemu[qemu.index("-accel") + 1] == "kvm" and qemu[qemu.index("-cpu") + 1] == "host"
-    assert qemu[qemu.index("-kernel") + 1] == DETAILS["uk_kernel"] and qemu[qemu.index("-initrd") + 1] == REFS["unikraft"]
+    assert qemu[qemu.index("-kernel") + 1] == DETAILS["uk_kernel"]
+    assert qemu[qemu.index("-initrd") + 1] == REFS["unikraft"]
     assert qemu[qemu.index("-netdev") + 1] == f"user,id=n0,hostfwd=tcp::{PORT}-:8080"
     # no images folder on this controller: the loader's environment support is unknown, so none is passed
     assert qemu[qemu.index("-append") + 1] == "netdev.ip=10.0.2.15/24:10.0.2.2 -- /app/program"

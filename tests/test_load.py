@@ -27,7 +27,6 @@ def check_report(report, settings):
     assert REPORT_MARKER in report.stdout and "wrk" in report.command
 
 
-@pytest.mark.integration
 def test_driver_against_a_native_app(local, wrk_ready, no_leftovers):
     rt = NativeRuntime(local, "loadtest")
     try:
@@ -42,7 +41,6 @@ def test_driver_against_a_native_app(local, wrk_ready, no_leftovers):
         rt.cleanup()
 
 
-@pytest.mark.integration
 def test_driver_against_a_docker_container(local, wrk_ready, docker_ready, no_leftovers):
     rt = DockerRuntime(local, "loadtest")
     try:
@@ -53,7 +51,6 @@ def test_driver_against_a_docker_container(local, wrk_ready, docker_ready, no_le
         rt.cleanup()
 
 
-@pytest.mark.integration
 def test_status_errors_are_counted(local, wrk_ready, no_leftovers):
     """A 404 on every request: wrk counts non-2xx/3xx as status errors, and the driver keeps them."""
     rt = NativeRuntime(local, "loadtest")

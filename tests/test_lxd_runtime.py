@@ -26,7 +26,6 @@ from edgebench.runtimes.lxd_image import choose_mirror, ensure_image, parse_apt_
 from edgebench.runtimes.tags import is_alive
 
 MiB = 2**20
-integration = pytest.mark.integration
 
 
 # -- no LXD needed -------------------------------------------------------------------------
@@ -211,7 +210,6 @@ def kernel_cpu_quota(relpath: str) -> tuple[int, int]:
     return int(cgroup_file(relpath, "cpu", "cpu.cfs_quota_us")), int(cgroup_file(relpath, "cpu", "cpu.cfs_period_us"))
 
 
-@integration
 def test_image_cached_under_stable_alias(local, image):
     again = ensure_image(local)
     assert (again.built, again.imported) == (False, False)  # the cache and the import are reused
@@ -224,8 +222,9 @@ def test_image_cached_under_stable_alias(local, image):
     assert image.rootfs_bytes > 20 * MiB
 
 
-@integration
-def test_go_http_starts_with_limits_read_back_and_serves(local, runtime, artifacts, lxd_clean):
+def test_go_http_limits_are_what_lxd_was_told_and_what_the_kernel_holds(local, runtime, artifacts, lxd_clean):
+    """Beyond what every runtime promises (serving, the limits read back, the listening time:
+    test_runtime_contract.py): LXD's own record of the container and the kernel's of its cgroup."""
     limits = Limits(cpus=1, memory_mb=128, cpuset="0", swap=False, gomaxprocs=1)
     instance, probe = runtime.start(artifacts["go-http"], limits, free_port())
     name = instance.name
@@ -238,23 +237,16 @@ def test_go_http_starts_with_limits_read_back_and_serves(local, runtime, artifac
         cg = applied.cgroup_path.lstrip("/")
         assert cg == runtime.container_cgroup(name) == f"lxc.payload.{name}"
         assert kernel_memory_limit(cg) == 128 * MiB
-        assert applied.memory_mb == 128
         assert kernel_cpu_quota(cg) == (100_000, 100_000)
-        assert applied.cpus == 1.0 and applied.cpuset == "0"
         if os.path.exists("/sys/fs/cgroup/memory/memory.memsw.limit_in_bytes"):
             assert int(cgroup_file(cg, "memory", "memory.memsw.limit_in_bytes")) == 128 * MiB
             assert applied.swap_mb == 0
         # The app is a process in the container's cgroup, seen from the host.
         assert instance.pid and is_alive(local, instance.pid)
         assert str(instance.pid) in cgroup_file(cg, "memory", "cgroup.procs").split()
-        assert get(instance.url + "/io") == (200, b"ok\n")
         assert instance.network_path.startswith("lxd-proxy")
-        event = listening_event(runtime.app_output(instance))
-        assert event["gomaxprocs"] == 1 and event["num_cpu"] == 1
-        # The split of the launch: the app listened before the probe saw it; `lxc start` returned
-        # after LXD's own wait for the proxy helper, which the readiness does not include.
-        listen_ns = runtime.listen_unix_ns(instance)
-        assert probe.start_unix_ns < listen_ns <= probe.ready_unix_ns
+        # The split of the launch: `lxc start` returned after LXD's own wait for the proxy helper,
+        # which the readiness does not include.
         assert instance.details["container_started_unix_ns"] > probe.start_unix_ns
         assert instance.details["init_s"] > 0 and instance.details["first_boot_s"] > 0
         assert instance.details["bridge_ipv4"] is None or instance.details["bridge_ipv4"].count(".") == 3
@@ -264,7 +256,6 @@ def test_go_http_starts_with_limits_read_back_and_serves(local, runtime, artifac
     assert not is_alive(local, instance.pid)
 
 
-@integration
 def test_node_http_runs_the_targets_node(local, runtime, artifacts, lxd_clean):
     need_tool(local, "node")
     assert "node-http" in artifacts
@@ -281,7 +272,6 @@ def test_node_http_runs_the_targets_node(local, runtime, artifacts, lxd_clean):
         runtime.stop(instance)
 
 
-@integration
 def test_too_little_memory_fails_fast_with_the_oom_kill(local, runtime, artifacts, lxd_clean):
     need_tool(local, "node")
     assert "node-http" in artifacts
@@ -313,10 +303,10 @@ def test_a_device_that_cannot_start_says_why_from_the_log_lxd_names(tmp_path):
     why = LxdRuntime(LocalTarget(), run_tag="it-lxd-log").failure_reason(plan) or ""
     assert "proxy.edgebench-http.log: empty" in why and "waits a fixed 10 s for its proxy helper" in why
     log.unlink()  # gone already: said, not an error
-    assert "proxy.edgebench-http.log: gone already" in LxdRuntime(LocalTarget(), run_tag="it-lxd-log").failure_reason(plan)
+    why = LxdRuntime(LocalTarget(), run_tag="it-lxd-log").failure_reason(plan)
+    assert "proxy.edgebench-http.log: gone already" in why
 
 
-@integration
 def test_exec_start_mode_serves_too(local, lxd_clean, artifacts):
     rt = LxdRuntime(local, run_tag=f"it-lxdx-{uuid.uuid4().hex[:8]}", start_mode="exec")
     try:
@@ -365,7 +355,6 @@ def batch_artifact(local, runtime, image, tmp_path_factory):
     return runtime.package(built)
 
 
-@integration
 def test_run_batch_output_exit_code_and_limits(runtime, batch_artifact, lxd_clean):
     limits = Limits(cpus=0.333, memory_mb=64, cpuset="1", swap=False)
     result = runtime.run_batch(batch_artifact, ["a", "b c"], limits, timeout_s=60)
@@ -382,7 +371,6 @@ def test_run_batch_output_exit_code_and_limits(runtime, batch_artifact, lxd_clea
     assert result.wall_s is None or 0 < result.wall_s < 30
 
 
-@integration
 def test_batch_helpers_exec_push_pull(local, runtime, batch_artifact, tmp_path, lxd_clean):
     name = runtime.new_name("helpers")
     runtime.create(name, batch_artifact, Limits(memory_mb=32), network=False)
@@ -405,7 +393,6 @@ def test_batch_helpers_exec_push_pull(local, runtime, batch_artifact, tmp_path, 
     assert lxc_json(f"/1.0/instances/{name}") is None
 
 
-@integration
 @pytest.mark.parametrize("limits, words", [
     (Limits(cpus=0), ["cpus=0", "positive"]),
     (Limits(cpus=-1), ["cpus=-1", "positive"]),
@@ -427,7 +414,6 @@ def test_invalid_limits_raise_before_anything_starts(runtime, artifacts, batch_a
     assert lxd_state()["containers"] == before
 
 
-@integration
 def test_invalid_options_raise(local, runtime, artifacts, lxd_clean):
     with pytest.raises(ConfigError, match="build mode 'published'"):
         runtime.package(artifacts["go-http"].built, "published")
@@ -435,7 +421,6 @@ def test_invalid_options_raise(local, runtime, artifacts, lxd_clean):
         LxdRuntime(local, start_mode="boot")
 
 
-@integration
 def test_cleanup_removes_tagged_containers_outside_bookkeeping(local, image, lxd_clean):
     tag, other = f"it-cl-{uuid.uuid4().hex[:8]}", f"it-ot-{uuid.uuid4().hex[:8]}"
     rt = LxdRuntime(local, run_tag=tag)
@@ -454,7 +439,6 @@ def test_cleanup_removes_tagged_containers_outside_bookkeeping(local, image, lxd
             lxc("delete", "--force", n, check=False)
 
 
-@integration
 def test_over_ssh_image_batch_and_files(ssh_host, lxd_ready, image, runtime, tmp_path):
     """The same commands through an SSH target (sshd in a network namespace on this machine, so
     the same LXD and the same image cache). Services are not started here: the proxy listens on
@@ -485,7 +469,6 @@ def test_over_ssh_image_batch_and_files(ssh_host, lxd_ready, image, runtime, tmp
     assert not rt.tagged()
 
 
-@integration
 def test_tool_runs_through_steps_with_the_targets_binary(local, runtime, lxd_clean):
     """sysbench (a tool app): the target's binary and the libraries the image lacks are
     bind-mounted, tools/steps is pushed, the phases run in one container."""
@@ -522,7 +505,8 @@ def test_a_base_image_build_that_times_out_says_so():
 
         def run(self, argv, timeout=None, check=True, stdin=None):
             if "VERSION_CODENAME" in " ".join(argv):
-                out = "#os_id=debian\n#codename=bookworm\n#file=/etc/apt/sources.list\ndeb http://deb.debian.org/debian bookworm main\n"
+                out = ("#os_id=debian\n#codename=bookworm\n#file=/etc/apt/sources.list\n"
+                       "deb http://deb.debian.org/debian bookworm main\n")
                 return CommandResult("pi", "", out, "", 0, 0.1)
             if argv[0].endswith("lxd-build-rootfs.sh"):
                 return CommandResult("pi", "", "", "", None, timeout)  # killed at the timeout

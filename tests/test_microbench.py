@@ -62,7 +62,6 @@ def test_the_appendix_plan_counts_its_panels_in_the_tool_runtimes():
     assert work.points == work.repetitions * (2 + 2 * 3) * 2
 
 
-@pytest.mark.integration
 def test_same_sysbench_in_native_and_docker(local, docker_ready, cgroups_ready, no_leftovers):
     need_tool(local, "sysbench")
     built = place_app(local, APPS["sysbench"])
@@ -85,7 +84,6 @@ def test_same_sysbench_in_native_and_docker(local, docker_ready, cgroups_ready, 
     assert sb.parse(outputs["docker"][1]["stdout"])["read_mib_per_s"] > 0
 
 
-@pytest.mark.integration
 def test_microbenchmarks_quick_with_network(monkeypatch, local, docker_ready, cgroups_ready, no_leftovers):
     need_tool(local, "sysbench")
     need_tool(local, "iperf3")

@@ -96,7 +96,6 @@ def test_a_trial_timeout_below_zero_is_refused():
     assert mm.Params(profile="quick").settings.trial_timeout_s == mm.PROFILE_SETTINGS["quick"].trial_timeout_s
 
 
-@pytest.mark.integration
 def test_a_start_slower_than_the_trial_timeout_waits_longer_and_the_ceiling_keeps_to_the_device(
         local, cgroups_ready, no_leftovers):
     # No app is ready 1 ms after its launch: the first trial is cut off still starting and tried again
@@ -110,7 +109,6 @@ def test_a_start_slower_than_the_trial_timeout_waits_longer_and_the_ceiling_keep
     assert "clipped to the target's" in found["limits_note"]
 
 
-@pytest.mark.integration
 def test_native_and_docker_find_a_minimum_that_serves(local, docker_ready, cgroups_ready, no_leftovers):
     run_dir = mm.run(mm.Params(runtimes="native,docker", apps="go-http", profile="quick", start_mb=64, progress=False))
     df = load_results(run_dir)

@@ -179,7 +179,8 @@ def test_run_notes_name_absent_runtimes_and_emulated_ones(tmp_path):
     text = run_notes(tmp_path, pd.DataFrame({"runtime": ["nanos"], "accelerator": ["tcg"]}))
     assert "accelerator: tcg" in text and "software emulation" in text
     rows = pd.DataFrame({"runtime": ["docker", "docker", "lxd"], "accelerator": [None] * 3,
-                         "status": ["not measurable"] * 2 + ["failed"], "error": ["no power meter"] * 2 + ["timed out"]})
+                         "status": ["not measurable"] * 2 + ["failed"],
+                         "error": ["no power meter"] * 2 + ["timed out"]})
     text = run_notes(tmp_path, rows)
     assert "**docker** is in no figure: all 2 of its rows are not measurable here, most often: no power meter" in text
     assert "**lxd** is in no figure: its one row failed: timed out" in text  # not "all 1 of its rows"

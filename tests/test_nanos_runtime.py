@@ -3,7 +3,9 @@
 Skips with the reason where ops (or its local kernel, or QEMU) is missing: ops and Nanos are in
 no package registry, so a fresh machine without internet has neither. VMs run with whatever
 accelerator the machine gives them (TCG here: slow, but a real VM); the tests check that the
-row says which. Every test checks that no VM, ops or tagged process is left behind."""
+row says which. Every test checks that no VM, ops or tagged process is left behind. What every
+runtime promises (a start, its port, its limits, its timeout, a batch run) is in
+test_runtime_contract.py; here, what is Nanos' own."""
 
 from __future__ import annotations
 
@@ -18,12 +20,9 @@ import pytest
 
 from conftest import interrupt_while_a_vm_boots, need, need_tool, qemu_alive, redis_set_get, vm_tagged_processes
 from edgebench.apps import APPS, place_app
-from edgebench.errors import ConfigError
 from edgebench.experiments.iomt import parse_record, workload_args
-from edgebench.runtimes.contract import Limits, StartFailed
+from edgebench.runtimes.contract import Limits
 from edgebench.runtimes.nanos import NanosRuntime
-
-pytestmark = pytest.mark.integration
 
 
 @pytest.fixture(scope="module")
@@ -55,66 +54,34 @@ def test_package_records_image_and_kernel_sizes(go_image):
     assert "Ports" not in d["config"]["RunConfig"] and d["config"]["Env"]["PORT"] == "8080"
 
 
-def test_start_serves_reads_limits_back_and_stop_kills_qemu(nanos, go_image, no_leftovers):
+def test_the_launch_runs_the_prepared_image_pinned_with_the_port_forwarded(nanos, go_image, no_leftovers):
+    """What `ops run` is given (a start itself, under these limits: test_runtime_contract.py)."""
     port = free_port()
-    limits = Limits(cpus=1, memory_mb=128, cpuset="0", swap=False, gomaxprocs=1)
-    inst, probe = nanos.start(go_image, limits, port, timeout_s=120)
+    plan = nanos.launch_plan(go_image, Limits(cpus=1, memory_mb=128, cpuset="0"), port)
     try:
-        assert probe.ready_after_ns and probe.error is None
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/io", timeout=10) as r:
-            assert r.status == 200
-        d = inst.details
-        assert inst.accelerator in ("kvm", "tcg") and d["accelerator_evidence"] and inst.pinned_to == "0"
-        applied = inst.limits_applied
-        assert (applied.cpus, applied.memory_mb, applied.cpuset) == (1.0, 128.0, "0")
-        assert "-s" in inst.plan.argv and f"{port}-8080" in inst.plan.argv
-        assert inst.network_path.startswith("qemu user-mode") and f"{port}-:8080" in inst.network_path
-        listening = [json.loads(x) for x in nanos.app_output(inst).splitlines() if '"listening"' in x]
-        assert listening and listening[0]["num_cpu"] == 1  # the guest sees the vCPUs asked for
+        assert "-s" in plan.argv and f"{port}-8080" in plan.argv  # no image build in the timed span
+        assert plan.argv[plan.argv.index("taskset"):][:3] == ["taskset", "-c", "0"]  # every QEMU thread
+        assert plan.network_path.startswith("qemu user-mode") and f"{port}-:8080" in plan.network_path
+    finally:
+        nanos.stop_plan(plan)
+
+
+def test_two_vcpus_and_no_pinning_under_published_limits(nanos, go_image, no_leftovers):
+    inst, probe = nanos.start(go_image, Limits(cpus=2, memory_mb=256), free_port(), timeout_s=120)
+    try:
+        assert (inst.limits_applied.cpus, inst.limits_applied.memory_mb) == (2.0, 256.0)
+        assert inst.details["pinned_to"] is None and inst.limits_applied.cpuset == "0-1"
+        assert inst.details["accelerator_evidence"]
         # The console, stamped on the host's clock: Nanos' first line, then the app's listening line.
-        phases, listen = nanos.boot_phases(inst), nanos.listen_unix_ns(inst)
-        assert probe.start_unix_ns < phases["kernel_first_output"] <= listen <= probe.ready_unix_ns
+        listening = [json.loads(x) for x in nanos.app_output(inst).splitlines() if '"listening"' in x]
+        assert listening and listening[0]["num_cpu"] == 2  # the guest sees the vCPUs asked for
+        assert probe.start_unix_ns < nanos.boot_phases(inst)["kernel_first_output"] <= nanos.listen_unix_ns(inst)
         qemu = inst.pid
         assert qemu_alive(qemu)
     finally:
         nanos.stop(inst)
     assert not qemu_alive(qemu)
     assert not nanos.tagged(inst.plan.state["tag"])
-
-
-def test_two_vcpus_and_no_pinning_under_published_limits(nanos, go_image, no_leftovers):
-    inst, _ = nanos.start(go_image, Limits(cpus=2, memory_mb=256), free_port(), timeout_s=120)
-    try:
-        assert (inst.limits_applied.cpus, inst.limits_applied.memory_mb) == (2.0, 256.0)
-        assert inst.details["pinned_to"] is None and inst.limits_applied.cpuset == "0-1"
-    finally:
-        nanos.stop(inst)
-
-
-def test_a_port_in_use_moves_the_start_to_a_free_one(nanos, go_image, no_leftovers):
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        s.listen()
-        port = s.getsockname()[1]
-        inst, _ = nanos.start(go_image, Limits(memory_mb=128), port, timeout_s=120)
-        try:
-            assert inst.port != port and f"{inst.port}-8080" in inst.plan.argv
-        finally:
-            nanos.stop(inst)
-    assert not vm_tagged_processes()
-
-
-def test_memory_below_the_minimum_is_refused(nanos, go_image):
-    with pytest.raises(ConfigError, match="minimum 32 MiB"):
-        nanos.start(go_image, Limits(memory_mb=16), free_port())
-
-
-def test_a_vm_that_never_gets_ready_is_stopped(nanos, go_image, no_leftovers):
-    # A timeout below any VM's boot time, even under KVM (ops alone takes longer to start):
-    # the start fails and the VM it launched is stopped.
-    with pytest.raises(StartFailed):
-        nanos.start(go_image, Limits(memory_mb=128), free_port(), timeout_s=0.005)
-    assert not vm_tagged_processes()
 
 
 def test_sigkill_to_ops_leaves_qemu_and_stop_still_finds_it(nanos, go_image, no_leftovers):

@@ -91,7 +91,6 @@ def test_the_plan_counts_the_network_points_the_measurement_makes():
     assert network_work(["native", "lxd"]) == (0, 0)  # no runtime with two modes: not measured
 
 
-@pytest.mark.integration
 def test_host_and_bridge_measured_through_the_runtimes(local, docker_ready, tmp_path, no_leftovers):
     need_tool(local, "iperf3")
     tag = f"t{uuid.uuid4().hex[:6]}"

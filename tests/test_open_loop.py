@@ -144,7 +144,6 @@ def generator(local, name):
     return cls(local, program)
 
 
-@pytest.mark.integration
 @pytest.mark.parametrize("name", list(OPEN_LOOP_GENERATORS))
 def test_a_rate_well_below_saturation_is_served_on_schedule(name, local, go_app, no_leftovers):
     gen = generator(local, name)
@@ -156,7 +155,6 @@ def test_a_rate_well_below_saturation_is_served_on_schedule(name, local, go_app,
     assert lat["p50"] < 20_000, "an idle local app answers /io in well under 20 ms"
 
 
-@pytest.mark.integration
 @pytest.mark.parametrize("name", list(OPEN_LOOP_GENERATORS))
 def test_a_stall_shows_in_the_open_loop_tail(name, local, go_app, no_leftovers):
     """The app is stopped (SIGSTOP) for 600 ms in the middle of a 3 s run at 200 req/s: 120 of

@@ -150,7 +150,8 @@ def test_http_mean_and_jitter_rows_draw_the_runs_quartiles():
     seen = 0
     for ax in fig.axes:
         label = row_label(fig, ax)
-        metric = {"mean latency (ms, log)": "latency_mean", "jitter: stdev of latency (ms, log)": "latency_stdev"}.get(label)
+        metric = {"mean latency (ms, log)": "latency_mean",
+                  "jitter: stdev of latency (ms, log)": "latency_stdev"}.get(label)
         if metric is None:
             continue
         app, proto = ax.get_title().split(",")[0], "fair" if "fair protocol" in ax.get_title() else "published"
@@ -235,7 +236,8 @@ def test_open_loop_figure_draws_the_quartiles_of_the_runs_at_each_share():
         expected = {}
         for r in table[table["runtime"] == rt].itertuples():
             for curve in ("p99", "p50"):
-                expected[(round(r.offered_rps, 6), curve)] = (getattr(r, f"{curve}_q1_ms"), getattr(r, f"{curve}_q3_ms"))
+                quartiles = (getattr(r, f"{curve}_q1_ms"), getattr(r, f"{curve}_q3_ms"))
+                expected[(round(r.offered_rps, 6), curve)] = quartiles
         # p99 and p50 share their x: both strokes are there, in the runtime's colour.
         segments = [(round(float(s[0][0]), 6), (float(min(s[:, 1])), float(max(s[:, 1]))))
                     for c in ax.collections if isinstance(c, LineCollection) and c.get_gid() == rt

@@ -11,7 +11,6 @@ import pytest
 from matplotlib.container import ErrorbarContainer
 
 from edgebench.claims import median_interval
-from edgebench.experiments import boot_time as bt
 from edgebench.plotting import boot_time, face_recognition, home_automation, tables
 from edgebench.plotting.style import plt
 from edgebench.reference import load_reference

@@ -64,7 +64,7 @@ def test_home_automation_shows_each_runtimes_split_on_a_log_axis():
             # Each part its own bar beside the others, its top at the part's value, inside the axis: a
             # part a thousandth of the slowest request's still spans a visible share of the panel.
             assert [b.get_height() for b in near] == pytest.approx(parts), (runtime, mode)
-            for b, value in zip(near, parts):
+            for value in parts:
                 assert low < value < high
                 assert np.log10(value / low) / np.log10(high / low) > 0.05
         # The ratio to native above each runtime's line, readable (inside the panel).

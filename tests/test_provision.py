@@ -287,7 +287,8 @@ def test_before_a_run_without_root_it_reports_and_changes_nothing():
 
 
 def test_check_changes_nothing():
-    t = scripted(missing=("sysbench", "qemu-system-x86"), docker_up=False, commands=("docker", "dockerd", "lxd", "curl"))
+    t = scripted(missing=("sysbench", "qemu-system-x86"), docker_up=False,
+                 commands=("docker", "dockerd", "lxd", "curl"))
     report = pv.provision(t, check=True, **QUIET)
     assert report.check and report.would_install == ["qemu-system-x86", "sysbench"]
     assert report.installed_now == []
@@ -470,7 +471,6 @@ def test_make_figures_provisions_the_load_generator_when_it_is_another_host(monk
 ROW = re.compile(r"^(runtime|tool)\s+(\S+)\s+(ok|missing)\s+(.*)$")
 
 
-@pytest.mark.integration
 def test_check_prints_a_row_for_every_runtime_and_tool(local):
     r = subprocess.run([sys.executable, "-m", "edgebench.provisioning.provision", "--target", "local", "--check"],
                        capture_output=True, text=True, timeout=300)
@@ -482,7 +482,6 @@ def test_check_prints_a_row_for_every_runtime_and_tool(local):
     assert re.search(r"^packages: \d+ already installed, \d+ to install", r.stdout, re.M), r.stdout
 
 
-@pytest.mark.integration
 def test_check_of_a_load_generator_lists_only_its_tools(local):
     r = subprocess.run([sys.executable, "-m", "edgebench.provisioning.provision", "--target", "local", "--check",
                         "--load-generator"], capture_output=True, text=True, timeout=300)
@@ -492,7 +491,6 @@ def test_check_of_a_load_generator_lists_only_its_tools(local):
     assert set(rows) == wanted and set(rows.values()) == {"tool"}, r.stdout
 
 
-@pytest.mark.integration
 def test_a_second_run_installs_nothing_and_is_quick(local):
     """A real run on a machine `make provision` already prepared (CI does, before the tests)."""
     need("provision", None if local.is_root else "a real provisioning run needs root")
@@ -512,7 +510,6 @@ def test_a_second_run_installs_nothing_and_is_quick(local):
     assert elapsed < 60, f"a provisioning run with nothing to install took {elapsed:.1f} s"
 
 
-@pytest.mark.integration
 def test_check_over_ssh_sees_what_local_sees(local, ssh_host):
     """Every command goes through Target.run: the SSH host (this machine behind sshd in a network
     namespace) gets the same plan and the same tool rows."""
@@ -530,7 +527,6 @@ def test_check_over_ssh_sees_what_local_sees(local, ssh_host):
     assert {r.name for r in remote.rows if r.kind == "runtime"} == set(RUNTIMES)
 
 
-@pytest.mark.integration
 def test_meta_json_records_every_declared_program(local, wrk_ready):
     """tool_versions come from the registry's declarations: one key per program, the version
     where it runs and None where it does not."""

@@ -10,6 +10,7 @@ import uuid
 
 import pytest
 
+from edgebench.cgroups import taskset
 from edgebench.runtimes import qemu, tags
 from edgebench.runtimes.qemu import (accelerator, applied_limits, launch_facts, parse_qemu_argv, parse_qemu_state,
                                      qemu_binary, qemu_size_mb, qemu_system, state_facts, vcpus_for)
@@ -116,7 +117,7 @@ def test_an_architecture_without_a_known_package():
 
 def test_whole_vcpus_and_pinning_prefix():
     assert [vcpus_for(c) for c in (None, 0.5, 1, 1.2, 2)] == [1, 1, 1, 2, 2]
-    assert qemu.pinned("0-1") == ["taskset", "-c", "0-1"] and qemu.pinned(None) == []
+    assert taskset("0-1") == ["taskset", "-c", "0-1"] and taskset(None) == []  # every QEMU thread inherits it
 
 
 # -- stand-ins on this machine: a copy of sh named like QEMU (its QEMU options are the script's

@@ -14,6 +14,7 @@ import time
 import uuid
 from collections import Counter
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -24,6 +25,7 @@ from edgebench.experiments import time_to_ready
 from edgebench.experiments.sweep import sweep
 from edgebench.paths import PROJECT_ROOT
 from edgebench.results import POINTS_FILE, Run, ended_points, load_meta, time_in_points
+from edgebench.waiting import wait_until
 
 from test_stop_figures import data_lines, processes_with_env
 
@@ -179,7 +181,14 @@ def run_points(run_dir) -> list[str]:
     return [json.loads(line)["point_id"] for line in (run_dir / POINTS_FILE).read_text().splitlines()]
 
 
-@pytest.mark.integration
+def rows_reached(results: Path, rows: int, make: subprocess.Popen, seed: int) -> bool:
+    """Whether the runs under `results` hold `rows` rows; make figures must still run until then."""
+    if sum(len(data_lines(p)) for p in results.glob("*/results.csv")) >= rows:
+        return True
+    assert make.poll() is None, f"seed {seed}: ended before row {rows}: {make.communicate()[1][-3000:]}"
+    return False
+
+
 @pytest.mark.slow
 def test_make_figures_stopped_twice_and_resumed_measures_each_point_once(tmp_path, cgroups_ready, no_leftovers):
     rng = random.Random()
@@ -202,11 +211,9 @@ def test_make_figures_stopped_twice_and_resumed_measures_each_point_once(tmp_pat
         try:
             before = sum(len(data_lines(p)) for p in results.glob("*/results.csv"))
             stop_at = before + rng.randrange(2, POINTS)  # a point writes 3-4 rows
-            deadline = time.monotonic() + 240
-            while sum(len(data_lines(p)) for p in results.glob("*/results.csv")) < stop_at:
-                assert make.poll() is None, f"seed {seed}: ended before row {stop_at}: {make.communicate()[1][-3000:]}"
-                assert time.monotonic() < deadline, f"seed {seed}: no row {stop_at} after 240 s"
-                time.sleep(rng.uniform(0.0, 0.1))
+            # A random look interval too: the signal lands anywhere in the row being written.
+            reached = wait_until(partial(rows_reached, results, stop_at, make, seed), 240, rng.uniform(0.0, 0.1))
+            assert reached, f"seed {seed}: no row {stop_at} after 240 s"
             os.killpg(make.pid, signal.SIGTERM)
             out, err = make.communicate(timeout=120)
             assert make.returncode != 0 and "stopped by SIGTERM" in out, f"seed {seed}: {err[-2000:]}"

@@ -17,10 +17,10 @@ from edgebench.results import load_results
 from edgebench.tools.load import RedisBenchmark, parse_redis_benchmark, redis_benchmark_command
 
 # redis-benchmark 7.0.15 --csv, as printed here.
-REPORT = '''"test","rps","avg_latency_ms","min_latency_ms","p50_latency_ms","p95_latency_ms","p99_latency_ms","max_latency_ms"
-"SET","512820.50","0.769","0.224","0.591","2.175","2.671","2.999"
-"GET","740740.75","0.493","0.096","0.463","0.847","1.255","1.879"
-'''
+REPORT = ('"test","rps","avg_latency_ms","min_latency_ms","p50_latency_ms","p95_latency_ms","p99_latency_ms",'
+          '"max_latency_ms"\n'
+          '"SET","512820.50","0.769","0.224","0.591","2.175","2.671","2.999"\n'
+          '"GET","740740.75","0.493","0.096","0.463","0.847","1.255","1.879"\n')
 
 
 def test_the_csv_report_becomes_one_load_report_per_test():
@@ -42,7 +42,8 @@ def test_command_is_the_pages_and_refuses_nonsense():
 
 
 def test_a_server_that_never_answers_fails_with_the_reason_instead_of_hanging(local):
-    need("redis-benchmark", None if local.which("redis-benchmark") else "no redis-benchmark (apt-get install redis-tools)")
+    need("redis-benchmark",
+         None if local.which("redis-benchmark") else "no redis-benchmark (apt-get install redis-tools)")
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
     listener.listen(64)
@@ -83,7 +84,8 @@ def test_limits_are_checked_when_the_record_is_made():
         sv.Params(memory="256")
     with pytest.raises(ConfigError, match="cpus='one' is not a number"):
         sv.Params(cpus="one")
-    assert sv.Params(repetitions=0).reps == sv.REPETITIONS["standard"] and sv.Params().service_names == ["redis", "nginx"]
+    assert sv.Params(repetitions=0).reps == sv.REPETITIONS["standard"]
+    assert sv.Params().service_names == ["redis", "nginx"]
 
 
 def test_plan_counts_every_runtime_that_serves_and_docker_twice():
@@ -153,11 +155,11 @@ def test_table_is_relative_to_native_per_test_and_protocol():
     assert table.loc["native", "p99_ms"] == 1.5 and table.loc["native", "runs"] == 2
     assert pd.isna(table.loc["docker (bridge)", "vs_native_ci95_low"])  # two runs give no interval
     findings = services_findings(table.reset_index(), load_reference("services"))
-    assert "docker (bridge) 0.50x" in findings  # one test: no name and "1.3-1.8x the throughput of container" in findings
+    # one test: no name and "1.3-1.8x the throughput of container" in findings
+    assert "docker (bridge) 0.50x" in findings
     assert throughput_figure(table.reset_index()).axes
 
 
-@pytest.mark.integration
 def test_redis_and_nginx_natively_and_in_docker_host_and_bridge(local, docker_ready, cgroups_ready, wrk_ready,
                                                                  no_leftovers):
     for tool in ("redis-server", "redis-benchmark", "nginx"):

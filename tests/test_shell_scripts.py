@@ -101,7 +101,6 @@ def test_arguments_reach_the_script_as_given(local):
     assert r.stdout.splitlines() == [f"[{a}]" for a in args]
 
 
-@pytest.mark.integration
 def test_the_scripts_read_the_same_over_ssh_as_locally(local, ssh_host, tmp_path):
     """The health probe, a sample and a quiet check, and the energy listings, on recorded trees
     (the sshd of tests/sshhost.py shares this machine's files) and on the real /proc."""

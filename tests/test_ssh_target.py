@@ -19,8 +19,7 @@ from edgebench.errors import RemoteCommandError, TargetUnreachable
 from edgebench.experiments import time_to_ready
 from edgebench.results import load_meta, load_results
 from edgebench.targets import LocalTarget, SSHTarget, connect
-
-pytestmark = pytest.mark.integration
+from edgebench.waiting import wait_until
 
 
 def ssh_target(host, **kw) -> SSHTarget:
@@ -260,9 +259,7 @@ def test_a_command_that_times_out_on_a_host_gone_silent_blames_the_host(ssh_host
     def stop_once_it_runs():
         # Not after a fixed delay: on a busy machine the channel may not yet be open, or the
         # command not yet started.
-        deadline = time.monotonic() + 3
-        while time.monotonic() < deadline and not running_in(ssh_host, "sleep\x005.1"):
-            time.sleep(0.05)
+        wait_until(lambda: running_in(ssh_host, "sleep\x005.1"), 3, 0.05)
         stopped.extend(stopped_sshd(ssh_host))
 
     stopper = threading.Thread(target=stop_once_it_runs)
@@ -455,6 +452,7 @@ def test_a_silent_host_ends_the_session_without_waiting_on_its_clean_up(ssh_host
     assert f"{t.name} does not answer: what this run started there is left as it is" in capsys.readouterr().err
 
 
+@pytest.mark.slow  # executes notebooks in a kernel
 def test_make_figures_knows_a_notebook_ended_by_a_silent_host_from_its_own_failure(tmp_path):
     """make figures stops at a notebook whose cell raised TargetUnreachable, instead of starting the
     next ones on the same silent host; it learns that from papermill's error, run here for real."""

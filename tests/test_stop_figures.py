@@ -10,13 +10,12 @@ import json
 import os
 import signal
 import subprocess
-import time
 import uuid
+from pathlib import Path
 
 import pytest
 from edgebench.paths import PROJECT_ROOT
-
-pytestmark = [pytest.mark.integration, pytest.mark.slow]
+from edgebench.waiting import wait_until
 
 ROWS_BEFORE_SIGNAL = 2
 START_TIMEOUT_S = 240
@@ -65,6 +64,7 @@ STOPS.append(("make", signal.SIGTERM))
 
 
 @pytest.mark.parametrize("to,sig", STOPS, ids=[f"{sig.name}-to-{to}" for to, sig in STOPS])
+@pytest.mark.slow
 def test_make_figures_stops_cleanly(to, sig, tmp_path, docker_ready, cgroups_ready, no_leftovers):
     data = tmp_path / f"data-{uuid.uuid4().hex[:8]}"
     env = dict(os.environ, EDGEBENCH_DATA_DIR=str(data), EDGEBENCH_FIGURES_DIR=str(tmp_path / "figures"))
@@ -74,17 +74,18 @@ def test_make_figures_stops_cleanly(to, sig, tmp_path, docker_ready, cgroups_rea
         cwd=PROJECT_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         start_new_session=True)  # its own process group, as in a terminal
     try:
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while True:
+        def measuring() -> list[Path]:
             runs = list((data / "time_to_ready").glob("*/results.csv"))
             if runs and len(data_lines(runs[0])) >= ROWS_BEFORE_SIGNAL:
-                break
+                return runs
             if make.poll() is not None:
                 out, err = make.communicate()
                 pytest.fail(f"make figures ended (exit {make.returncode}) before measuring:\n{out[-2000:]}"
                             f"\n{err[-3000:]}")
-            assert time.monotonic() < deadline, f"no rows after {START_TIMEOUT_S} s"
-            time.sleep(0.05)
+            return []
+
+        runs = wait_until(measuring, START_TIMEOUT_S, 0.05)
+        assert runs, f"no rows after {START_TIMEOUT_S} s"
         before = data_lines(runs[0])
         if to == "group":
             os.killpg(make.pid, sig)

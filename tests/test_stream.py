@@ -17,7 +17,7 @@ def test_parse_recorded_report():
     parsed = stream.parse(text)
     assert parsed["validates"] and parsed["validation"] == "validates"
     assert parsed["threads_counted"] == 2 and parsed["elements"] == 200000 and parsed["ntimes"] == 5
-    line = next(l for l in text.splitlines() if l.startswith("Triad:"))
+    line = next(row for row in text.splitlines() if row.startswith("Triad:"))
     assert parsed["kernels"]["triad"]["best_rate_mb_s"] == float(line.split()[1])
     for k in stream.KERNELS:
         kern = parsed["kernels"][k]

@@ -9,6 +9,7 @@ import pytest
 from edgebench.errors import ConfigError, RemoteCommandError, TargetUnreachable
 from edgebench.runtimes.tags import is_alive
 from edgebench.targets import LocalTarget, connect
+from edgebench.waiting import wait_until
 
 
 def test_arguments_are_passed_literally(local, tmp_path):
@@ -39,10 +40,7 @@ def test_timeout_kills_the_process_group(local):
     r = local.run(["sh", "-c", "sleep 30 & echo $!; wait"], timeout=1, check=False)
     assert r.exit_code is None and time.monotonic() - start < 10
     child = int(r.stdout.split()[0])
-    deadline = time.monotonic() + 3
-    while is_alive(local, child) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not is_alive(local, child)
+    assert wait_until(lambda: not is_alive(local, child), 3, 0.05)
     with pytest.raises(RemoteCommandError, match="timed out"):
         local.run(["sleep", "5"], timeout=0.2)
 

@@ -105,7 +105,8 @@ def answer_rows(load: pd.DataFrame, experiment: str, load_run: str, tolerance: f
     for (app, scenario, cpus, mem), level in df.groupby(levels, dropna=False, sort=False):
         base_rps = _ok(level[level["runtime"] == "native"], THROUGHPUT)["value"].to_numpy(float)
         base_p99 = _ok(level[level["runtime"] == "native"], P99)["value"].to_numpy(float)
-        endpoint = str(level["endpoint"].dropna().iloc[0]) if "endpoint" in level and level["endpoint"].notna().any() else ""
+        has_endpoint = "endpoint" in level and level["endpoint"].notna().any()
+        endpoint = str(level["endpoint"].dropna().iloc[0]) if has_endpoint else ""
         for runtime, rows in level.groupby("runtime", sort=False):
             rps, p99 = _ok(rows, THROUGHPUT)["value"].to_numpy(float), _ok(rows, P99)["value"].to_numpy(float)
             acc = rows["accelerator"].dropna().astype(str) if "accelerator" in rows else pd.Series(dtype=str)
@@ -306,11 +307,13 @@ def markdown(table: pd.DataFrame, tolerance: float = 0.05, emulated: str = "") -
         lines += ["", f"| app | runtime | time to ready, warm, median ms {ready} | memory floor, MiB |",
                   "|---|---|---|---|"]
     for r in starts.sort_values(["app", "runtime"], key=lambda c: c.map(lambda v: (v != "native", v))).itertuples():
-        lines.append(f"| {r.app} | {_name(r)} | {_with_interval(r.ready_ms, r.ready_ci_low, r.ready_ci_high, '{:.0f}')} "
+        ready = _with_interval(r.ready_ms, r.ready_ci_low, r.ready_ci_high, '{:.0f}')
+        lines.append(f"| {r.app} | {_name(r)} | {ready} "
                      f"| {_num(r.floor_mb, '{:g}')} |")
     why = table[table["serves"].isin([FAILS, NOT_MEASURABLE_HERE]) & (table["why"] != "")]
     if len(why):
-        lines += [""] + [f"- {r.runtime}, {_level(r)}: {r.why}" for r in why.drop_duplicates(["runtime", "why"]).itertuples()]
+        lines += [""] + [f"- {r.runtime}, {_level(r)}: {r.why}"
+                         for r in why.drop_duplicates(["runtime", "why"]).itertuples()]
     runs = {f"{e}: {x}" for col, e in (("load_run", None), ("ready_run", "time_to_ready"), ("floor_run", "min_memory"))
             for x, e in zip(table[col], table["experiment"] if e is None else [e] * len(table)) if x and pd.notna(x)}
     lines += ["", "Runs: " + ", ".join(sorted(runs)) + "."]

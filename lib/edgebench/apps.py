@@ -212,7 +212,8 @@ def go_build(source_dir: Path, out_name: str, arch: str, static_pie: bool = Fals
     if static_pie:
         if GO_ARCH.get(platform.machine(), (None,))[0] != goarch or not shutil.which("cc"):
             raise ConfigError(f"a static-PIE build for {arch} needs a C compiler for {arch} on the controlling "
-                              f"machine (this one is {platform.machine()}{'' if shutil.which('cc') else ', without cc'}); "
+                              f"machine (this one is {platform.machine()}"
+                              f"{'' if shutil.which('cc') else ', without cc'}); "
                               "run edgebench from a machine of the target's architecture with gcc installed")
         env["CGO_ENABLED"] = "1"
         # Go's own resolver and user lookup: glibc's, linked statically, would want its NSS modules.

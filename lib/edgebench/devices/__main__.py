@@ -24,7 +24,8 @@ def start(name: str, rebuild: bool) -> None:
     spec = device_spec(name)
     cached = None if rebuild else image.built(spec)
     if cached:
-        log(f"image cached: built {cached['built_at']} in {cached['build_seconds']:.0f} s (recipe {cached['recipe_digest']})")
+        log(f"image cached: built {cached['built_at']} in {cached['build_seconds']:.0f} s "
+            f"(recipe {cached['recipe_digest']})")
     image.build(spec, log, rebuild=rebuild)
     machine.start(spec, log)
 

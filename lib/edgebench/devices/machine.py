@@ -27,6 +27,7 @@ from edgebench.devices.spec import CONSOLE, DEVICES, DeviceSpec, ssh_config_path
 from edgebench.runtimes.qemu import kvm_unusable, qemu_binary
 from edgebench.runtimes.tags import kill_pid
 from edgebench.targets import LocalTarget, connect
+from edgebench.waiting import wait_until
 
 BOOT_TIMEOUT_S = {"x86_64": 300, "aarch64": 900}   # under TCG; a KVM boot takes seconds
 STOP_TIMEOUT_S = 90
@@ -187,17 +188,18 @@ def start(spec: DeviceSpec, log: Callable[[str], None] = print) -> dict:
 
 def _wait_for_ssh(spec: DeviceSpec, proc: subprocess.Popen, record: dict, accel: str, timeout_s: float) -> None:
     write_known_hosts(spec, record)
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
+
+    def sshd_answers() -> bool:
         if proc.poll() is not None:
             raise DeviceError(f"QEMU for {spec.name} exited ({proc.returncode}) while booting; "
                               f"{spec.dir / 'run'}/qemu.log and the console's end:\n{_console_tail(spec)}")
-        if _ssh_banner(spec.address):
-            write_ssh_config(extra=[spec])
-            with connect(spec.name) as target:  # the pinned key and the device's key, as every run uses them
-                target.write_text(DEVICE_FILE, device_file(spec, accel))
-            return
-        time.sleep(1)
+        return _ssh_banner(spec.address)
+
+    if wait_until(sshd_answers, timeout_s, 1):
+        write_ssh_config(extra=[spec])
+        with connect(spec.name) as target:  # the pinned key and the device's key, as every run uses them
+            target.write_text(DEVICE_FILE, device_file(spec, accel))
+        return
     raise DeviceError(f"{spec.name} did not answer SSH within {timeout_s:.0f} s; the console's end:\n"
                       f"{_console_tail(spec)}")
 
@@ -262,9 +264,7 @@ def stop(spec: DeviceSpec, log: Callable[[str], None] = print) -> bool:
     try:
         with connect(spec.name, connect_timeout_s=5) as target:
             target.run(["systemctl", "poweroff"], timeout=15, check=False)
-        deadline = time.monotonic() + STOP_TIMEOUT_S
-        while running(spec) is not None and time.monotonic() < deadline:
-            time.sleep(0.5)
+        wait_until(lambda: running(spec) is None, STOP_TIMEOUT_S, 0.5)
     except Exception as e:  # unreachable or hung: QEMU is stopped all the same
         log(f"{spec.name} did not power off ({e}); stopping QEMU")
     finally:

@@ -15,12 +15,12 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 import urllib.request
 from pathlib import Path
 
 from edgebench.errors import ConfigError
 from edgebench.experiments import NOTEBOOKS_DIR
+from edgebench.waiting import wait_until
 
 KERNEL_NAME = "edgebench"
 KERNEL_DISPLAY_NAME = "Python (edgebench)"
@@ -85,17 +85,18 @@ def lab_url(ip: str, port: int, token: str) -> str:
 def wait_ready(ip: str, port: int, token: str, proc: subprocess.Popen) -> None:
     host = "127.0.0.1" if ip in ("0.0.0.0", "") else ("::1" if ip == "::" else ip)
     url = f"http://{f'[{host}]' if ':' in host else host}:{port}/api/status?token={token}"
-    deadline = time.monotonic() + READY_TIMEOUT_S
-    while time.monotonic() < deadline:
+
+    def answers() -> bool:
         if proc.poll() is not None:
             raise SystemExit(f"JupyterLab exited ({proc.returncode}) before it answered; its output is above")
         try:
             with urllib.request.urlopen(url, timeout=2) as r:
-                if r.status == 200:
-                    return
+                return r.status == 200
         except OSError:
-            time.sleep(0.3)
-    raise SystemExit(f"JupyterLab did not answer on {ip}:{port} within {READY_TIMEOUT_S} s")
+            return False
+
+    if not wait_until(answers, READY_TIMEOUT_S, 0.3):
+        raise SystemExit(f"JupyterLab did not answer on {ip}:{port} within {READY_TIMEOUT_S} s")
 
 
 def stop(proc: subprocess.Popen) -> int:

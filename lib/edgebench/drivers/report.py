@@ -369,7 +369,8 @@ _SAVED_AS = re.compile(r"""save_figure\(\s*[^,]+,\s*[^,]+,\s*["']([\w.-]+)["']""
 def alt_text(cells: list, at_cell: int, at: int, caption: str) -> str:
     """The alt text of the figure at output `at` of cell `at_cell`: the heading of its section, the
     name it is saved under (what show_figure put in its output's metadata, else its cell's
-    save_figure calls, in order, where each figure has one) and its caption. Its title is drawn inside the image, where a screen reader cannot read it."""
+    save_figure calls, in order, where each figure has one) and its caption. Its title is drawn
+    inside the image, where a screen reader cannot read it."""
     headings = [line.lstrip("#").strip() for cell in cells[:at_cell + 1] if cell.get("cell_type") == "markdown"
                 for line in "".join(cell.get("source", "")).splitlines() if line.startswith("#")]
     outputs = cells[at_cell].get("outputs", [])

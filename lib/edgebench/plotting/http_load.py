@@ -186,7 +186,7 @@ def crossover_findings(table: pd.DataFrame) -> str:
             ok = lvl.dropna(subset=["rps_median"])
             winners.append((mem, ok.loc[ok["rps_median"].idxmax(), "runtime"] if not ok.empty else "none", ok))
         seq = ", ".join(f"{w} at {m:g} MB" for m, w, _ in winners)
-        flips = [(m, w0, w, lvl) for (m0, w0, _), (m, w, lvl) in zip(winners, winners[1:]) if w != w0]
+        flips = [(m, w0, w, lvl) for (_, w0, _), (m, w, lvl) in zip(winners, winners[1:]) if w != w0]
         # A crossover is claimed only where the runs' intervals separate: the new leader's lower
         # quartile above the old leader's upper one, from 2 runs or more each.
         real = [m for m, old, new, lvl in flips if separated(lvl, new, old)]

@@ -69,7 +69,8 @@ v() {
   p=$(command -v "$1" 2>/dev/null) || { printf '%s\tabsent\t\t\n' "$name"; return; }
   if command -v timeout >/dev/null 2>&1; then out=$(timeout 90 "$@" 2>&1 </dev/null); rc=$?
   else out=$("$@" 2>&1 </dev/null); rc=$?; fi
-  first=$(printf '%s\n' "$out" | grep -m 1 '[0-9]\.[0-9]' || printf '%s\n' "$out" | grep -v '^[[:space:]]*$' | head -n 1)
+  first=$(printf '%s\n' "$out" | grep -m 1 '[0-9]\.[0-9]' ||
+          printf '%s\n' "$out" | grep -v '^[[:space:]]*$' | head -n 1)
   first=$(printf '%s' "$first" | tr '\t' ' ')
   printf '%s\t%s\t%s\t%s\n' "$name" "$rc" "$p" "$first"
 }

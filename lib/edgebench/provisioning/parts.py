@@ -31,8 +31,10 @@ NPB_VERSION_CHECK = ("sh", "-c", 'd="${EDGEBENCH_NPB_DIR:-$HOME/.cache/edgebench
 
 # IOZone's row: the version of whichever iozone a run would use, the target's or the one
 # provisioning unpacked into the workspace (edgebench.tools.iozone.unpacked).
-IOZONE_VERSION_CHECK = ("sh", "-c", 'x=$(command -v iozone || echo "$HOME/.cache/edgebench/iozone/root/usr/bin/iozone"); '
-                                    '"$x" -v 2>/dev/null | sed -n "s/.*Version \\$Revision: *\\([0-9.]*\\).*/iozone \\1/p" '
+IOZONE_VERSION_CHECK = ("sh", "-c", 'x=$(command -v iozone || '
+                                    'echo "$HOME/.cache/edgebench/iozone/root/usr/bin/iozone"); '
+                                    '"$x" -v 2>/dev/null '
+                                    '| sed -n "s/.*Version \\$Revision: *\\([0-9.]*\\).*/iozone \\1/p" '
                                     '| grep . || { echo "no iozone"; exit 1; }')
 
 # What the experiments run besides the runtimes (load generators, baselines, comparisons).

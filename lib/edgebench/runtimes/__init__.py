@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from edgebench.errors import ConfigError
-from edgebench.runtimes import tags
+import edgebench.runtimes.tags as tags
 from edgebench.runtimes.base import Runtime
 from edgebench.runtimes.contract import (Artifact, Availability, BatchResult, Instance, LaunchPlan, Limits, ProbeResult,
                                          StartFailed)
@@ -94,5 +94,6 @@ def removal_command(item: str) -> str:
     return ""
 
 
-__all__ = ["leftovers_on", "removal_command", "RUNTIMES", "requested_runtimes", "runtime_order", "runtime_colours", "get_runtime", "check_runtime_names", "Runtime", "Limits", "Artifact", "Instance",
+__all__ = ["leftovers_on", "removal_command", "RUNTIMES", "requested_runtimes", "runtime_order", "runtime_colours",
+           "get_runtime", "check_runtime_names", "Runtime", "Limits", "Artifact", "Instance",
            "LaunchPlan", "BatchResult", "Availability", "ProbeResult", "StartFailed"]

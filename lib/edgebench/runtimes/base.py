@@ -10,15 +10,17 @@ The same shape fits a VM runtime (package = build a disk image; plan argv = the 
 command; attach = find QEMU's PID and read its -smp/-m) and a system container (package =
 image import; plan argv = `lxc start` or `lxc exec`).
 
-One module, over 400 lines: the interface every runtime implements and the shared launch-plan and
-limit-checking code it relies on; a runtime author reads this one file.
+The module holds Runtime: the methods every runtime implements, and the parts all of them share
+(checking limits, starting with a port retry and a watchdog, batch runs through tools/steps, the
+counting cgroup), with the helpers those use. It is one module because it is the contract: a
+runtime author reads it top to bottom to see both what to write and what is done for them, and a
+shared step changed here changes for every runtime at once.
 """
 
 from __future__ import annotations
 
 import json
 import shlex
-import time
 import uuid
 from abc import ABC, abstractmethod
 from typing import ClassVar
@@ -33,6 +35,7 @@ from edgebench.runtimes.contract import (Artifact, Availability, BatchOutcome, B
 from edgebench.runtimes.tags import run_tag_prefix
 from edgebench.targets import Target, sh
 from edgebench.tools.counters import EVENTS, Count, PerfSupport, parse_perf_csv, perf_stat_argv, perf_support
+from edgebench.waiting import wait_until
 
 # <= 1 ms as the protocol asks; finer, because the lag is up to one interval plus one request.
 PROBE_INTERVAL = "200us"
@@ -47,8 +50,9 @@ PROBE_TIMEOUTS = ("not ready after", "launcher still running after")
 WATCHDOG_S = 1.0  # how often a detached app's liveness is checked while the probe waits
 PORT_TRIES = 64   # ports tried after a busy one
 # What a start says when another program took its port between the check and the bind (Docker's
-# proxy, LXD's proxy device, a native app); such a start is tried again on the next free port.
-PORT_TAKEN = ("address already in use", "port is already allocated")
+# proxy, LXD's proxy device, a native app, QEMU's user-mode network for a VM's forwarded port);
+# such a start is tried again on the next free port.
+PORT_TAKEN = ("address already in use", "port is already allocated", "could not set up host forwarding rule")
 PORT_RACES = 3    # starts tried again after their port was taken
 
 
@@ -94,6 +98,7 @@ class Runtime(ABC):
     @classmethod
     def prepare_target(cls, prep: Preparation) -> None:
         """Start what must run once the packages are there (`make provision`); nothing by default."""
+        return None
 
     @classmethod
     def runs(cls, app) -> bool:
@@ -363,7 +368,7 @@ class Runtime(ABC):
                 try:
                     result = ProbeResult.parse(r.stdout, r.command)
                 except (ValueError, IndexError):
-                    raise StartFailed(f"probe gave no result (exit {r.exit_code}): {r.stderr[-500:]}", plan)
+                    raise StartFailed(f"probe gave no result (exit {r.exit_code}): {r.stderr[-500:]}", plan) from None
             if result.error or result.ready_unix_ns is None:
                 said = self.failure_reason(plan)
                 thrash = self.memory_thrash(plan)
@@ -391,22 +396,27 @@ class Runtime(ABC):
         out, err = f"{self.logs_dir()}/{plan.name}.probe", f"{self.logs_dir()}/{plan.name}.probe-err"
         pid = int(self.target.run(f"{sh(cmd)} >{shlex.quote(out)} 2>{shlex.quote(err)} </dev/null & echo $!")
                   .stdout.strip())
-        deadline = time.monotonic() + timeout_s + 10
         polls = max(1, int(WATCHDOG_S / 0.02))
+
+        def answer() -> ProbeResult | None:
+            # Each call waits up to WATCHDOG_S on the target itself: no pause between calls.
+            r = self.target.run(["sh", "-c", f'for i in $(seq {polls}); do [ -s "$1" ] && '
+                                 '{ cat "$1"; exit 0; }; sleep 0.02; done; exit 1', "wait-probe", out],
+                                check=False)
+            if r.ok:
+                return ProbeResult.parse(r.stdout, sh(cmd))
+            died = self.died(plan)
+            if died:
+                raise StartFailed(f"{self.name}/{plan.app} did not become ready: {died}", plan)
+            return None
+
         try:
-            while True:
-                r = self.target.run(["sh", "-c", f'for i in $(seq {polls}); do [ -s "$1" ] && '
-                                     '{ cat "$1"; exit 0; }; sleep 0.02; done; exit 1', "wait-probe", out],
-                                    check=False)
-                if r.ok:
-                    return ProbeResult.parse(r.stdout, sh(cmd))
-                died = self.died(plan)
-                if died:
-                    raise StartFailed(f"{self.name}/{plan.app} did not become ready: {died}", plan)
-                if time.monotonic() > deadline:
-                    raise StartFailed(f"probe gave no result within {timeout_s:g} s", plan, timed_out=True)
+            result = wait_until(answer, timeout_s + 10, 0)
         finally:
             self.target.run(["kill", "-9", str(pid)], check=False)
+        if result is None:
+            raise StartFailed(f"probe gave no result within {timeout_s:g} s", plan, timed_out=True)
+        return result
 
     def died(self, plan: LaunchPlan) -> str | None:
         """Why a detached app is already gone, or None while it may still become ready."""

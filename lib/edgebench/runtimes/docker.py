@@ -8,8 +8,12 @@ Images build two ways:
 - `published`: the paper's multi-stage Dockerfiles in `dockerfiles/` (golang builder to
   scratch; node:alpine). Needs a registry to pull the base images.
 
-One module, over 400 lines: a runtime is one module behind one interface (runtimes/base.py); the
-daemon's set-up lives apart in docker_daemon.py.
+The module holds DockerRuntime (package, launch plan, attach, why a container died, clean-up,
+registry images, batch runs), DockerCrunRuntime (the same images and limits run by crun, a small
+subclass that differs only where crun does) and the parsers of what the docker CLI prints. It is
+one module because a runtime is one implementation of the interface in runtimes/base.py, read
+method by method against it and against the other runtimes; the daemon's installation and
+start-up, which `make provision` needs without a runtime, are apart in docker_daemon.py.
 """
 
 from __future__ import annotations
@@ -22,10 +26,11 @@ from pathlib import Path
 from edgebench import rootfs
 from edgebench.apps import BuiltApp
 from edgebench.cgroups import (AppliedLimits, counting_slices, kernel_oom_kill, memory_thrash, read_limits,
-                              remove_cgroup_everywhere, slice_glob, slice_unit, start_counting_slice, stop_counting_slices)
+                              remove_cgroup_everywhere, slice_glob, slice_unit, start_counting_slice,
+                              stop_counting_slices)
 from edgebench.errors import ConfigError, EdgebenchError
 from edgebench.paths import DOCKERFILES_DIR
-from edgebench.runtimes import docker_daemon
+import edgebench.runtimes.docker_daemon as docker_daemon
 from edgebench.runtimes.base import Runtime, app_env
 from edgebench.runtimes.contract import Artifact, Availability, BatchOutcome, Instance, LaunchPlan, Limits
 from edgebench.targets import sh
@@ -424,8 +429,8 @@ class DockerCrunRuntime(DockerRuntime):
             return Availability(False, f"{why} on {self.target.name}: `make provision` installs crun and registers it")
         left = docker_daemon.controllers_on_unified(self.target)
         if left:
-            return Availability(False, f"{self.target.name} mixes cgroup v1 and v2 with {', '.join(left)} on the unified "
-                                "hierarchy, which crun refuses; `make provision` mounts them as v1")
+            return Availability(False, f"{self.target.name} mixes cgroup v1 and v2 with {', '.join(left)} on the "
+                                "unified hierarchy, which crun refuses; `make provision` mounts them as v1")
         return Availability(True)
 
     def describe(self) -> str:

@@ -7,9 +7,9 @@ workspace."""
 from __future__ import annotations
 
 import json
-import time
 
 from edgebench.provisioning.needs import Need, Preparation, TargetNeeds, Version, tail
+from edgebench.waiting import wait_until
 
 WAIT_S = 60  # for the daemon to answer once started
 
@@ -67,11 +67,8 @@ def prepare(prep: Preparation) -> None:
         # Own session and no open pipes: it outlives this command (and the SSH session).
         target.run([*prep.sudo, "sh", "-c", 'PATH="$PATH:/usr/sbin:/sbin"; '
                     'setsid nohup dockerd >>"$1" 2>&1 </dev/null &', "start-dockerd", log], timeout=30)
-    deadline = time.monotonic() + WAIT_S
-    while time.monotonic() < deadline:
-        if answers(prep):
-            return
-        time.sleep(1)
+    if wait_until(lambda: answers(prep), WAIT_S, 1):
+        return
     log_tail = "" if prep.systemd else tail(target.read_text(log, missing_ok=True) or "", 5)
     prep.fail("docker daemon", f"started, but `docker version` gets no answer after {WAIT_S} s"
                                f"{'; ' + log + ': ' + log_tail if log_tail else ''}")
@@ -130,7 +127,8 @@ def prepare_crun(prep: Preparation) -> None:
             r = target.run([*prep.sudo, "sh", "-c", 'mkdir -p "/sys/fs/cgroup/$1" && '
                             'mount -t cgroup -o "$1" cgroup "/sys/fs/cgroup/$1"', "mount-v1", controller], check=False)
             if not r.ok:
-                prep.fail("crun for Docker", f"mounting the {controller} cgroup controller as v1 failed: {tail(r.stderr)}")
+                prep.fail("crun for Docker",
+                          f"mounting the {controller} cgroup controller as v1 failed: {tail(r.stderr)}")
                 return
         prep.did(f"mounted the cgroup controllers {', '.join(left)} as v1 (crun refuses them on the unified hierarchy)")
     if CRUN in registered_runtimes(target, prep.sudo):
@@ -147,8 +145,8 @@ def prepare_crun(prep: Preparation) -> None:
     try:
         config = json.loads(text) if text else {}
     except ValueError:
-        prep.fail("crun for Docker", f"{DAEMON_JSON} is not JSON; add \"runtimes\": {{\"crun\": {{\"path\": \"{crun}\"}}}} "
-                                     "by hand and reload dockerd")
+        prep.fail("crun for Docker", f"{DAEMON_JSON} is not JSON; add "
+                                     f"\"runtimes\": {{\"crun\": {{\"path\": \"{crun}\"}}}} by hand and reload dockerd")
         return
     config.setdefault("runtimes", {})[CRUN] = {"path": crun}
     target.run([*prep.sudo, "mkdir", "-p", "/etc/docker"])
@@ -156,10 +154,7 @@ def prepare_crun(prep: Preparation) -> None:
     how = (["systemctl", "reload", "docker"] if prep.systemd
            else ["sh", "-c", 'kill -HUP $(cat /var/run/docker.pid 2>/dev/null || pidof dockerd)'])
     target.run([*prep.sudo, *how], timeout=60, check=False)
-    deadline = time.monotonic() + WAIT_S
-    while time.monotonic() < deadline:
-        if CRUN in registered_runtimes(target, prep.sudo):
-            prep.did(f"registered crun with the Docker daemon ({DAEMON_JSON})")
-            return
-        time.sleep(0.5)
+    if wait_until(lambda: CRUN in registered_runtimes(target, prep.sudo), WAIT_S, 0.5):
+        prep.did(f"registered crun with the Docker daemon ({DAEMON_JSON})")
+        return
     prep.fail("crun for Docker", f"added crun to {DAEMON_JSON}, but the daemon does not list it after a reload")

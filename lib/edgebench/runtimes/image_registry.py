@@ -14,14 +14,14 @@ from __future__ import annotations
 
 import json
 import shlex
-import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Iterator
 
 from edgebench.errors import ConfigError, EdgebenchError, MissingTool
-from edgebench.runtimes import tags
-from edgebench.targets import LOCAL_NAMES, LocalTarget, Target, connect
+import edgebench.runtimes.tags as tags
+from edgebench.targets import LOCAL_NAMES, CommandResult, LocalTarget, Target, connect
+from edgebench.waiting import wait_until
 
 READY_WAIT_S = 30
 PORT = 18500
@@ -176,18 +176,21 @@ def serving(host: Target, device: Target, run_tag: str, port: int = PORT) -> Ite
 
 def wait_ready(registry: Registry) -> None:
     """Until the device gets the registry's API root over TLS with the trusted certificate."""
-    deadline = time.monotonic() + READY_WAIT_S
-    while True:
+    r: CommandResult | None = None
+
+    def answered_or_gone() -> bool:
+        nonlocal r
         r = registry.device.run(["curl", "-sS", "-o", "/dev/null", "-w", "%{http_code}", "--cacert",
                                  registry.ca_path, f"{registry.url}/v2/"], timeout=20, check=False)
-        if r.stdout.strip() == "200":
-            return
-        if not tags.is_alive(registry.host, registry.pid) or time.monotonic() > deadline:
-            log = registry.host.read_text(f"{registry.dir}/registry.log", missing_ok=True) or ""
-            raise EdgebenchError(f"the registry on {registry.host.name} ({registry.url}) did not answer "
-                                 f"{registry.device.name} within {READY_WAIT_S} s: curl said "
-                                 f"{(r.stderr or r.stdout).strip()[-200:]!r}; its log: {log.strip()[-400:]!r}")
-        time.sleep(0.2)
+        # A registry that exited will not answer later: no use waiting out the rest.
+        return r.stdout.strip() == "200" or not tags.is_alive(registry.host, registry.pid)
+
+    if wait_until(answered_or_gone, READY_WAIT_S, 0.2) and r.stdout.strip() == "200":
+        return
+    log = registry.host.read_text(f"{registry.dir}/registry.log", missing_ok=True) or ""
+    raise EdgebenchError(f"the registry on {registry.host.name} ({registry.url}) did not answer "
+                         f"{registry.device.name} within {READY_WAIT_S} s: curl said "
+                         f"{(r.stderr or r.stdout).strip()[-200:]!r}; its log: {log.strip()[-400:]!r}")
 
 
 # The layers fetched and unpacked the way a pull does, each step on its own clock: every blob over

@@ -9,7 +9,8 @@ a minimal initramfs that edgebench assembles around the app.
   `depends=` fields ask for, read from the module files themselves (no modinfo or depmod needed).
 - the initramfs (`initramfs_script`): busybox, those modules, the app's binary (a Debian tool's
   with the libraries it loads and its data files) and an /init that brings up the network,
-  runs the app with the environment and arguments given on the kernel command line (`eb_env=`, `eb_args=`, base64: one initramfs serves every start and
+  runs the app with the environment and arguments given on the kernel command line (`eb_env=`,
+  `eb_args=`, base64: one initramfs serves every start and
   every argument list), prints its exit status and powers the VM off. `busybox cpio` packs it.
 """
 

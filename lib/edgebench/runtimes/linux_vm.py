@@ -26,7 +26,8 @@ from dataclasses import replace
 from edgebench.apps import BuiltApp
 from edgebench.errors import ConfigError, EdgebenchError
 from edgebench.provisioning.needs import Preparation, TargetNeeds
-from edgebench.runtimes import linux_guest, qemu
+import edgebench.runtimes.linux_guest as linux_guest
+import edgebench.runtimes.qemu as qemu
 from edgebench.runtimes.base import app_env
 from edgebench.runtimes.contract import Artifact, Availability, Instance, LaunchPlan, Limits
 from edgebench.runtimes.vm import StampedConsoleVm, console_args, user_network

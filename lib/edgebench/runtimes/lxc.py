@@ -5,7 +5,8 @@ them (the runtime's own bookkeeping, names and timed launch are in lxd.py):
   keys for them, in LXD's terms (`instance_config`), and the service definition the image's
   init starts (`service_definition`);
 - the `lxc exec` command line (`exec_argv`);
-- `Lxc`, the CLI on one target: whether LXD can make containers there, create a container from a request body, start, stop and delete
+- `Lxc`, the CLI on one target: whether LXD can make containers there, create a container from a
+  request body, start, stop and delete
   it, query it, push and pull files, its cgroup, a process in it and its OOM kills, and the
   target's binaries with the libraries the image lacks, as read-only disk devices (`bundle`).
 
@@ -56,7 +57,8 @@ echo "bin $binary - $(stat -L -c %s "$binary") -"
 # The binary's libraries, and those of the shared objects in the folders named after it (Python's
 # extensions), except what those folders hold themselves (they are mounted whole); and the files
 # they read by a compiled-in path (Debian's node).
-for lib in $({ ldd "$binary"; for d in "$@"; do find "$d" -name '*.so*' -type f -exec ldd {} + 2>/dev/null | grep -v ':$'; done; } |
+for lib in $({ ldd "$binary"
+               for d in "$@"; do find "$d" -name '*.so*' -type f -exec ldd {} + 2>/dev/null | grep -v ':$'; done; } |
              """ + rootfs.LDD_PATHS + r""" | sort -u) \
            $(""" + rootfs.compiled_in_files('"$binary"') + r"""); do
   inside_folder=""
@@ -73,7 +75,8 @@ done
 _FIND_PID = r"""
 init=$1; pat=$2
 cg=$(awk -F: '$2 ~ /(^|,)memory(,|$)/ {print $3}' /proc/"$init"/cgroup)
-if [ -n "$cg" ]; then d=/sys/fs/cgroup/memory$cg; else d=/sys/fs/cgroup$(awk -F: '$1 == "0" {print $3}' /proc/"$init"/cgroup); fi
+if [ -n "$cg" ]; then d=/sys/fs/cgroup/memory$cg
+else d=/sys/fs/cgroup$(awk -F: '$1 == "0" {print $3}' /proc/"$init"/cgroup); fi
 for f in $(find "$d" -name cgroup.procs 2>/dev/null); do
   for p in $(cat "$f"); do
     case "$(tr '\0' ' ' < /proc/"$p"/cmdline 2>/dev/null)" in *"$pat"*) echo "$p"; exit 0 ;; esac
@@ -356,7 +359,8 @@ class Lxc:
             return None
         return oom_kills(self.target, pid=st["pid"])
 
-    def bundle(self, binary: str, at: str, rootfs_dir: str, folders: tuple[str, ...] = ()) -> tuple[dict[str, dict], dict]:
+    def bundle(self, binary: str, at: str, rootfs_dir: str,
+               folders: tuple[str, ...] = ()) -> tuple[dict[str, dict], dict]:
         """Read-only disk devices: the binary at `at`, and the libraries it needs that the image
         (unpacked at rootfs_dir) lacks or holds in another version, at their own paths inside the
         container; and their sizes. `folders` (mounted by the caller) add their shared objects'

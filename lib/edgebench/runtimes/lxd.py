@@ -42,10 +42,12 @@ started (untimed); the timed command is `lxc exec NAME -- PROGRAM ARGS`. The cou
 the container's (`lxc.payload.NAME` with LXD 5.0 / liblxc 5, `container_cgroup`); its memory.stat
 also holds init's faults from the boot, read just before the exec and kept in the details.
 
-This module holds LxdRuntime; the lxc CLI, the config keys and the service are in runtimes/lxc.py.
-
-One module, over 400 lines: a runtime is one module behind one interface; LXD's CLI and base image
-are already apart (lxc.py, lxd_image.py).
+This module holds LxdRuntime: packaging, the untimed preparation and the timed start above,
+reading limits back, why a container died, clean-up, registry images and batch runs. It is one
+module because a runtime is one implementation of the interface in runtimes/base.py, read method
+by method against it and against the other runtimes; what LxdRuntime uses but is not the runtime
+(the lxc CLI, the config keys and the service definition; the base image) is in lxc.py and
+lxd_image.py.
 """
 
 from __future__ import annotations
@@ -60,7 +62,8 @@ from pathlib import Path
 from edgebench.apps import BuiltApp
 from edgebench.cgroups import memory_thrash, oom_reason, read_fault_counters, read_limits
 from edgebench.errors import ConfigError, EdgebenchError
-from edgebench.runtimes import lxc, lxd_image
+import edgebench.runtimes.lxc as lxc
+import edgebench.runtimes.lxd_image as lxd_image
 from edgebench.runtimes.base import Runtime, app_env
 from edgebench.runtimes.contract import Artifact, Availability, BatchOutcome, Instance, LaunchPlan, Limits
 from edgebench.runtimes.image_registry import push_blob
@@ -400,7 +403,8 @@ class LxdRuntime(Runtime):
         """The base image's two import tarballs (the cache's metadata.tar and rootfs.tar) as blobs
         of the registry; every app shares them (its own files are pushed at each start)."""
         cache = self.image().cache_dir
-        blobs = [push_blob(registry, self.BLOB_REPOSITORY, f"{cache}/{part}") for part in ("metadata.tar", "rootfs.tar")]
+        blobs = [push_blob(registry, self.BLOB_REPOSITORY, f"{cache}/{part}")
+                 for part in ("metadata.tar", "rootfs.tar")]
         return replace(artifact, details={**artifact.details, "registry": registry.name, "ca": registry.ca_path,
                                           "blobs": blobs})
 
@@ -421,7 +425,8 @@ class LxdRuntime(Runtime):
                 *[b["url"] for b in d["blobs"]]]
         r = self.target.run(argv, timeout=lxd_image.IMPORT_TIMEOUT_S, check=False)
         fields = (r.stdout.strip().splitlines() or [""])[-1].split()
-        fingerprint = (lxd_image.lxc_query(self.target, f"/1.0/images/{d['image_fingerprint']}") or {}).get("fingerprint")
+        imported = lxd_image.lxc_query(self.target, f"/1.0/images/{d['image_fingerprint']}") or {}
+        fingerprint = imported.get("fingerprint")
         if len(fields) != 5 or fields[0] != "edgebench-import" or fingerprint != d["image_fingerprint"]:
             self._image = None
             self.image()  # the base image back from the cache: the run's other starts need it

@@ -34,9 +34,10 @@ import shlex
 from dataclasses import replace
 
 from edgebench.apps import BuiltApp, place_probe
+from edgebench.cgroups import taskset
 from edgebench.errors import ConfigError, EdgebenchError
 from edgebench.provisioning.needs import TargetNeeds
-from edgebench.runtimes import qemu
+import edgebench.runtimes.qemu as qemu
 from edgebench.runtimes.contract import Artifact, Availability, Instance, LaunchPlan, Limits
 from edgebench.runtimes.ops import (ACCEL_MODES, BUILD_TIMEOUT_S, FIND_OPS, OPS_HOME, image_config, load_base_config,
                                     ops_build_argv, ops_notes, ops_run_argv, parse_ops_version, run_config)
@@ -277,7 +278,7 @@ class NanosRuntime(VmRuntime):
             ops_argv = [*stamped_console(state["console_stamps"], place_probe(self.target)), *ops_argv]
         # Pinning ops pins every QEMU thread it starts (vCPUs, I/O, the user-mode network), which
         # are all outside the VM's limits, to the granted cores.
-        argv = ["env", tag, *qemu.pinned(limits.cpuset), *ops_argv]
+        argv = ["env", tag, *taskset(limits.cpuset), *ops_argv]
         workdir = self._workdir(artifact.app)
         if not skip_build:
             argv = ["sh", "-c", 'cd "$1" && shift && exec "$@"', "in-workdir", workdir, *argv]

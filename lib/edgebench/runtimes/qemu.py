@@ -21,13 +21,13 @@ which launcher (ops for Nanos, a plain Linux VM, Unikraft) started QEMU.
 from __future__ import annotations
 
 import math
-import time
 from dataclasses import dataclass
 
 from edgebench.cgroups import AppliedLimits
 from edgebench.provisioning.needs import Need, TargetNeeds, Version
 from edgebench.runtimes.tags import kill_pid, tagged
 from edgebench.targets import Target
+from edgebench.waiting import wait_until
 
 KVM_FD = "anon_inode:kvm-vm"
 
@@ -166,7 +166,8 @@ _QEMU_STATE = r"""
 p=$1
 echo "== cmdline"; tr '\0' '\n' </proc/$p/cmdline
 echo "== fds"; for f in /proc/$p/fd/*; do readlink "$f"; done 2>/dev/null
-echo "== affinity"; for t in /proc/$p/task/*; do awk '/^Cpus_allowed_list/{print $2}' $t/status; done 2>/dev/null | sort -u
+echo "== affinity"
+for t in /proc/$p/task/*; do awk '/^Cpus_allowed_list/{print $2}' $t/status; done 2>/dev/null | sort -u
 """
 
 # Runs a batch launch ("$@") and, beside it, saves QEMU's state once QEMU appears: a batch VM
@@ -236,25 +237,13 @@ def find_qemu(target: Target, tag: str) -> int | None:
 
 
 def wait_for_qemu(target: Target, tag: str, timeout_s: float = 10) -> int | None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        pid = find_qemu(target, tag)
-        if pid:
-            return pid
-        time.sleep(0.05)
-    return None
+    return wait_until(lambda: find_qemu(target, tag), timeout_s, 0.05)
 
 
 def watched(tag: str, state_file: str, argv: list[str]) -> list[str]:
     """argv, run with a watcher beside it that writes the state of the QEMU carrying `tag` to
     state_file as soon as it appears (read back with `state_facts`)."""
     return ["env", f"QEMU_STATE={_QEMU_STATE}", "sh", "-c", _WATCH_QEMU, "watch-qemu", tag, state_file, *argv]
-
-
-def pinned(cpuset: str | None) -> list[str]:
-    """The prefix that pins a launcher to the granted cores: every thread of the QEMU it starts
-    inherits the affinity."""
-    return ["taskset", "-c", cpuset] if cpuset else []
 
 
 def pin_threads(target: Target, pid: int, cpuset: str) -> bool:

@@ -11,9 +11,9 @@ with that prefix left.
 from __future__ import annotations
 
 import os
-import time
 
 from edgebench.targets import Target
+from edgebench.waiting import wait_until
 
 RUN_TAG_PREFIX_ENV = "EDGEBENCH_RUN_TAG_PREFIX"
 LAUNCH_TAG = "EDGEBENCH_LAUNCH"  # environment variable that marks a launch's processes
@@ -78,12 +78,7 @@ def is_alive(target: Target, pid: int) -> bool:
 
 
 def wait_until_gone(target: Target, pid: int, timeout_s: float = 5.0) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if not is_alive(target, pid):
-            return True
-        time.sleep(0.05)
-    return False
+    return bool(wait_until(lambda: not is_alive(target, pid), timeout_s, 0.05))
 
 
 def kill_pid(target: Target, pid: int, grace_s: float = 3.0) -> None:

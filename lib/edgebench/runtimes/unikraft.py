@@ -44,7 +44,9 @@ from edgebench.apps import BuiltApp, go_build
 from edgebench.errors import ConfigError, EdgebenchError
 from edgebench.paths import BUILD_DIR
 from edgebench.provisioning.needs import TargetNeeds
-from edgebench.runtimes import cpio, linux_guest, qemu
+import edgebench.runtimes.cpio as cpio
+import edgebench.runtimes.linux_guest as linux_guest
+import edgebench.runtimes.qemu as qemu
 from edgebench.runtimes.base import app_env
 from edgebench.runtimes.contract import Artifact, Availability, Instance, LaunchPlan, Limits
 from edgebench.runtimes.vm import StampedConsoleVm, boot_events, console_args, user_network
@@ -196,8 +198,8 @@ class UnikraftRuntime(StampedConsoleVm):
         folder = images_folder(self.images_dir)
         if folder is None:
             return Availability(False, f"no Unikraft images: set {IMAGES_ENV} to a folder holding app-elfloader's "
-                                f"qemu-x86_64-initrd build as elfloader_qemu-{self._arch()} (kraft: unikraft.org/base); "
-                                "edgebench does not build Unikraft")
+                                f"qemu-x86_64-initrd build as elfloader_qemu-{self._arch()} "
+                                "(kraft: unikraft.org/base); edgebench does not build Unikraft")
         if self.loader() is None:
             return Availability(False, f"{folder} holds no Unikraft ELF loader (looked for "
                                 f"{' or '.join(f'{n}_qemu-{self._arch()}' for n in LOADER_NAMES)})")
@@ -234,7 +236,8 @@ class UnikraftRuntime(StampedConsoleVm):
         initrd = self.target.upload_if_changed(local, f"{self.target.workspace}/unikraft/{built.app.name}.cpio")
         loader = self.placed(self.loader())
         f = self.facts_of_loader()
-        details = {"initrd": initrd, "uk_kernel": loader, "program": binary.name, "program_bytes": binary.stat().st_size,
+        details = {"initrd": initrd, "uk_kernel": loader, "program": binary.name,
+                   "program_bytes": binary.stat().st_size,
                    "unikraft_version": f.get("unikraft_version"), "machine": self.machine,
                    "build_command": "go build -buildmode=pie (static-pie) | cpio.newc"}
         # The app's own size is the static PIE's: what the unikernel holds (a little larger than the
@@ -249,8 +252,9 @@ class UnikraftRuntime(StampedConsoleVm):
         name = f"{built.app.name}_qemu-{self._arch()}"
         image = folder / name if folder else None
         if image is None or not image.is_file():
-            raise EdgebenchError(f"no Unikraft image of {built.app.name}: put app-{built.app.name}'s qemu build as {name} "
-                                 f"in {folder or f'the folder {IMAGES_ENV} names'} (kraft: unikraft.org/{built.app.name})")
+            raise EdgebenchError(f"no Unikraft image of {built.app.name}: put app-{built.app.name}'s qemu build "
+                                 f"as {name} in {folder or f'the folder {IMAGES_ENV} names'} "
+                                 f"(kraft: unikraft.org/{built.app.name})")
         files, args = service_rootfs(built.app)
         archive = cpio.newc(files)
         local = BUILD_DIR / f"unikraft-{built.app.name}-rootfs-{hashlib.sha256(archive).hexdigest()[:12]}.cpio"
@@ -259,8 +263,9 @@ class UnikraftRuntime(StampedConsoleVm):
         out = self.target.upload_if_changed(local, f"{self.target.workspace}/unikraft/{built.app.name}-rootfs.cpio")
         facts = image_facts(image)
         kernel = self.placed(image)
-        details = {"initrd": out, "uk_kernel": kernel, "service_args": args, "unikraft_version": facts["unikraft_version"],
-                   "machine": self.machine, "build_command": f"{name} (app-{built.app.name}) + cpio.newc of its files"}
+        details = {"initrd": out, "uk_kernel": kernel, "service_args": args,
+                   "unikraft_version": facts["unikraft_version"], "machine": self.machine,
+                   "build_command": f"{name} (app-{built.app.name}) + cpio.newc of its files"}
         # The service is its image: the app's size is the image's, the root file system beside it.
         return Artifact(self.name, built.app.name, kernel, image.stat().st_size, image.stat().st_size, built,
                         build=f"app-{built.app.name}", details=details,
@@ -297,8 +302,8 @@ class UnikraftRuntime(StampedConsoleVm):
         lines = [x.strip() for x in (out + "\n" + err).replace("\r", "").splitlines() if x.strip()]
         # Too little memory shows as Unikraft's own errors: its memory init, unpacking the initrd
         # into RAM, or the loader copying the program.
-        if any(w in x for x in lines for w in ("Mem init failed", "Failed to extract cpio", "Failed to copy the executable",
-                                                "Out of memory")):
+        out_of_memory = ("Mem init failed", "Failed to extract cpio", "Failed to copy the executable", "Out of memory")
+        if any(w in x for x in lines for w in out_of_memory):
             lines.append(f"Unikraft ran out of memory at "
                          f"{plan.limits.memory_mb or DEFAULT_MEMORY_MB_OF.get(plan.app, DEFAULT_MEMORY_MB):g} MiB; "
                          "raise the memory limit")

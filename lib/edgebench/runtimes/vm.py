@@ -7,8 +7,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from edgebench.cgroups import taskset
 from edgebench.errors import ConfigError, EdgebenchError
-from edgebench.runtimes import qemu
+import edgebench.runtimes.qemu as qemu
 from edgebench.runtimes.base import Runtime
 from edgebench.apps import place_probe
 from edgebench.runtimes.contract import Availability, BatchOutcome, Instance, LaunchPlan, Limits, StartFailed
@@ -189,7 +190,7 @@ class StampedConsoleVm(VmRuntime):
         tag = f"{LAUNCH_TAG}={name}"
         stamps = f"{logs}/{name}.console"
         # Pinned at launch: every QEMU thread (vCPUs, I/O, user-mode network) inherits the cores.
-        argv = ["env", tag, *qemu.pinned(limits.cpuset), *stamped_console(stamps, place_probe(self.target)),
+        argv = ["env", tag, *taskset(limits.cpuset), *stamped_console(stamps, place_probe(self.target)),
                 *self.qemu_argv(artifact, limits, port, args)]
         network = ("none" if port is None else
                    f"qemu user-mode (slirp) hostfwd tcp::{port}-:{artifact.built.app.container_port}")

@@ -323,7 +323,8 @@ class RedisBenchmark:
         self.host = host
         if not host.which("redis-benchmark"):
             raise MissingTool("redis-benchmark", f"{host.name} has no `redis-benchmark`; install it there "
-                              "(apt-get install redis-tools, or `make provision`) or choose another load-generator host")
+                              "(apt-get install redis-tools, or `make provision`) or choose another "
+                              "load-generator host")
 
     def run(self, address: str, port: int, *, connections: int, requests: int, pipeline: int,
             limit_s: float, cpuset: str | None = None) -> dict[str, LoadReport]:

@@ -214,7 +214,8 @@ class Oha(OpenLoopGenerator):
         prep.did("built oha (cargo install oha)")
         prep.rescan()
         if not built.ok or not cls.find(prep.target):
-            prep.fail("oha", f"cargo install oha failed (exit {built.exit_code}): {(built.stderr or built.stdout)[-300:]}")
+            output = (built.stderr or built.stdout)[-300:]
+            prep.fail("oha", f"cargo install oha failed (exit {built.exit_code}): {output}")
 
     def command(self, url, rate, settings):
         return [self.program, "-z", f"{settings.duration_s}s", "-q", f"{rate:g}", "--latency-correction",
@@ -271,5 +272,6 @@ def open_loop_generator(host: Target, name: str = "auto") -> OpenLoopGenerator |
         if program:
             return cls(host, program)
     wanted = [OPEN_LOOP_GENERATORS[name]] if name != "auto" else list(OPEN_LOOP_GENERATORS.values())
-    raise MissingTool(wanted[-1].name, f"no open-loop load generator on {host.name} ({', '.join(c.name for c in wanted)}): "
+    names = ", ".join(c.name for c in wanted)
+    raise MissingTool(wanted[-1].name, f"no open-loop load generator on {host.name} ({names}): "
                       + "; or ".join(c.install_hint for c in wanted) + ". open_loop='none' skips the open-loop curves")
