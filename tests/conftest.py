@@ -25,11 +25,11 @@ _TEST_OUTPUTS = Path(tempfile.mkdtemp(prefix="edgebench-test-outputs-"))
 os.environ["EDGEBENCH_DATA_DIR"] = str(_TEST_OUTPUTS / "data")
 os.environ["EDGEBENCH_FIGURES_DIR"] = str(_TEST_OUTPUTS / "figures")
 
-from edgebench.provisioning import shared_fixtures  # noqa: E402
-from edgebench.runtimes import leftovers_on, tags  # noqa: E402
-from edgebench.runtimes.tags import RUN_TAG_PREFIX_ENV  # noqa: E402
-from edgebench.targets import CommandResult, LocalTarget, Target  # noqa: E402
-from edgebench.waiting import wait_until  # noqa: E402
+from edgebench.provisioning import shared_fixtures
+from edgebench.runtimes import leftovers_on, tags
+from edgebench.runtimes.tags import RUN_TAG_PREFIX_ENV
+from edgebench.targets import CommandResult, LocalTarget, Target
+from edgebench.waiting import wait_until
 
 # ops with its Nanos kernel, Unikraft images and NPB binaries, where `make test` laid them out from
 # ../shared in the tests' own cache: these, not whatever the user has, are what the tests run.

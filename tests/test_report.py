@@ -159,7 +159,9 @@ def test_report_in_a_real_headless_browser(site, tmp_path):
 def test_the_headline_is_the_findings_its_figures_cell_printed(tmp_path):
     """A figure drawn inline lands after the findings its cell printed (container overhead):
     the front page took the next cell's 'No EDP figure' for the finding."""
-    md = lambda text: {"output_type": "display_data", "data": {"text/markdown": text}, "metadata": {}}  # noqa: E731
+    def md(text):
+        return {"output_type": "display_data", "data": {"text/markdown": text}, "metadata": {}}
+
     png = {"output_type": "display_data", "data": {"image/png": "iVBORw0KGgo=\n"}, "metadata": {}}
     cells = [{"cell_type": "code", "outputs": [md("- Every runtime was measured.")]},
              {"cell_type": "code", "outputs": [md("- **memory**, fair: docker +1.0%"), png]},

@@ -380,7 +380,7 @@ class SSHTarget(Target):
         """After a command timed out: does the host run another (waiting at most the channel timeout)?"""
         try:
             return conn.run("true", hide=True, warn=True, timeout=30, in_stream=False).exited == 0
-        except Exception:  # noqa: BLE001 - a timeout, a closed transport, no channel: all say no
+        except Exception:  # a timeout, a closed transport, no channel: all say no
             return False
 
     def put(self, local, remote) -> None:

@@ -214,7 +214,9 @@ def latency_findings(table: pd.DataFrame) -> str:
 def extra_startup(rows: pd.DataFrame) -> str:
     """Docker's start-up + teardown minus native's, per size (one workload's pivoted rows), in
     seconds as the figure: one value at one size, else its range over the sizes."""
-    get = lambda rt: rows.get(("startup_overhead", rt), pd.Series(np.nan, index=rows.index))  # noqa: E731
+    def get(rt):
+        return rows.get(("startup_overhead", rt), pd.Series(np.nan, index=rows.index))
+
     extra = (get("docker") - get("native")).dropna()
     if extra.empty:
         return ""

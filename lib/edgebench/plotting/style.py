@@ -15,16 +15,16 @@ if "ipykernel" not in sys.modules:
     # Scripts and tests draw headless; in a kernel (JupyterLab, papermill) the inline backend
     # stays, so every figure shows in the notebook as well as in its saved files.
     matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
-from edgebench.paths import FIGURES_DIR  # noqa: E402
-from edgebench.results import NOT_MEASURABLE  # noqa: E402
-from edgebench.runtimes import runtime_colours  # noqa: E402
+from edgebench.paths import FIGURES_DIR
+from edgebench.results import NOT_MEASURABLE
+from edgebench.runtimes import runtime_colours
 from edgebench.runtimes import runtime_order as registry_order
-from edgebench.tools.health import is_marked  # noqa: E402
+from edgebench.tools.health import is_marked
 
 # -- runtimes ---------------------------------------------------------------------------
 

@@ -172,14 +172,14 @@ class Sampler:
         try:
             self._take()
             return True
-        except Exception as e:  # noqa: BLE001 - any failure makes the run's energy missing
+        except Exception as e:  # any failure makes the run's energy missing
             self._error = _message(e)
             return False
 
     def __enter__(self) -> Measurement:
         try:
             self._take()
-        except Exception as e:  # noqa: BLE001
+        except Exception as e:  # the same: the run's energy is missing with the reason
             self.measurement.error = f"the power meter failed before the run: {_message(e)}"
             return self.measurement
         if self.meter.periodic:
@@ -205,7 +205,7 @@ class Sampler:
                 try:
                     self._take()
                     self._finish()
-                except Exception as e:  # noqa: BLE001
+                except Exception as e:  # the same: the run's energy is missing with the reason
                     m.error = f"the power meter failed at the end of the run: {_message(e)}"
         return False
 

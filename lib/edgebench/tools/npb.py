@@ -136,7 +136,9 @@ def parse(text: str) -> dict:
         raise EdgebenchError(f"NPB printed no result block: {text.strip()[-300:]!r}")
     name = re.search(r"\(NPB[\w.-]*\) - (\w+) Benchmark", text)
     verification = fields.get("Verification", "not printed")
-    number = lambda key: float(fields[key]) if re.fullmatch(r"[\d.]+", fields.get(key, "")) else None  # noqa: E731
+    def number(key):
+        return float(fields[key]) if re.fullmatch(r"[\d.]+", fields.get(key, "")) else None
+
     return {"benchmark": name.group(1).lower() if name else None, "class": fields.get("Class"),
             "time_s": number("Time in seconds"), "mops_total": number("Mop/s total"),
             "threads": int(fields["Total threads"]) if fields.get("Total threads", "").isdigit() else None,

@@ -114,7 +114,9 @@ def parse_oha(stdout: str, command: str = "", stderr: str = "", offered_rps: flo
     except ValueError:
         raise EdgebenchError(f"oha printed no JSON report: {(stderr or stdout).strip()[-300:]}") from None
     s, p = d["summary"], d.get("latencyPercentiles") or {}
-    us = lambda v: None if v is None else v * 1e6  # noqa: E731
+    def us(v):
+        return None if v is None else v * 1e6
+
     codes = {int(k): v for k, v in (d.get("statusCodeDistribution") or {}).items()}
     # Requests still in flight when -z ended are "aborted due to deadline": cut off by the tool,
     # not failed by the server; they are neither errors nor requests.

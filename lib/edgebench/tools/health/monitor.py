@@ -112,7 +112,7 @@ class HealthMonitor:
     def _tick(self) -> bool:
         try:
             self._take("periodic")
-        except Exception as e:  # noqa: BLE001 - a failed sample is recorded; the next one is tried
+        except Exception as e:  # a failed sample is recorded; the next one is tried
             self.error = self.error or f"a health sample raised {message(e)}"
         return True
 
