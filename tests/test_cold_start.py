@@ -1,4 +1,4 @@
-"""Warm and cold time to ready (METHODOLOGY: reported apart): which starts are cold, the page cache
+"""Warm and cold time to ready (reported apart, never averaged together): which starts are cold, the page cache
 really dropped before them, their own label in tables and figures, and a cold start that reads its
 program from the storage where a warm one does not."""
 

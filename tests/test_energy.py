@@ -21,6 +21,7 @@ from edgebench.targets import LocalTarget
 from edgebench.tools import energy
 from edgebench.tools.energy import (CommandMeter, HwmonMeter, Measurement, PowercapMeter, check_spec, edp,
                                     energy_above_idle, find_meter, integrate, measurement_rows, missing_rows)
+from edgebench.waiting import wait_until
 
 DATA = Path(__file__).parent / "data" / "energy"
 RAPL_MAX_UJ = 262143328850
@@ -53,10 +54,7 @@ def sampler_threads() -> list[threading.Thread]:
 def until(condition, what: str, timeout_s: float = 30.0) -> None:
     """Wait for what the sampler thread does (not for a time it is expected to take): on a busy
     machine a read every 20 ms may come seconds apart, and a test that slept 0.1 s saw none."""
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        assert time.monotonic() < deadline, f"no {what} within {timeout_s:g} s"
-        time.sleep(0.005)
+    assert wait_until(condition, timeout_s, 0.005), f"no {what} within {timeout_s:g} s"
 
 
 def joules_seen(m: Measurement) -> list[float]:

@@ -29,6 +29,7 @@ from edgebench.tools.health import quiet as health_quiet
 from edgebench.tools.health import (BUSY, THROTTLED, UNKNOWN, CpuTimes, HealthMonitor, QuietCheck, Sample,
                                     busy_fraction, describe_throttled, judge, parse_cpu_times, parse_loadavg,
                                     parse_probe, parse_quiet, parse_sample, parse_throttled, window_health)
+from edgebench.waiting import wait_until
 
 DATA = Path(__file__).parent / "data" / "health"
 VCGENCMD = dict(line.split(" = ", 1) for line in (DATA / "vcgencmd-get_throttled.txt").read_text().splitlines()
@@ -345,9 +346,7 @@ def test_a_real_run_on_this_machine(tmp_path):
             run.add(metric="m", value=float(rep), unit="s", rep=rep)
             run.end_point()
         # The thread's own sample, waited for: on a busy machine its 0.2 s may come late.
-        deadline = time.monotonic() + 30
-        while run.health.counts["samples"] < 4 and time.monotonic() < deadline:
-            time.sleep(0.01)
+        wait_until(lambda: run.health.counts["samples"] >= 4, 30, 0.01)
     probe = run.health.probe
     df = load_results(run.dir)
     notes = load_meta(run.dir)["notes"]["health"]
