@@ -65,11 +65,6 @@ def requested_runtimes(requested) -> tuple[list[str], set[str]]:
     return [n for n, cls in RUNTIMES.items() if cls.in_auto or n in named], named
 
 
-def get_runtime(name: str, target: Target, run_tag: str | None = None, **options) -> Runtime:
-    check_runtime_names([name])
-    return RUNTIMES[name](target, run_tag, **options)
-
-
 def leftovers_on(target: Target, tag_prefix: str = "") -> list[str]:
     """What edgebench runs whose tag starts with `tag_prefix` left running on the target, of every
     runtime: the run that made them could not stop them (a host that stopped answering, a
@@ -95,5 +90,5 @@ def removal_command(item: str) -> str:
 
 
 __all__ = ["leftovers_on", "removal_command", "RUNTIMES", "requested_runtimes", "runtime_order", "runtime_colours",
-           "get_runtime", "check_runtime_names", "Runtime", "Limits", "Artifact", "Instance",
+           "check_runtime_names", "Runtime", "Limits", "Artifact", "Instance",
            "LaunchPlan", "BatchResult", "Availability", "ProbeResult", "StartFailed"]
