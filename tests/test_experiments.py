@@ -126,3 +126,12 @@ def test_a_runs_parameters_are_its_record_as_given_and_as_parsed():
     assert kept["reps"] == 2 and kept["levels"] == ["128m"]  # as parsed
     assert kept["load"]["duration_s"] == record.load.duration_s and kept["path"] == "/io"
     assert "resumption" not in kept
+
+
+@pytest.mark.parametrize("record", [r for r in RECORDS if "repetitions" in r.parameters.cell_fields()],
+                         ids=lambda e: e.name)
+def test_every_record_with_repetitions_keeps_the_count_it_makes_as_reps(record):
+    """One name for the report's caveat and the plan to read, whatever the profile's default."""
+    made = record.params({"profile": "quick", "repetitions": 2})
+    assert made.recorded()["reps"] == 2
+    assert record.params({"profile": "quick"}).recorded()["reps"] >= 1  # 0 takes the profile's

@@ -13,8 +13,7 @@ import pandas as pd
 import pytest
 from conftest import need_tool
 from edgebench.errors import ConfigError
-
-ttr = pytest.importorskip("edgebench.experiments.time_to_ready")
+from edgebench.experiments import time_to_ready as ttr
 
 
 def test_first_is_a_cache_kind_and_the_plan_counts_it_for_runtimes_with_images():

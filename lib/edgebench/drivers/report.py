@@ -181,10 +181,9 @@ PROFILE_TAGS = {"smoke": "smoke test, numbers mean nothing", "quick": "quick pro
 
 
 def repetitions_of(parameters: dict):
-    """The repetitions a run made: the parsed count (`reps`) where its record keeps one; runs made
-    before kept the count itself as `repetitions` (today that is the cell's, 0 for the profile's)."""
-    settings = parameters.get("settings") if isinstance(parameters.get("settings"), dict) else {}
-    return parameters.get("reps") or settings.get("repetitions") or parameters.get("repetitions")
+    """The repetitions a run made: the parsed count (`reps`) every record keeps; runs made before
+    kept the count itself as `repetitions` (today that is the cell's, 0 for the profile's)."""
+    return parameters.get("reps") or parameters.get("repetitions")
 
 
 def caveat(profile: str, repetitions=None) -> str:

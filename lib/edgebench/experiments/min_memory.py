@@ -78,6 +78,7 @@ class Params(Limited):
     nanos_accel: str | None = library()
     # parsed when made
     app_names: list[str] = parsed()
+    reps: int = parsed()           # searches per app and runtime, as every experiment's record names them
     settings: Settings = parsed()  # the profile's, with repetitions and resolution_mb over it
 
     def check(self):
@@ -95,7 +96,8 @@ class Params(Limited):
         if self.trial_timeout_s < 0:
             raise ConfigError(f"trial_timeout_s={self.trial_timeout_s!r}: give seconds, or 0 for the profile's")
         self.limits()  # parsed once; refused here, before connecting
-        self.set(app_names=app_names, settings=Settings(reps, resolution, self.trial_timeout_s or s.trial_timeout_s))
+        settings = Settings(reps, resolution, self.trial_timeout_s or s.trial_timeout_s)
+        self.set(app_names=app_names, reps=reps, settings=settings)
 
 
 @dataclass
@@ -268,7 +270,7 @@ def run(params: Params) -> Path:
             else:
                 run.add(metric="min_memory", value=found.minimum_mb, unit="MiB", **result)
 
-        sweep(run, o.runtimes, reps=settings.repetitions, inner=app_names, row_for=row_for,
+        sweep(run, o.runtimes, reps=params.reps, inner=app_names, row_for=row_for,
               measure=measure, failed=("min_memory", "MiB"), desc="minimum memory",
               progress=params.progress)
         return run.dir
