@@ -4,18 +4,13 @@ the repetitions that would settle it) and not measurable here, each from the int
 from __future__ import annotations
 
 import dataclasses
-import json
-import re
-from pathlib import Path
 
-import edgebench.plotting
 import numpy as np
 import pandas as pd
 import pytest
 from edgebench import claims
 from edgebench.claims import (CONTRADICTED, HOLDS, INCONCLUSIVE, NOT_MEASURABLE, Claim, decide, judge, load_claims,
                               parse_conditions)
-from edgebench.drivers import verdicts as drv
 from edgebench.errors import ConfigError
 from edgebench.experiments import EXPERIMENTS
 from edgebench.plotting.tables import spread
@@ -134,43 +129,6 @@ def test_the_catalogue_parses(tmp_path):
     path.write_text(header + "P000-02,000,,,,x,y,a,b,,guess,,,,\n")
     with pytest.raises(ConfigError, match="kind 'guess' unknown"):
         load_claims(path)
-
-
-def test_make_verdicts_judges_each_claim_on_the_latest_run_of_its_experiment(tmp_path):
-    def write_run(run_id: str, target: str, df: pd.DataFrame, emulated: str = ""):
-        d = tmp_path / "data" / "time_to_ready" / run_id
-        d.mkdir(parents=True)
-        df.to_csv(d / "results.csv", index=False)
-        (d / "meta.json").write_text(json.dumps({"started_at": run_id, "parameters": {"target": target},
-                                                 "target": {"emulated_device": emulated}}))
-    fast = pd.concat([rows("docker", 1500 + RNG.normal(0, 10, 6)), rows("nanos", 100 + RNG.normal(0, 1, 6))])
-    write_run("20261126T1000Z", "local", fast)
-    write_run("20261126T1100Z", "pi", fast, emulated="emulated device (aarch64)")
-    claims = [claim("ratio_range", low=13, high=18),
-              Claim("P004-01", "004", "Sec. 5", "", "energy", "", "", "docker", "native", kind="direction")]
-    local = drv.verdicts(claims, target="local", data_dir=tmp_path / "data")
-    assert list(local.verdict) == [HOLDS, NOT_MEASURABLE] and local.run.iloc[0] == "20261126T1000Z"
-    assert local.reason.iloc[1] == "no edgebench experiment measures it"
-    latest = drv.verdicts(claims, data_dir=tmp_path / "data")  # the newest of any device: the emulated one
-    assert latest.verdict.iloc[0] == NOT_MEASURABLE and "emulated device" in latest.reason.iloc[0]
-    assert "| P000-99 (Fig. 3) | statement | [holds](../time_to_ready/time_to_ready.png) |" in drv.markdown(local)
-    with pytest.raises(ConfigError, match="leave run_id at 'latest'"):  # refused, not ignored
-        drv.judge_claims("local", run_id="20261126T1000Z", data_dir=tmp_path / "data")
-
-
-def test_each_verdict_links_a_figure_its_experiments_notebook_saves():
-    # The name its page saves a figure under: show_figure(fig, params.EXPERIMENT, "name", run_dir) in
-    # the experiment's plotting module, which its notebook's show() is.
-    plotting = Path(edgebench.plotting.__file__).parent
-    saved = {exp.name: set(re.findall(r'EXPERIMENT, "(\w+)"', (plotting / f"{exp.name}.py").read_text()))
-             for exp in EXPERIMENTS.values()}
-    for name in ("io_bound", "cpu_bound"):  # show_http_load saves them under the experiment's name
-        saved[name] |= {name, f"{name}_open_loop"}
-    for c in load_claims():
-        link = drv.figure_of(c)
-        if c.experiment:
-            name = link.rsplit("/", 1)[1].removesuffix(".png")
-            assert name in saved[c.experiment], (c.claim_id, link, saved[c.experiment])
 
 
 def test_a_runtime_against_itself_and_a_choice_of_values():
