@@ -11,9 +11,13 @@ the runtimes compared (`a`, and `b` unless it is a bound on `a` alone), the rows
 - below / above: a's median is below `high` / above `low`, in `unit`.
 - failure: a keeps working where b fails (rows ok against rows failed).
 
-The effect is a ratio a/b (or a's median for a bound), paired by repetition where the runtimes
-interleave (rows sharing `rep` and every coordinate), with a 95% bootstrap interval
-(scipy.stats.bootstrap). The verdict compares the interval, not the point, with the claim:
+The effect is a ratio a/b (or a's median for a bound): the median of the ratios of rows measured
+as a pair, sharing `rep` and every coordinate of the experiment both sides have a value in (a
+coordinate only one side has, Docker's network mode, pairs each of its values with the other
+side's row: cells of different scale are never pooled into one median). Where no rows pair, the
+claim is not measurable here. A zero over a zero is 1 (equal), a value over zero is infinite.
+The interval is a 95% percentile bootstrap of that median (2000 resamples, a fixed seed). The
+verdict compares the interval, not the point, with the claim:
 `holds` when all of it satisfies the claim, `contradicted` when none of it does, `inconclusive`
 when it straddles the claim's edge (with the repetitions that would likely settle it, from the
 observed spread: an interval narrows as 1/sqrt(n)), and `not measurable here` with the reason
@@ -33,6 +37,7 @@ import pandas as pd
 from scipy import stats
 
 from edgebench.errors import ConfigError
+from edgebench.experiments.reading import READING
 from edgebench.paths import REFERENCE_DIR
 from edgebench.results import NOT_MEASURABLE as ROW_NOT_MEASURABLE
 
@@ -44,14 +49,14 @@ UNTIMED_UNITS = {"bytes", "MB", "MiB", "count", "faults"}
 # What is read, not timed: one value is the value (static footprint measures each size once).
 EXACT_UNITS = {"bytes"}
 CONFIDENCE = 0.95
+BETTER = ("lower", "higher")
 MIN_N = 3  # fewer values give no interval worth the name (two values' bootstrap is just their range)
 RESAMPLES = 2000
 SEED = 35  # the same rows give the same interval
-# Coordinates two runtimes' rows share when they were measured as a pair (the sweep interleaves
-# runtimes within a repetition); whichever of them a run has.
-PAIR_KEYS = ("rep", "app", "protocol", "scenario", "cpus", "memory_mb", "endpoint", "workload", "size", "input_size",
-             "cache", "service", "machine", "benchmark", "operation", "test", "point", "network_mode", "array_mib",
-             "total", "npb_class", "threads", "files")
+# Not coordinates though every experiment's key columns name them: what a pair compares.
+NOT_PAIRED_ON = ("metric", "unit")
+# An experiment without a record pairs on every experiment's coordinates it has.
+ALL_KEY_COLUMNS = tuple(dict.fromkeys(k for r in READING.values() for k in r.get("key_columns", ())))
 
 
 @dataclass(frozen=True)
@@ -71,6 +76,7 @@ class Claim:
     high: float | None = None
     better: str = ""
     unit: str = ""
+    published: tuple[float, ...] = ()  # the effect the paper's own numbers give, per cell it spans
 
 
 @dataclass(frozen=True)
@@ -104,6 +110,10 @@ def parse_conditions(text: str) -> dict[str, str]:
     return out
 
 
+def _published(text: str) -> tuple[float, ...]:
+    return tuple(float(v) for v in (text or "").split("|") if v.strip())
+
+
 def load_claims(path: Path = CLAIMS_FILE) -> list[Claim]:
     if not Path(path).exists():
         raise ConfigError(f"no claims catalogue at {path}")
@@ -111,13 +121,27 @@ def load_claims(path: Path = CLAIMS_FILE) -> list[Claim]:
         rows = list(csv.DictReader(f))
     claims = []
     for r in rows:
-        kind = r["kind"].strip()
-        if kind not in KINDS:
-            raise ConfigError(f"{path.name} {r['claim_id']}: kind {kind!r} unknown; use one of {', '.join(KINDS)}")
-        claims.append(Claim(r["claim_id"], r["paper"], r["where"], r["quote"], r["statement"], r["experiment"],
-                            r["metric"], r["a"].strip(), r["b"].strip(), parse_conditions(r["conditions"]), kind,
-                            _number(r["low"]), _number(r["high"]), r["better"].strip(), r["unit"].strip()))
+        claim = Claim(r["claim_id"], r["paper"], r["where"], r["quote"], r["statement"], r["experiment"],
+                      r["metric"], r["a"].strip(), r["b"].strip(), parse_conditions(r["conditions"]),
+                      r["kind"].strip(), _number(r["low"]), _number(r["high"]), r["better"].strip(),
+                      r["unit"].strip(), _published(r.get("published", "")))
+        check_claim(claim, Path(path).name)
+        claims.append(claim)
     return claims
+
+
+def check_claim(claim: Claim, where: str = "claims") -> None:
+    """A claim the rules can read, or a ConfigError naming what to write."""
+    name = f"{where} {claim.claim_id}"
+    if claim.kind not in KINDS:
+        raise ConfigError(f"{name}: kind {claim.kind!r} unknown; use one of {', '.join(KINDS)}")
+    if claim.better not in ("", *BETTER) or (claim.kind == "direction" and claim.better not in BETTER):
+        raise ConfigError(f"{name}: better={claim.better!r}; write lower or higher (which values are better)")
+    needs = {"ratio_range": ("low", "high"), "within": ("high",), "below": ("high",), "above": ("low",)}
+    for end in needs.get(claim.kind, ()):
+        if getattr(claim, end) is None:
+            raise ConfigError(f"{name}: a {claim.kind} claim needs `{end}` (its band); without one no rows can "
+                              "satisfy it: give the band, or leave experiment and metric empty")
 
 
 # -- the rows a claim is about ---------------------------------------------------------------
@@ -156,9 +180,36 @@ def matching(df: pd.DataFrame, claim: Claim, runtime: str, side: str = "a") -> p
     return rows
 
 
+# Conditions a reader meets most, in words (others read key=value).
+PLAIN_CONDITIONS = {("protocol", "published"): "with the paper's own settings (protocol=published)",
+                    ("protocol", "fair"): "with edgebench's fair limits, the same for every runtime (protocol=fair)"}
+
+
+def _plain_condition(key: str, value: str) -> str:
+    return PLAIN_CONDITIONS.get((key, value), f"at {key}={value}")
+
+
+def _not_measurable_everywhere(df: pd.DataFrame, metric: str) -> str:
+    """The reason every row of the metric, of every runtime, gives when none could be measured on
+    this device (no power meter): the real cause, whatever the claim's own rows lack."""
+    rows = df[df["metric"] == metric]
+    if rows.empty or not (rows["status"] == ROW_NOT_MEASURABLE).all():
+        return ""
+    return _common_error(rows)
+
+
+def _common_error(rows: pd.DataFrame) -> str:
+    errors = rows.loc[rows["status"] != "ok", "error"].dropna().astype(str)
+    errors = errors[errors != ""]
+    return errors.value_counts().index[0] if not errors.empty else ""
+
+
 def _not_in_run(df: pd.DataFrame, claim: Claim, runtime: str, side: str) -> str:
     """Why a run has no rows for a claim's side: the runtime, the metric or the condition it left out
     (a quick profile's smaller sizes), named with what the run has instead."""
+    everywhere = _not_measurable_everywhere(df, claim.metric)
+    if everywhere:
+        return f"this device cannot measure {claim.metric} ({everywhere})"
     rows = df[df["runtime"] == runtime]
     if rows.empty:
         return f"this run has no {runtime} rows (left out of its runtimes, or not reached)"
@@ -170,8 +221,9 @@ def _not_in_run(df: pd.DataFrame, claim: Claim, runtime: str, side: str) -> str:
             return f"this run's rows have no {key}"
         keep = _any_of(rows, key, value)
         if not keep.any():
-            seen = ", ".join(sorted({str(v) for v in rows[key].dropna()}))
-            return f"this run did not measure {runtime} at {key}={value} (it has {seen or 'none'})"
+            seen = sorted({str(v) for v in rows[key].dropna()})
+            has = " or ".join(_plain_condition(key, v) for v in seen) or "nowhere"
+            return f"this run did not measure {runtime} {_plain_condition(key, value)}; only {has}"
         rows = rows[keep]
     return f"no {runtime} rows for it in this run"
 
@@ -181,16 +233,17 @@ def _why_missing(rows: pd.DataFrame, runtime: str, df: pd.DataFrame, claim: Clai
         return _not_in_run(df, claim, runtime, side)
     if (rows["status"] == "ok").any():
         return f"{runtime}'s rows for it hold no value"
-    errors = rows.loc[rows["status"] != "ok", "error"].dropna()
-    errors = errors[errors.astype(str) != ""]
-    common = errors.value_counts().index[0] if not errors.empty else "no ok row"
+    common = _common_error(rows) or "no ok row"
     # A device without a power meter did not fail: its rows say "not measurable", and so does this.
-    unmeasurable = (rows["status"] == ROW_NOT_MEASURABLE).all()
-    return f"every {runtime} row {'is not measurable here' if unmeasurable else 'failed'} ({common})"
+    if (rows["status"] == ROW_NOT_MEASURABLE).all():
+        return f"this device cannot measure it for {runtime} ({common})"
+    return f"every {runtime} row failed ({common})"
 
 
 def _emulated(rows: pd.DataFrame) -> str:
-    """Why these rows time nothing real, or ''."""
+    """Why these rows time nothing real, or '' (sizes and counts are real under emulation too)."""
+    if set(rows["unit"].astype(str)) <= UNTIMED_UNITS:
+        return ""
     if "accelerator" in rows.columns and (rows["accelerator"].astype(str) == "tcg").any():
         return "its VM ran under TCG (software emulation): its times measure the emulator"
     return ""
@@ -198,7 +251,25 @@ def _emulated(rows: pd.DataFrame) -> str:
 
 # -- the effect and its interval -----------------------------------------------------------------
 
-def _interval(samples: tuple[np.ndarray, ...], statistic, paired: bool) -> tuple[float, float]:
+def median_bootstrap(values, confidence: float = CONFIDENCE) -> tuple[float, float]:
+    """The percentile bootstrap interval of the median of `values` (NaN for fewer than MIN_N;
+    the point where they do not spread). Its quantiles are order statistics, not interpolated, so
+    an infinite ratio (a value over zero) gives an infinite end rather than NaN."""
+    v = np.asarray(values, dtype=float)
+    v = v[~np.isnan(v)]
+    if len(v) < MIN_N:
+        return math.nan, math.nan
+    if np.all(v == v[0]):
+        return float(v[0]), float(v[0])
+    rng = np.random.default_rng(SEED)
+    medians = np.median(v[rng.integers(0, len(v), size=(RESAMPLES, len(v)))], axis=1)
+    tail = (1 - confidence) / 2
+    low, high = np.quantile(medians, [tail, 1 - tail], method="inverted_cdf")
+    return float(low), float(high)
+
+
+def _interval(samples: tuple[np.ndarray, ...], statistic, confidence: float = CONFIDENCE) -> tuple[float, float]:
+    """The unpaired interval of statistic(*samples) (a ratio of two medians, for the tables)."""
     if any(len(s) < MIN_N for s in samples):
         return math.nan, math.nan
     if all(np.all(s == s[0]) for s in samples):  # no spread: the interval is the point
@@ -206,50 +277,59 @@ def _interval(samples: tuple[np.ndarray, ...], statistic, paired: bool) -> tuple
         return value, value
     with warnings.catch_warnings():  # a resample without spread is expected, and harmless
         warnings.simplefilter("ignore")
-        result = stats.bootstrap(samples, statistic, paired=paired, vectorized=False, n_resamples=RESAMPLES,
-                                 confidence_level=CONFIDENCE, method="percentile", random_state=SEED)
+        result = stats.bootstrap(samples, statistic, paired=False, vectorized=False, n_resamples=RESAMPLES,
+                                 confidence_level=confidence, method="percentile", random_state=SEED)
     return float(result.confidence_interval.low), float(result.confidence_interval.high)
 
 
-def paired_ratios(a: pd.DataFrame, b: pd.DataFrame, apart: set[str] = frozenset()) -> np.ndarray | None:
-    """a/b per pair of rows that share a repetition and every coordinate but those the claim sets
-    apart for each side (`apart`); None if they do not pair."""
-    keys = [k for k in PAIR_KEYS if k in a.columns and k in b.columns and k not in apart]
+def ratios(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """a/b, where 0/0 is 1 (the two are equal) and x/0 is infinite: no pair is dropped."""
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = a / b
+    out[(a == 0) & (b == 0)] = 1.0
+    return out
+
+
+def pair_columns(experiment: str, a: pd.DataFrame, b: pd.DataFrame, apart: set[str] = frozenset()) -> list[str]:
+    """What a pair shares: `rep`, and each coordinate of the experiment (its key columns) that both
+    sides have values in, and values in common, but those the claim sets apart for each side. A
+    coordinate only one side has is left out: each of its values pairs with the other side's row."""
+    known = READING.get(experiment, {}).get("key_columns") or ALL_KEY_COLUMNS
+    out = ["rep"] if "rep" in a.columns and "rep" in b.columns else []
+    for key in dict.fromkeys(known):
+        if key in NOT_PAIRED_ON or key in apart or key not in a.columns or key not in b.columns:
+            continue
+        ours, theirs = set(a[key].dropna().astype(str)), set(b[key].dropna().astype(str))
+        if ours & theirs:
+            out.append(key)
+    return out
+
+
+def paired_ratios(a: pd.DataFrame, b: pd.DataFrame, keys: list[str]) -> np.ndarray:
+    """a/b of every pair of rows equal on `keys` (none when `rep` is not among them)."""
     if "rep" not in keys:
-        return None
-    joined = a[keys + ["value"]].merge(b[keys + ["value"]], on=keys, suffixes=("_a", "_b"))
-    joined = joined[(joined["value_b"] != 0) & np.isfinite(joined["value_a"]) & np.isfinite(joined["value_b"])]
-    if len(joined) < 2 or len(joined) < min(len(a), len(b)) / 2:
-        return None
-    return (joined["value_a"] / joined["value_b"]).to_numpy(float)
+        return np.array([])
+    left, right = (side[keys + ["value"]].assign(**{k: side[k].astype(str) for k in keys}) for side in (a, b))
+    joined = left.merge(right, on=keys, suffixes=("_a", "_b"))
+    return ratios(joined["value_a"], joined["value_b"])
 
 
-def ratio_effect(a: pd.DataFrame, b: pd.DataFrame,
-                 apart: set[str] = frozenset()) -> tuple[float, float, float, int, bool]:
-    """(effect, low, high, n, paired): the median of paired ratios a/b, else median(a)/median(b)."""
-    ratios = paired_ratios(a, b, apart)
-    if ratios is not None:
-        effect = float(np.median(ratios))
-        low, high = _interval((ratios,), np.median, paired=False)
-        return effect, low, high, len(ratios), True
-    va, vb = a["value"].to_numpy(float), b["value"].to_numpy(float)
-    effect = float(np.median(va) / np.median(vb))
-    low, high = _interval((va, vb), lambda x, y: np.median(x) / np.median(y), paired=False)
-    return effect, low, high, min(len(va), len(vb)), False
+def ratio_effect(a: pd.DataFrame, b: pd.DataFrame, keys: list[str],
+                 confidence: float = CONFIDENCE) -> tuple[float, float, float, int]:
+    """(effect, low, high, n): the median of the paired ratios a/b and its interval (n=0: none pair)."""
+    values = paired_ratios(a, b, keys)
+    if not len(values):
+        return math.nan, math.nan, math.nan, 0
+    low, high = median_bootstrap(values, confidence)
+    return float(np.median(values)), low, high, len(values)
 
 
 def median_interval(values) -> tuple[float, float]:
     """The 95% bootstrap interval of the median of repeated measurements (NaN for fewer than
     MIN_N): what every table beside a median gives, by the verdicts' rule."""
     v = np.asarray(values, dtype=float)
-    v = v[np.isfinite(v)]
-    if len(v) < MIN_N:
-        return math.nan, math.nan
-    if np.all(v == v[0]):
-        return float(v[0]), float(v[0])
-    result = stats.bootstrap((v,), np.median, vectorized=True, n_resamples=RESAMPLES, confidence_level=CONFIDENCE,
-                             method="percentile", random_state=SEED)
-    return float(result.confidence_interval.low), float(result.confidence_interval.high)
+    return median_bootstrap(v[np.isfinite(v)])
 
 
 def ratio_interval(a, b) -> tuple[float, float]:
@@ -259,12 +339,12 @@ def ratio_interval(a, b) -> tuple[float, float]:
     va, vb = va[np.isfinite(va)], vb[np.isfinite(vb)]
     if len(vb) and np.median(vb) == 0:
         return math.nan, math.nan
-    return _interval((va, vb), lambda x, y: np.median(x) / np.median(y), paired=False)
+    return _interval((va, vb), lambda x, y: np.median(x) / np.median(y))
 
 
-def median_effect(a: pd.DataFrame) -> tuple[float, float, float, int]:
+def median_effect(a: pd.DataFrame, confidence: float = CONFIDENCE) -> tuple[float, float, float, int]:
     va = a["value"].to_numpy(float)
-    low, high = _interval((va,), np.median, paired=False)
+    low, high = median_bootstrap(va, confidence)
     return float(np.median(va)), low, high, len(va)
 
 
@@ -277,7 +357,8 @@ def band(claim: Claim) -> tuple[float, float]:
     if claim.kind == "within":
         return 1 - claim.high, 1 + claim.high
     if claim.kind == "direction":  # strictly: equal is not better
-        return (0.0, math.nextafter(1.0, 0.0)) if claim.better == "lower" else (math.nextafter(1.0, 2.0), math.inf)
+        below_one, above_one = math.nextafter(1.0, 0.0), math.nextafter(1.0, 2.0)
+        return (-math.inf, below_one) if claim.better == "lower" else (above_one, math.inf)
     if claim.kind == "below":
         return -math.inf, claim.high
     if claim.kind == "above":
@@ -285,24 +366,51 @@ def band(claim: Claim) -> tuple[float, float]:
     raise ConfigError(f"{claim.claim_id}: no band for kind {claim.kind}")
 
 
+def _edge(e: float) -> float:
+    """The edge as the claim reads it: a direction's strict edge next to 1 is 1."""
+    return 1.0 if e in (math.nextafter(1.0, 0.0), math.nextafter(1.0, 2.0)) else e
+
+
 def decide(low: float, high: float, effect: float, n: int, satisfying: tuple[float, float]) -> tuple[str, int | None]:
     """holds / contradicted / inconclusive from the interval against the band that satisfies the
-    claim, and for inconclusive the repetitions that would likely settle it (None: it sits on the edge)."""
+    claim, and for inconclusive the repetitions that would likely settle it (None: the effect sits
+    on an edge, or the interval is unbounded, so no number of repetitions can be promised)."""
     lo_ok, hi_ok = satisfying
     if lo_ok <= low and high <= hi_ok:
         return HOLDS, None
     if high < lo_ok or low > hi_ok:
         return CONTRADICTED, None
-    edges = [e for e in (lo_ok, hi_ok) if math.isfinite(e)]
-    distance = min(abs(effect - e) for e in edges)
-    half = (high - low) / 2
-    if distance == 0 or half == 0:
-        return INCONCLUSIVE, None
-    return INCONCLUSIVE, max(n + 1, math.ceil(n * (half / distance) ** 2))
+    return INCONCLUSIVE, repetitions_to_settle(low, high, effect, n, satisfying)
 
 
-def judge(claim: Claim, df: pd.DataFrame | None, emulated_device: str = "") -> Verdict:
-    """The verdict on one claim from one run's rows (None: the experiment has no run)."""
+def repetitions_to_settle(low: float, high: float, effect: float, n: int,
+                          satisfying: tuple[float, float]) -> int | None:
+    """An interval narrows as 1/sqrt(n): the repetitions after which its side that crosses an edge
+    would end short of it. Inside the band both crossed edges must be cleared; outside, the one
+    between the effect and the band."""
+    if not all(math.isfinite(x) for x in (low, high, effect)) or n < 1:
+        return None
+    lo_ok, hi_ok = satisfying
+    crossed = [e for e in (_edge(lo_ok), _edge(hi_ok)) if math.isfinite(e) and low <= e <= high]
+    if lo_ok <= effect <= hi_ok:
+        to_clear = crossed
+    else:
+        to_clear = [min(crossed, key=lambda e: abs(effect - e))] if crossed else []
+    factor = 0.0
+    for e in to_clear:
+        if e == effect:
+            return None
+        reach = high - effect if e > effect else effect - low
+        factor = max(factor, reach / abs(effect - e))
+    if factor == 0:
+        return None
+    return max(n + 1, math.ceil(n * factor ** 2))
+
+
+def judge(claim: Claim, df: pd.DataFrame | None, emulated_device: str = "",
+          confidence: float = CONFIDENCE) -> Verdict:
+    """The verdict on one claim from one run's rows (None: the experiment has no run), its interval
+    at `confidence` (make settle's looks judge at a stricter one)."""
     base = dict(claim_id=claim.claim_id, paper=claim.paper)
     if not claim.experiment or not claim.metric:
         return Verdict(**base, verdict=NOT_MEASURABLE, reason="no edgebench experiment measures it")
@@ -324,17 +432,21 @@ def judge(claim: Claim, df: pd.DataFrame | None, emulated_device: str = "") -> V
     if emulated:
         return Verdict(**base, verdict=NOT_MEASURABLE, reason=emulated)
     if b is not None:
-        apart = {k[2:] for k in claim.conditions if k.startswith(("a.", "b."))}
-        effect, low, high, n, paired = ratio_effect(a, b, apart)
-        how = f"{'paired' if paired else 'unpaired'} ratio {claim.a}/{claim.b}"
+        keys = pair_columns(claim.experiment, a, b, {k[2:] for k in claim.conditions if k.startswith(("a.", "b."))})
+        effect, low, high, n = ratio_effect(a, b, keys, confidence)
+        if n == 0:
+            return Verdict(**base, verdict=NOT_MEASURABLE,
+                           reason=f"no paired rows: no {claim.a} and {claim.b} rows share a repetition at the same "
+                                  f"{', '.join(k for k in keys if k != 'rep') or 'coordinates'}")
+        how = f"median of {n} paired ratios {claim.a}/{claim.b}"
     else:
-        effect, low, high, n = median_effect(a)
-        how = f"median of {claim.a}"
+        effect, low, high, n = median_effect(a, confidence)
+        how = f"median of {n} {claim.a} values ({claim.unit or 'its unit'})"
     if math.isnan(low) and set(rows["unit"].astype(str)) <= EXACT_UNITS:
         low = high = effect  # a size read from a file or an image: measured once, exactly
     if math.isnan(low):
-        return Verdict(**base, verdict=INCONCLUSIVE, effect=effect, n=n,
-                       reason=f"{how} from n={n}: too few for an interval", repetitions_to_settle=MIN_N)
+        return Verdict(**base, verdict=INCONCLUSIVE, effect=effect, n=n, repetitions_to_settle=MIN_N,
+                       reason=f"{how}: {MIN_N} are needed for an interval")
     verdict, settle = decide(low, high, effect, n, band(claim))
     return Verdict(**base, verdict=verdict, effect=effect, ci_low=low, ci_high=high, n=n, reason=how,
                    repetitions_to_settle=settle)
@@ -354,5 +466,6 @@ def _judge_failure(claim: Claim, a: pd.DataFrame, b: pd.DataFrame | None, base: 
     return Verdict(**base, verdict=INCONCLUSIVE, effect=a_ok - (1 - b_failed), n=n, reason=said)
 
 
-__all__ = ["Claim", "Verdict", "load_claims", "judge", "decide", "band", "ratio_effect", "paired_ratios",
-           "matching", "parse_conditions", "KINDS", "HOLDS", "CONTRADICTED", "INCONCLUSIVE", "NOT_MEASURABLE"]
+__all__ = ["Claim", "Verdict", "load_claims", "check_claim", "judge", "decide", "band", "ratio_effect",
+           "paired_ratios", "pair_columns", "ratios", "median_bootstrap", "repetitions_to_settle", "matching",
+           "parse_conditions", "KINDS", "HOLDS", "CONTRADICTED", "INCONCLUSIVE", "NOT_MEASURABLE"]
