@@ -26,6 +26,9 @@ PYTEST_ARGS ?=
 # `make figures` and `make test` set their target up first (idempotent: seconds when nothing is
 # missing; without root it only says what is missing). PROVISION=no uses only what is there.
 PROVISION ?= yes
+# `make settle`: the time it may spend measuring again, and the most repetitions a run grows to.
+BUDGET ?= 2h
+MAX_REPS ?= 20
 # `make device NAME=debian-v2`: an emulated device (devices: `make device`); then TARGET=debian-v2.
 NAME ?=
 # `make lab`: where JupyterLab listens. Loopback by default; on a remote device tunnel to it (docs/manual.md).
@@ -41,7 +44,7 @@ FIGURE_ARGS = --profile '$(PROFILE)' --target '$(TARGET)' --runtimes '$(RUNTIMES
 	$(if $(RESUME),--resume '$(RESUME)') $(if $(RESUME_ANYWAY),--resume_anyway '$(RESUME_ANYWAY)') \
 	$(if $(filter no,$(PROVISION)),,--provision)
 
-.PHONY: help setup provision figures plan replot compare verdicts report lab test test-fast lint bench device device-stop clean
+.PHONY: help setup provision figures plan replot compare verdicts settle report lab test test-fast lint bench device device-stop clean
 
 help: ## Show this help
 	@echo "edgebench: make <goal> [PROFILE=quick|standard] [TARGET=local|user@host|device|a,b] [FLEET=file.yml] [RUNTIMES=auto|native,docker] [APPS=all|go-http] [REPS=N] [ONLY=name] [SET='param=value ...'] [RESUME=latest] [PROVISION=yes|no]"
@@ -76,6 +79,11 @@ compare: setup ## Runs side by side (devices, dates, versions) as ratios to each
 
 verdicts: setup ## Every claim of the papers (data/reference/claims.csv) judged on TARGET's latest runs, with 95% intervals, and which runtimes serve within TOLERANCE (0.05) of native: figures/verdicts/
 	$(PY) -m edgebench.drivers.verdicts --target '$(TARGET)' $(if $(TOLERANCE),--tolerance '$(TOLERANCE)')
+
+settle: setup ## Measure again, as new repetitions of the same runs, only the points each inconclusive claim needs, until decided, MAX_REPS (20) or BUDGET (2h); then make verdicts (docs/verdicts.md)
+	$(PY) -m edgebench.drivers.settle --target '$(TARGET)' --budget '$(BUDGET)' --max-reps '$(MAX_REPS)' \
+		$(if $(PAPERS),--papers '$(PAPERS)') $(if $(RESUME_ANYWAY),--anyway)
+	$(MAKE) --no-print-directory verdicts TARGET='$(TARGET)'
 
 report: setup ## Static HTML site of every experiment with data, from the file system: figures/report/index.html
 	$(PY) -m edgebench.drivers.report

@@ -258,3 +258,31 @@ def test_the_time_in_points_is_what_the_harness_share_is_taken_from(tmp_path):
     assert n == 12 and 0.12 <= seconds < 5
     assert time_in_points(run.dir, since="9999") == (0, 0.0)  # a later sitting measured none of them
     assert plan.harness_share(10.0, 9.0) == pytest.approx(0.1) and plan.harness_share(1.0, 2.0) == 0.0
+
+
+def test_more_repetitions_go_on_with_a_completed_run_where_only_repetitions_differ(tmp_path, monkeypatch):
+    """make settle's resume: a completed run is continued for more repetitions of some points, and
+    anything else that differs is still refused."""
+    params = record(tmp_path, monkeypatch)
+    given, digest = resume.plain_given(params.given()), resume.code_digest(type(params).__module__)
+    run_dir = write_run(tmp_path, "completed", given, digest)
+    more = resume.resolve("time_to_ready", run_dir.name, "local", resume.plain_given(params.replace(
+        repetitions=7).given()), type(params).__module__, data_dir=tmp_path, more_repetitions=True)
+    assert more == resume.Resumption(run_dir, completed=False, more_repetitions=True)
+    with pytest.raises(ConfigError, match="memory was"):
+        resume.resolve("time_to_ready", run_dir.name, "local", resume.plain_given(params.replace(
+            repetitions=7, memory="1024m").given()), type(params).__module__, data_dir=tmp_path,
+            more_repetitions=True)
+
+
+def test_a_focused_sweep_adds_repetitions_to_the_points_it_names_only(tmp_path):
+    with Run("exp", {}, FACTS, data_dir=tmp_path) as run:
+        swept(run, measure_into(run))
+    seen = []
+    with Run("exp", {}, FACTS, data_dir=tmp_path, run_id=run.run_id, resume=True) as again:
+        again.focus = (("b", {"app": "y|z"}),)
+        sweep(again, [Named("a"), Named("b")], reps=5, inner=["x", "y"], row_for=lambda p: dict(
+            runtime=p.runtime.name, rep=p.rep, app=p.inner), measure=measure_into(again, seen=seen),
+            failed=("first", "u"), desc="t", progress=False)
+    assert seen == [("b", 4, "y"), ("b", 5, "y")]  # the new repetitions of b on y, nothing measured twice
+    assert len(ended_points(run.dir)) == 12 + 2

@@ -111,6 +111,8 @@ class Run:
         # The device's health (edgebench.tools.health.HealthMonitor), set before `with`: sampled from
         # __enter__ to the end of the run. Without one, every row's health is "unknown".
         self.health = None
+        # Only the points these name are measured (make settle's; experiments.sweep.in_focus).
+        self.focus: tuple = ()
         # The point being measured (experiments.sweep), written into each row, and those that ended.
         self.point = ""
         self._point_started = ""

@@ -9,6 +9,10 @@ measured again whole, as is what an experiment measures outside its points (foot
 microbenchmarks' Docker networking). `meta.json` lists each sitting (start, end, how it ended),
 and figures come from results.csv, the union of the sittings.
 
+`make settle` resumes a completed run to add repetitions to the points a claim uses (a record's
+`focus`): only `repetitions` may differ then, the new repetitions are new points, and the run's
+record takes the new count so a later resume compares with it.
+
 A run is only continued with what measured it: the same parameters (`meta.json`'s `record`), the
 same experiment code (a digest of the experiment's module and every edgebench module it imports,
 plotting and drivers aside) and the same device (its facts). Anything else is refused with what
@@ -51,6 +55,7 @@ class Resumption:
     run_dir: Path
     completed: bool                      # nothing left to measure
     differences: tuple[str, ...] = ()    # went on anyway (resume_anyway) despite these
+    more_repetitions: bool = False       # make settle adds repetitions to some of its points
 
     @property
     def run_id(self) -> str:
@@ -58,9 +63,11 @@ class Resumption:
 
 
 def resolve(experiment: str, which: str, target: str, given: dict[str, Any], module: str,
-            anyway: bool = False, data_dir: Path = DATA_DIR) -> Resumption | None:
+            anyway: bool = False, data_dir: Path = DATA_DIR, more_repetitions: bool = False) -> Resumption | None:
     """The run to continue for `which` ("latest" or a run id), None to measure from the start (the
-    reason printed); a ConfigError when the run differs and `anyway` is not set."""
+    reason printed); a ConfigError when the run differs and `anyway` is not set.
+    `more_repetitions`: the run goes on to more repetitions than it has (make settle): it is
+    continued even when it completed, and its repetitions may differ."""
     named = which not in ("latest",)
     try:
         run_dir = find_run(experiment, which, data_dir, target=None if named else target)
@@ -70,8 +77,10 @@ def resolve(experiment: str, which: str, target: str, given: dict[str, Any], mod
         print(f"[edgebench] resume: no run of {experiment} on {target} yet; measuring from the start")
         return None
     meta = load_meta(run_dir)
-    completed = meta.get("status") == "completed"
+    completed = meta.get("status") == "completed" and not more_repetitions
     found = differences(meta, given, code_digest(module))
+    if more_repetitions:
+        found = [f for f in found if not f.startswith("repetitions was ")]
     if found and completed and not named:
         print(f"[edgebench] resume: the latest run of {experiment}, {run_dir.name}, completed with other "
               f"settings ({'; '.join(found)}); measuring from the start")
@@ -80,7 +89,7 @@ def resolve(experiment: str, which: str, target: str, given: dict[str, Any], mod
         raise ConfigError(f"cannot resume {experiment} run {run_dir.name}: {'; '.join(found)}. Measure anew "
                           "(leave RESUME / resume empty) or go on anyway with RESUME_ANYWAY=yes "
                           "(resume_anyway=True), which the run records")
-    return Resumption(run_dir, completed, tuple(found))
+    return Resumption(run_dir, completed, tuple(found), more_repetitions)
 
 
 def differences(meta: dict, given: dict[str, Any], digest: str) -> list[str]:

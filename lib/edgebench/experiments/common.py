@@ -94,6 +94,7 @@ def open_run(record, target: Target, **options) -> Run:
                         code_digest=resume.code_digest(type(record).__module__))
         run.note("resumable", "make figures RESUME=latest (or resume='latest') goes on from where it stops")
     run.health = HealthMonitor(target, run.dir)
+    run.focus = tuple(record.focus)
     if facts.get("memory_controller") == "no":
         # Said before anything is measured: runtimes accept a memory limit here and do not apply it.
         warning = f"memory limits are not applied on {target.name}: {NO_MEMORY_CONTROLLER}"
@@ -178,8 +179,13 @@ def _reopen(experiment: str, params: dict, target: Target, facts: dict, resumpti
     sitting = {"resumed": True, "rows_kept": kept, "rows_discarded": discarded}
     if found:
         sitting["went_on_anyway_despite"] = found
-    return Run(experiment, params, facts, tool_versions=tool_versions(target), run_id=resumption.run_id,
-               data_dir=resumption.run_dir.parent.parent, resume=True, sitting=sitting, **options)
+    if resumption.more_repetitions:
+        sitting["more_repetitions"] = {"repetitions": params.get("reps"), "focus": params.get("focus")}
+    run = Run(experiment, params, facts, tool_versions=tool_versions(target), run_id=resumption.run_id,
+              data_dir=resumption.run_dir.parent.parent, resume=True, sitting=sitting, **options)
+    if resumption.more_repetitions:  # a later resume compares with the repetitions it has now
+        run.meta["record"] = resume.plain_given(record.given())
+    return run
 
 
 def select_runtimes(target: Target, requested, run_tag: str, apps: Iterable[str] = (),

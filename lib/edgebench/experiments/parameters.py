@@ -58,6 +58,9 @@ class Parameters:
     run_id: str = ""
     resume: str = ""  # "latest" or a run id: go on with that unfinished run (edgebench.resume)
     resume_anyway: bool = False  # resume although parameters, code or device differ (recorded)
+    # make settle: measure only the points these (runtime, {column: "v1|v2"}) name, and let a
+    # resumed run grow its repetitions for them (edgebench.drivers.settle).
+    focus: tuple = library(())
     resumption: Resumption | None = parsed()
 
     def __post_init__(self):
@@ -86,7 +89,8 @@ class Parameters:
                                   "give only one of them")
             target = self.target if isinstance(self.target, str) else self.target.name
             self.set(resumption=resume.resolve(self.EXPERIMENT, self.resume, target, resume.plain_given(self.given()),
-                                               type(self).__module__, self.resume_anyway))
+                                               type(self).__module__, self.resume_anyway,
+                                               more_repetitions=bool(self.focus)))
 
     def measuring_run_id(self) -> str:
         """The run a measurement writes: the one it resumes, the run_id a Python caller chose, or a new one."""

@@ -9,6 +9,8 @@ timeouts on a host that is gone, so the run stops, marked interrupted, to be res
 Experiments supply two functions: `row_for(point)` (the row's columns) and `measure(point, row)`.
 A point whose row names an app its runtime cannot run (node-http on unikraft) is left out, said
 once and noted in the run (`left_out`), not measured into failed rows.
+A run with a `focus` (make settle's: (runtime, {column: "v1|v2"}) pairs) measures only the points
+whose runtime and row match one of them; the others are neither measured nor counted.
 Each point is bracketed by `run.begin_point()` / `run.end_point()`: the run's health monitor checks
 there, while nothing of the point runs yet, whether other processes keep the device busy, and
 marks the point's rows with what it saw (edgebench.tools.health).
@@ -64,8 +66,11 @@ def sweep(run: Run, runtimes: Sequence[Runtime], *, reps: int, row_for: Callable
     neither the progress bar nor the run's points count it."""
     metric, unit = failed
     todo, left_out = [], {}
+    focus = run.focus
     for p in points(runtimes, reps, outer, inner, protocols):
         if applies is not None and not applies(p):
+            continue
+        if focus and not in_focus(focus, p.runtime.name, row_for(p)):
             continue
         app = APPS.get(row_for(p).get("app") or "")
         if app is not None and not p.runtime.runs(app):  # a pair that cannot run: not a failure
@@ -98,6 +103,25 @@ def sweep(run: Run, runtimes: Sequence[Runtime], *, reps: int, row_for: Callable
             ended = True
         finally:
             run.end_point(ended)
+
+
+def in_focus(focus, runtime: str, row: dict) -> bool:
+    """Whether a point (its runtime and row) is one a focus names. A column the row does not carry
+    does not narrow it: a point is left out only on what it says."""
+    return any(name == runtime and all(_matches(row[key], wanted) for key, wanted in dict(conditions).items()
+                                       if key in row)
+               for name, conditions in focus)
+
+
+def _matches(value, wanted: str) -> bool:
+    for one in str(wanted).split("|"):
+        try:
+            if float(value) == float(one):
+                return True
+        except (TypeError, ValueError):
+            if str(value) == one.strip():
+                return True
+    return False
 
 
 def modes_of(rt: Runtime) -> tuple[str, ...]:
