@@ -32,7 +32,7 @@ HISTORY_FILE = "history/timings.jsonl"
 
 __all__ = ["Work", "NotebookPlan", "make_plan", "table", "record", "history", "history_path", "read_history",
            "from_history", "pace", "same_board", "duration", "harness_share", "HISTORY_FILE",
-           "runtime_availability", "available_runtimes", "left_out", "Progress"]
+           "runtime_availability", "available_runtimes", "left_out", "Progress", "reps_text"]
 
 
 @dataclass
@@ -52,7 +52,7 @@ class NotebookPlan:
         what = ", ".join(x for x in (
             "runtimes " + ",".join(self.runtimes) if self.runtimes else "",
             "apps " + ",".join(w.apps) if w.apps else "", w.levels,
-            f"{w.repetitions} reps" if w.repetitions else "") if x)
+            reps_text(w)) if x)
         line = f"{self.notebook:<30} {w.points:>5} points  ~{duration(self.estimate_s):>8}  {what}  [{self.basis}]"
         left_out = {}
         for rt in self.runtimes:
@@ -61,6 +61,13 @@ class NotebookPlan:
                     left_out.setdefault(app, []).append(rt)
         return line + "".join(f"\n{'':<30} left out, as it cannot run there: {app} on {', '.join(rts)}"
                               for app, rts in left_out.items())
+
+
+def reps_text(w: Work) -> str:
+    """'20 reps', or each protocol's where they differ ('reps fair 1, published 3'); '' for none."""
+    if len(set(w.protocol_reps.values())) > 1:
+        return "reps " + ", ".join(f"{p} {n}" for p, n in w.protocol_reps.items())
+    return f"{w.repetitions} reps" if w.repetitions else ""
 
 
 def duration(seconds: float) -> str:

@@ -20,6 +20,9 @@ class Work:
     apps: list[str] = field(default_factory=list)
     levels: str = ""             # what it sweeps besides runtimes and apps, in words
     repetitions: int = 0
+    # Where its protocols repeat a different number of times (io_bound: published 3, fair 1), each
+    # one's; `repetitions` is then the most of them.
+    protocol_reps: dict[str, int] = field(default_factory=dict)
     runtimes: list[str] | None = None  # those of the given it will use (None: all of them)
     # Of `seconds`, the fixed windows: load and benchmark runs of a set duration, holds. A slower
     # device does not stretch them (a 30 s wrk run lasts 30 s on a Pi); it stretches the rest.

@@ -49,6 +49,12 @@ PORT_BASE = 18300
 # The paper's constrained sweep; quick keeps one level the apps live at and one near the edge.
 MEMORY_LEVELS = {"standard": "512m,256m,128m,64m", "quick": "256m,64m", "smoke": "128m"}
 READY_TIMEOUT_S = 60
+# wrk runs per (scenario, app, runtime) and protocol, per profile; `repetitions`, when given, sets
+# every protocol's. The claims (data/reference/claims.csv) read the published protocol's rows at
+# every scenario and memory level: three runs give each an interval (claims.MIN_N). No claim reads
+# fair, whose cell is a closed-loop run and five open-loop rates (135 s in standard): one run each.
+REPETITIONS = {"smoke": {"fair": 1, "published": 1}, "quick": {"fair": 1, "published": 1},
+               "standard": {"fair": 1, "published": 3}}
 # (metric, key in the report, unit, scale from microseconds)
 LATENCY_METRICS = [("latency_mean", "mean", "ms"), ("latency_stdev", "stdev", "ms"),
                    ("latency_p50", "p50", "ms"), ("latency_p90", "p90", "ms"), ("latency_p99", "p99", "ms"),
@@ -97,7 +103,7 @@ class HttpLoad(Parameters):
     SMOKE: ClassVar[dict] = {**Parameters.SMOKE, "open_loop": "none"}  # the closed loop's one point
 
     apps: str = "all"
-    repetitions: int = 0            # 0: one wrk run per cell (35 s each in standard); more gives a spread
+    repetitions: int = 0            # 0 takes the profile's per protocol (REPETITIONS); more gives a spread
     protocols: str = "fair,published"
     memory_levels: str = ""         # "" takes the profile's
     constrained_cpus: str = "1"
@@ -121,7 +127,8 @@ class HttpLoad(Parameters):
     # parsed when made
     app_names: list[str] = parsed()
     protocol_names: list[str] = parsed()
-    reps: int = parsed()
+    reps: int = parsed()            # the sweep's repetitions: the most any protocol makes
+    protocol_reps: dict[str, int] = parsed()  # {protocol: repetitions}: reps_at() reads it
     levels: list[str] = parsed()    # the constrained memory levels, each with its unit
     asked: list[tuple[str, float | None, float | None]] = parsed()  # (scenario, CPUs, MiB) before clipping
     load: LoadSettings = parsed()
@@ -151,9 +158,19 @@ class HttpLoad(Parameters):
         open_settings = open_loop_settings(self.profile, self.open_loop, self.open_loop_rates,
                                            self.open_loop_duration_s, load) if "fair" in protocol_names else None
         path = f"{self.ENDPOINT}?iter={self.iterations}" if self.ENDPOINT == "/compute" else self.ENDPOINT
+        protocol_reps = {p: check_repetitions(self.repetitions or REPETITIONS[self.profile][p])
+                         for p in protocol_names}
         self.set(app_names=check_apps(self.apps, HTTP_APPS), protocol_names=protocol_names,
-                 reps=check_repetitions(self.repetitions or 1), levels=levels, load=load,
+                 reps=max(protocol_reps.values()), protocol_reps=protocol_reps, levels=levels, load=load,
                  open_settings=open_settings, path=path, asked=asked)
+
+    def reps_at(self, conditions: dict[str, str]) -> int:
+        """The repetitions of the points matching `conditions` (a claim's key=value, `|` for any of
+        several): the fewest of the protocols they name (every protocol run when they name none);
+        0 for a protocol this record does not run."""
+        named = conditions.get("protocol")
+        protocols = [p.strip() for p in named.split("|")] if named else self.protocol_names
+        return min(self.protocol_reps.get(p, 0) for p in protocols)
 
 
 def run(params: HttpLoad) -> Path:
@@ -201,7 +218,8 @@ def run(params: HttpLoad) -> Path:
 
         sweep(run, o.runtimes, reps=params.reps, outer=scenarios(o.target, params.asked), inner=params.app_names,
               protocols=params.protocol_names, row_for=row_for, measure=measure,
-              failed=("requests_per_second", "req/s"), desc=params.EXPERIMENT, progress=params.progress)
+              failed=("requests_per_second", "req/s"), desc=params.EXPERIMENT, progress=params.progress,
+              applies=lambda p: p.rep <= params.protocol_reps[p.protocol])  # a protocol with fewer stops early
         return run.dir
 
 
@@ -313,16 +331,19 @@ def measure_load(run: Run, rt, artifact, limits: Limits, port: int, path: str, l
 
 def plan(params: HttpLoad, runtimes: list[str]) -> estimate.Work:
     """One start and one load run (warm-up, then the measured seconds, then the open-loop rates
-    under the fair protocol) per (scenario, runtime, app, protocol, repetition)."""
+    under the fair protocol) per (scenario, runtime, app, protocol, repetition), each protocol its
+    own repetitions."""
     apps, protocols, levels, load = params.app_names, params.protocol_names, params.levels, params.load
+    reps = params.protocol_reps
     closed_s = load.warmup_s + load.duration_s
     opened = params.open_settings
     open_s = len(opened.rates) * opened.duration_s if opened else 0.0
-    cells = len(params.asked) * len(apps) * params.reps
-    busy = cells * (len(protocols) * closed_s + open_s)
-    return estimate.Work(points=cells * len(protocols) * len(runtimes),
-                         seconds=estimate.model_seconds(runtimes, len(apps), cells * len(protocols), busy, apps),
+    cells = len(params.asked) * len(apps)
+    runs = cells * sum(reps.values())  # closed-loop runs, each with its own start
+    busy = runs * closed_s + cells * reps.get("fair", 0) * open_s  # the open loop follows each fair run
+    return estimate.Work(points=runs * len(runtimes),
+                         seconds=estimate.model_seconds(runtimes, len(apps), runs, busy, apps),
                          window_s=estimate.window_seconds(runtimes, busy, apps),  # every load run lasts its set time
                          apps=apps, levels=("rich + " if params.asked[0][0] == "rich" else "")
                          + f"memory {','.join(levels)}, protocols {','.join(protocols)}",
-                         repetitions=params.reps)
+                         repetitions=params.reps, protocol_reps=dict(reps))
