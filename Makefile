@@ -77,7 +77,7 @@ compare: setup ## Runs side by side (devices, dates, versions) as ratios to each
 		$(if $(filter command line environment,$(origin RUNTIMES)),--runtimes '$(RUNTIMES)') \
 		$(if $(filter command line environment,$(origin PROFILE)),--profile '$(PROFILE)'))
 
-verdicts: setup ## Every claim of the papers (data/reference/claims.csv) judged on TARGET's latest runs, with 95% intervals, and which runtimes serve within TOLERANCE (0.05) of native: figures/verdicts/
+verdicts: setup ## Every claim of the papers (data/reference/claims.csv) judged on TARGET's latest runs (TARGET=a,b: a column per device), with 95% intervals, and which runtimes serve within TOLERANCE (0.05) of native: figures/verdicts/
 	$(PY) -m edgebench.drivers.verdicts --target '$(TARGET)' $(if $(TOLERANCE),--tolerance '$(TOLERANCE)')
 
 settle: setup ## Measure again, as new repetitions of the same runs, only the points each inconclusive claim needs, until decided, MAX_REPS (20) or BUDGET (2h); then make verdicts (docs/verdicts.md)

@@ -11,8 +11,10 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 import pytest
+from edgebench import claims
 from edgebench.claims import CONFIDENCE, HOLDS, INCONCLUSIVE, Claim, Verdict, parse_conditions
 from edgebench.drivers import settle as st
+from edgebench.drivers import verdicts as drv
 from edgebench.errors import ConfigError
 from edgebench.experiments import time_to_ready
 from edgebench.experiments.sweep import sweep
@@ -95,10 +97,13 @@ def test_an_inconclusive_claim_is_measured_again_at_its_points_only_until_it_hol
     assert rows[rows.app == "even"].rep.max() == 3 and rows[rows.app == "fast"].rep.max() == looks[-1].reps_after
     assert rows.groupby(["runtime", "app", "rep"]).size().max() == 1  # no point measured twice
     # Each look is judged at the stricter interval, and the run remembers the looks for make verdicts.
-    assert looks and all(lk.confidence == st.CONFIDENCE_OF_A_LOOK > CONFIDENCE for lk in looks)
+    assert looks and all(lk.confidence == claims.CONFIDENCE_OF_A_LOOK > CONFIDENCE for lk in looks)
     meta = load_meta(run_dir)
-    assert meta["notes"][st.LOOKS_NOTE] == {"P000-90": len(looks)}
-    assert st.confidence_for(meta, "P000-90") == st.CONFIDENCE_OF_A_LOOK and st.confidence_for(meta, "x") == CONFIDENCE
+    assert meta["notes"][claims.LOOKS_NOTE] == {"P000-90": len(looks)}
+    assert claims.confidence_for(meta, "P000-90") == claims.CONFIDENCE_OF_A_LOOK
+    assert claims.confidence_for(meta, "x") == CONFIDENCE
+    again = drv.verdicts([slower()], data_dir=tmp_path, figures_dir=tmp_path)  # make verdicts, after settle
+    assert again.verdict.iloc[0] == HOLDS and "at a 98.75% interval" in again.reason.iloc[0]
     page = st.save(looks, given_up, before, after, 60, tmp_path / "out").read_text()
     assert "holds after" in page and "- none" in page
 
@@ -157,7 +162,7 @@ def test_a_look_noted_in_meta_counts_up(tmp_path):
     run_dir = first_run(tmp_path)
     st.note_looks(run_dir, ["A", "B"])
     st.note_looks(run_dir, ["A"])
-    assert json.loads((run_dir / "meta.json").read_text())["notes"][st.LOOKS_NOTE] == {"A": 2, "B": 1}
+    assert json.loads((run_dir / "meta.json").read_text())["notes"][claims.LOOKS_NOTE] == {"A": 2, "B": 1}
 
 
 def test_the_points_a_repetition_adds_are_counted_from_the_first(tmp_path):

@@ -9,8 +9,10 @@ below 3 repetitions) and the run it comes from. A runtime is
 - `costs more`: either interval lies wholly outside it;
 - `inconclusive`: an interval straddles its edge;
 - `fails`: it ran at that level and no repetition served (the error says why);
-- `not measurable`: this device cannot run it there (below its minimum memory, ...);
-- `emulated`: its VM ran under TCG, QEMU's software emulation: its ratios are kept, not judged.
+- `not measurable`: what was measured there is no finding, and `why` says so as the claims engine
+  would: the device cannot run it there (below its minimum memory, ...), its VM ran under TCG
+  (QEMU's software emulation: its times are the emulator's), the device is emulated, or the run
+  is a smoke run (one point per runtime, to check the pipeline).
 
 With fewer than 3 repetitions there is no interval: the row carries the point estimates' verdict
 and says so, and what a reader reads (sentences, markdown) calls it undecided.
@@ -27,15 +29,19 @@ import pandas as pd
 
 from edgebench.claims import CONTRADICTED, HOLDS, MIN_N, decide, median_interval, ratio_interval
 from edgebench.paths import DATA_DIR
-from edgebench.plotting.tables import PROFILE_CAVEATS
+from edgebench.plotting.tables import PROFILE_CAVEATS, counted
 from edgebench.results import NOT_MEASURABLE, latest_run, load_meta, load_results
 
 LOAD_EXPERIMENTS = ("io_bound", "cpu_bound")
 THROUGHPUT, P99 = "requests_per_second", "latency_p99"
 PROTOCOL = "fair"
-WITHIN, COSTS_MORE, INCONCLUSIVE, FAILS, NOT_MEASURABLE_HERE, EMULATED = (
-    "within", "costs more", "inconclusive", "fails", "not measurable", "emulated")
-EMULATED_WHY = "ran under TCG, QEMU's software emulation (no KVM): its times are the emulator's"
+WITHIN, COSTS_MORE, INCONCLUSIVE, FAILS, NOT_MEASURABLE_HERE = (
+    "within", "costs more", "inconclusive", "fails", "not measurable")
+JUDGED = (WITHIN, COSTS_MORE, INCONCLUSIVE)
+# Why numbers that were measured are no findings, in the claims engine's words where it has them.
+TCG_WHY = "its VM ran under TCG (software emulation): its times measure the emulator"
+SMOKE_WHY = ("a smoke run: one point per runtime, to check that every part runs on the device; its numbers "
+             "are not measurements (make figures PROFILE=quick or standard measures)")
 COLUMNS = ["tolerance", "profile", "experiment", "endpoint", "app", "scenario", "cpus", "memory_mb", "runtime",
            "accelerator", "serves", "why", "n", "rps", "rps_vs_native", "rps_ci_low", "rps_ci_high", "p99_ms",
            "p99_vs_native", "p99_ci_low", "p99_ci_high", "ready_ms", "ready_ci_low", "ready_ci_high", "floor_mb",
@@ -51,12 +57,15 @@ def _fair(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def ready_times(df: pd.DataFrame | None) -> dict[tuple[str, str], tuple[float, float, float]]:
-    """(app, runtime) -> median time to ready of a warm start (ms) with its interval."""
+    """(app, runtime) -> median time to ready of a warm start (ms) with its interval; a VM under TCG
+    is left out (its times are the emulator's)."""
     if df is None:
         return {}
     rows = _ok(_fair(df), "time_to_ready")
     if "cache" in rows:
         rows = rows[rows["cache"] == "warm"]
+    if "accelerator" in rows:
+        rows = rows[rows["accelerator"].astype(str).str.lower() != "tcg"]
     return {key: (float(g["value"].median()), *median_interval(g["value"]))
             for key, g in rows.groupby(["app", "runtime"])}
 
@@ -137,33 +146,77 @@ def answer_rows(load: pd.DataFrame, experiment: str, load_run: str, tolerance: f
     return out
 
 
+def emulated_why(device: str) -> str:
+    """Why an emulated device's times and rates are no findings (the claims engine's words)."""
+    return f"measured on an {device}: its times and rates are the emulator's"
+
+
+def not_a_finding(meta: dict, timed: bool = True) -> str:
+    """Why a run's numbers are no findings ('' when they are): a smoke run's never are, an emulated
+    device's times and rates (`timed`) are not; its sizes are."""
+    if ((meta.get("parameters") or {}).get("profile") or "") == "smoke":
+        return SMOKE_WHY
+    device = (meta.get("target") or {}).get("emulated_device") or ""
+    return emulated_why(device) if device and timed else ""
+
+
+def _latest(target: str | None, data_dir: Path, profile: str) -> dict[str, Path | None]:
+    return {e: latest_run(e, target, profile, data_dir) for e in (*LOAD_EXPERIMENTS, "time_to_ready", "min_memory")}
+
+
+def _readable(run_dir: Path | None, timed: bool) -> Path | None:
+    """The run, if its numbers are findings."""
+    return run_dir if run_dir and not not_a_finding(load_meta(run_dir), timed) else None
+
+
 def answer(target: str | None = "local", data_dir: Path = DATA_DIR, profile: str = "any",
            tolerance: float = 0.05) -> pd.DataFrame:
     """The table over the target's latest runs of the HTTP load sweeps, time to ready and
-    minimum memory (empty, with its columns, when no load run exists yet)."""
+    minimum memory (empty, with its columns, when no load run exists yet). A runtime's numbers that
+    are no finding (runs_not_read, mark_not_findings) are `not measurable`, with why."""
     if not 0 < tolerance < 1:
         raise ValueError(f"tolerance={tolerance!r}: give a share of native such as 0.05 (5%)")
-    found = {e: latest_run(e, target, profile, data_dir) for e in (*LOAD_EXPERIMENTS, "time_to_ready", "min_memory")}
-    ready_dir, floor_dir = found["time_to_ready"], found["min_memory"]
+    found = _latest(target, data_dir, profile)
+    ready_dir, floor_dir = _readable(found["time_to_ready"], timed=True), _readable(found["min_memory"], timed=False)
     ready = ready_times(load_results(ready_dir) if ready_dir else None)
     floors = memory_floors(load_results(floor_dir) if floor_dir else None)
-    rows = []
+    rows, whys = [], {}
     for experiment in LOAD_EXPERIMENTS:
         if found[experiment]:
-            profile_made = (load_meta(found[experiment]).get("parameters") or {}).get("profile") or ""
+            meta = load_meta(found[experiment])
+            whys[found[experiment].name] = not_a_finding(meta)
             rows += answer_rows(load_results(found[experiment]), experiment, found[experiment].name, tolerance,
                                 ready, floors, ready_dir.name if ready_dir else "", floor_dir.name if floor_dir else "",
-                                profile_made)
+                                (meta.get("parameters") or {}).get("profile") or "")
     table = pd.DataFrame(rows, columns=COLUMNS)
     # A runtime's accelerator is known from any row that started it (a failed start has none).
     known = table[table["accelerator"] != ""].groupby("runtime")["accelerator"].first()
     table["accelerator"] = [known.get(r, a) for r, a in zip(table["runtime"], table["accelerator"])]
-    # An emulated VM's ratio to native measures QEMU's emulator, not the runtime: kept, not judged.
-    emulated = (table["accelerator"].astype(str).str.lower().eq("tcg")
-                & table["serves"].isin([WITHIN, COSTS_MORE, INCONCLUSIVE]))
-    table.loc[emulated, "serves"] = EMULATED
-    table.loc[emulated, "why"] = EMULATED_WHY
+    return mark_not_findings(table, whys)
+
+
+def mark_not_findings(table: pd.DataFrame, run_whys: dict[str, str]) -> pd.DataFrame:
+    """Every row of a load run that is no finding (`run_whys`: run id -> why), and every judged VM
+    under TCG, made `not measurable` with why; their numbers stay in the table, never read as a verdict."""
+    whole_run = table["load_run"].map(lambda run: run_whys.get(run, "")).fillna("")
+    tcg = table["accelerator"].astype(str).str.lower().eq("tcg") & table["serves"].isin(JUDGED)
+    why = whole_run.where(whole_run != "", tcg.map({True: TCG_WHY, False: ""}))
+    table.loc[why != "", "serves"] = NOT_MEASURABLE_HERE
+    table.loc[why != "", "why"] = why[why != ""]
     return table
+
+
+def runs_not_read(target: str | None = "local", data_dir: Path = DATA_DIR, profile: str = "any") -> list[str]:
+    """The time-to-ready and memory-floor runs whose numbers are no findings, each with why: said
+    before the answer, since nothing of theirs is shown (a load run's rows say it themselves)."""
+    lines = []
+    for experiment, run_dir in _latest(target, data_dir, profile).items():
+        if experiment in LOAD_EXPERIMENTS:
+            continue
+        why = not_a_finding(load_meta(run_dir), timed=experiment != "min_memory") if run_dir else ""
+        if why:
+            lines.append(f"{experiment} run {run_dir.name}: {why}")
+    return lines
 
 
 # -- what a reader acts on ------------------------------------------------------------------------
@@ -184,19 +237,21 @@ def _name(r) -> str:
 
 def _level(r) -> str:
     mem = f"{r.memory_mb:g} MiB" if pd.notna(r.memory_mb) else "no memory limit"
-    cpus = f", {r.cpus:g} CPU" if pd.notna(r.cpus) else ""
+    cpus = f", {r.cpus:g} CPU{'' if r.cpus == 1 else 's'}" if pd.notna(r.cpus) else ""
     return f"{r.app} at {mem}{cpus} ({r.endpoint or r.experiment})"
 
 
 def _point_estimate(r) -> bool:
-    """Compared with native without an interval (fewer than MIN_N repetitions): nothing decided."""
-    return r.runtime != "native" and pd.notna(r.rps_vs_native) and pd.isna(r.rps_ci_low)
+    """Judged against native without an interval (fewer than MIN_N repetitions): nothing decided."""
+    return r.serves in JUDGED and pd.notna(r.rps_vs_native) and pd.isna(r.rps_ci_low)
 
 
 def _repetitions(rows: pd.DataFrame) -> str:
-    """'n=1', or 'n=1-2' where runtimes had different numbers of repetitions."""
+    """'1 repetition', or '1-2 repetitions' where runtimes had different numbers of them."""
     counts = sorted({int(n) for n in rows["n"] if pd.notna(n) and n > 0})
-    return f"n={counts[0]}" + (f"-{counts[-1]}" if len(counts) > 1 else "") if counts else "n=0"
+    if not counts:
+        return "no repetition"
+    return counted(counts[0], "repetition") if len(counts) == 1 else f"{counts[0]}-{counts[-1]} repetitions"
 
 
 def profile_caveats(table: pd.DataFrame) -> list[str]:
@@ -205,64 +260,90 @@ def profile_caveats(table: pd.DataFrame) -> list[str]:
     return [caveat for profile, caveat in PROFILE_CAVEATS.items() if profile in made]
 
 
+def _levels(table: pd.DataFrame) -> list[pd.DataFrame]:
+    return [level for _, level in table.groupby(["experiment", "app", "scenario", "cpus", "memory_mb"],
+                                                dropna=False, sort=False)]
+
+
+def _no_finding(level: pd.DataFrame) -> str:
+    """The one reason a whole level is no finding (a smoke run, an emulated device), else ''."""
+    whys = set(level["why"])
+    return whys.pop() if (level["serves"] == NOT_MEASURABLE_HERE).all() and len(whys) == 1 else ""
+
+
+def _unfound_lines(levels: list[pd.DataFrame]) -> list[str]:
+    """One line per experiment and reason for its levels that hold no finding at all."""
+    by_reason: dict[tuple[str, str], int] = {}
+    for level in levels:
+        if _no_finding(level):
+            key = (str(level["experiment"].iloc[0]), _no_finding(level))
+            by_reason[key] = by_reason.get(key, 0) + 1
+    every = {e: sum(1 for lv in levels if lv["experiment"].iloc[0] == e) for e, _ in by_reason}
+    return [f"{experiment}, {'every level' if n == every[experiment] else counted(n, 'level')}: no finding, "
+            f"not measurable here: {why}" for (experiment, why), n in by_reason.items()]
+
+
+def _level_line(level: pd.DataFrame, labels: dict[str, str], repetitions: str) -> str:
+    """Who serves within the tolerance at one level, who costs more and how much, who fails, and
+    whose numbers are no finding there."""
+    native = level[level["serves"] == "baseline"]
+    parts = [f"native serves {native['rps'].iloc[0]:,.0f} req/s, p99 {native['p99_ms'].iloc[0]:.3g} ms"] \
+        if len(native) else []
+    named: dict[str, list[str]] = {}
+    for verdict, label in labels.items():
+        for r in level[level["serves"] == verdict].itertuples():
+            name = _name(r)
+            if verdict == COSTS_MORE:
+                # As multiples of native's, like the table: "35% of its throughput" read as a 35% cost.
+                name += f" (req/s x{r.rps_vs_native:.3g}, p99 x{r.p99_vs_native:.3g} of native's)"
+            point = _point_estimate(r)
+            named.setdefault(f"{label} by point estimate" if point else label, []).append(name)
+    parts += [f"{label}: {', '.join(names)}" for label, names in named.items()]
+    head = _level(next(level.itertuples()))
+    if repetitions:
+        head += f", {repetitions}, no interval (one needs {MIN_N} repetitions), so nothing here is decided"
+    return f"{head}: " + "; ".join(parts)
+
+
 def sentences(table: pd.DataFrame, tolerance: float | None = None) -> list[str]:
     """One line per app and level: who serves within the tolerance (the table's own by default), who
-    costs more and how much, who fails or cannot run there, whose VM ran emulated. A level whose
-    comparisons have no interval says so first, and its verdicts read as point estimates; where
-    every level is such, one line before them says it for all."""
+    costs more and how much, who fails, whose numbers are no finding there (not measurable here). A
+    level whose comparisons have no interval says so first, and its verdicts read as point
+    estimates; where every level is such, one line before them says it for all. Levels with no
+    finding at all (a smoke run, an emulated device) take one line per experiment, with why."""
     if tolerance is None:
         tolerance = float(table["tolerance"].iloc[0]) if len(table) else 0.05
     labels = {WITHIN: f"within {tolerance:.0%} of native", INCONCLUSIVE: "not yet settled",
-              COSTS_MORE: "costs more", FAILS: "fails", NOT_MEASURABLE_HERE: "cannot run here",
-              EMULATED: "emulated under TCG, not judged"}
-    levels = [level for _, level in table.groupby(["experiment", "app", "scenario", "cpus", "memory_mb"],
-                                                  dropna=False, sort=False)]
-    # Per level, its repetitions ("n=1") where a comparison with native has no interval, else "".
-    undecided = [_repetitions(level) if any(_point_estimate(r) and r.serves != EMULATED for r in level.itertuples())
-                 else "" for level in levels]
-    said_once = bool(levels) and all(undecided) and len(set(undecided)) == 1
+              COSTS_MORE: "costs more", FAILS: "fails", NOT_MEASURABLE_HERE: "not measurable here"}
+    levels = _levels(table)
+    found = [level for level in levels if not _no_finding(level)]
+    # Per level, its repetitions ("1 repetition") where a verdict has no interval, else "".
+    undecided = [_repetitions(level) if any(_point_estimate(r) for r in level.itertuples()) else ""
+                 for level in found]
+    said_once = bool(found) and all(undecided) and len(set(undecided)) == 1
     lines = [f"{undecided[0]} at every level, no interval (one needs {MIN_N} repetitions): nothing below is "
              "decided; its verdicts are point estimates."] if said_once else []
-    for level, repetitions in zip(levels, undecided):
-        first = next(level.itertuples())
-        native = level[level["runtime"] == "native"]
-        parts = []
-        if len(native) and pd.notna(native["rps"].iloc[0]):
-            parts.append(f"native serves {native['rps'].iloc[0]:,.0f} req/s, p99 {native['p99_ms'].iloc[0]:.3g} ms")
-        named: dict[str, list[str]] = {}
-        for verdict, label in labels.items():
-            for r in level[level["serves"] == verdict].itertuples():
-                name = _name(r)
-                if verdict in (COSTS_MORE, EMULATED):
-                    # As multiples of native's, like the table: "35% of its throughput" read as a 35% cost.
-                    name += f" (req/s x{r.rps_vs_native:.3g}, p99 x{r.p99_vs_native:.3g} of native's)"
-                point = _point_estimate(r) and verdict in (WITHIN, COSTS_MORE)
-                named.setdefault(f"{label} by point estimate" if point else label, []).append(name)
-        parts += [f"{label}: {', '.join(names)}" for label, names in named.items()]
-        head = _level(first)
-        if repetitions and not said_once:
-            head += f", {repetitions}, no interval (one needs {MIN_N} repetitions), so nothing here is decided"
-        lines.append(f"{head}: " + "; ".join(parts))
-    return lines
+    lines += [_level_line(level, labels, "" if said_once else repetitions)
+              for level, repetitions in zip(found, undecided)]
+    return lines + _unfound_lines(levels)
 
 
-MARKS = {WITHIN: "yes", COSTS_MORE: "no", INCONCLUSIVE: "unsettled", FAILS: "fails", NOT_MEASURABLE_HERE: "cannot run",
-         EMULATED: "emulated, not judged", "baseline": "baseline"}
+MARKS = {WITHIN: "yes", COSTS_MORE: "no", INCONCLUSIVE: "unsettled", FAILS: "fails",
+         NOT_MEASURABLE_HERE: "not measurable", "baseline": "baseline"}
 
 
 def _cell(r) -> str:
-    """One runtime at one level: the verdict (none from a point estimate: its n instead), then
-    throughput and p99 as shares of native's."""
+    """One runtime at one level: the verdict (none from a point estimate: its repetitions instead),
+    then throughput and p99 as shares of native's; no number where it is no finding."""
     mark = MARKS.get(r.serves, r.serves)
     if r.serves == "baseline":
         return f"{r.rps:,.0f} req/s, p99 {r.p99_ms:.3g} ms"
-    if pd.isna(r.rps_vs_native):
+    if r.serves not in JUDGED or pd.isna(r.rps_vs_native):
         return mark
-    if _point_estimate(r) and r.serves != EMULATED:
-        mark = f"n={int(r.n)}, undecided"
+    if _point_estimate(r):
+        mark = f"{counted(int(r.n), 'repetition')}, undecided"
     return (f"{mark}: req/s x{_with_interval(r.rps_vs_native, r.rps_ci_low, r.rps_ci_high)}, "
             f"p99 x{_with_interval(r.p99_vs_native, r.p99_ci_low, r.p99_ci_high)}")
-
 
 
 def _runtimes(table: pd.DataFrame) -> list[str]:
@@ -270,60 +351,83 @@ def _runtimes(table: pd.DataFrame) -> list[str]:
     return sorted(names, key=lambda n: (n != "native", n))
 
 
-def markdown(table: pd.DataFrame, tolerance: float = 0.05, emulated: str = "") -> str:
-    """What the runs' profiles make of the numbers; the sentences; a table of app x level by runtime,
-    every ratio with its interval where it has one; then each runtime's time to ready and memory
-    floor per app; and the runs they come from."""
+def _ratio_how(table: pd.DataFrame) -> str:
+    """How the cells give their ratios: "[95% CI]" only over intervals that exist (a header over
+    point estimates reads as decided)."""
+    judged = table[table["serves"].isin(JUDGED) & table["rps_vs_native"].notna()]
+    has_interval = judged["rps_ci_low"].notna()
+    if len(judged) and has_interval.all():
+        return "as multiples of native's [95% CI]"
+    if has_interval.any():
+        return (f"as multiples of native's [95% CI]; a cell from fewer than {MIN_N} repetitions has no interval "
+                "and gives its repetitions instead of a verdict")
+    if len(judged):
+        return (f"as multiples of native's; every cell is from fewer than {MIN_N} repetitions: no interval, so it "
+                "gives its repetitions instead of a verdict")
+    return "as multiples of native's"
+
+
+def _level_table(table: pd.DataFrame, tolerance: float) -> list[str]:
+    names = _runtimes(table)
+    lines = [f"Within {tolerance:.0%} of native's throughput and p99 latency? Each cell: the verdict, then req/s "
+             f"and p99 {_ratio_how(table)}; native's cell gives its own.", "",
+             "| app, level | " + " | ".join(names) + " |", "|---" * (len(names) + 1) + "|"]
+    for level in _levels(table):
+        cells = {_name(r): _cell(r) for r in level.itertuples()}
+        lines.append(f"| {_level(next(level.itertuples()))} | " + " | ".join(cells.get(n, "") for n in names) + " |")
+    return lines
+
+
+def _starts_table(table: pd.DataFrame) -> list[str]:
+    """Each runtime's warm time to ready [interval where it has one] and memory floor, per app."""
+    starts = table.drop_duplicates(["app", "runtime"])
+    starts = starts[starts["ready_ms"].notna() | starts["floor_mb"].notna()]
+    if starts.empty:
+        return []
+    ready_interval = starts.loc[starts["ready_ms"].notna(), "ready_ci_low"].notna()
+    how = ("[95% CI]" if ready_interval.all() else f"[95% CI; none below {MIN_N} starts]" if ready_interval.any()
+           else f"(below {MIN_N} starts: no interval)")
+    lines = ["", f"| app | runtime | time to ready, warm, median ms {how} | memory floor, MiB |", "|---|---|---|---|"]
+    for r in starts.sort_values(["app", "runtime"], key=lambda c: c.map(lambda v: (v != "native", v))).itertuples():
+        ready = _with_interval(r.ready_ms, r.ready_ci_low, r.ready_ci_high, '{:.0f}')
+        lines.append(f"| {r.app} | {_name(r)} | {ready} | {_num(r.floor_mb, '{:g}')} |")
+    return lines
+
+
+def _whys(table: pd.DataFrame) -> list[str]:
+    """Why runtimes failed (findings), then which numbers are no findings and why, each reason once."""
+    lines = []
+    failed = table[(table["serves"] == FAILS) & (table["why"] != "")]
+    if len(failed):
+        lines += ["", "Why they failed:"] + [f"- {r.runtime}, {_level(r)}: {r.why}"
+                                            for r in failed.drop_duplicates(["runtime", "why"]).itertuples()]
+    unfound = table[table["serves"] == NOT_MEASURABLE_HERE]
+    if len(unfound):
+        lines += ["", "Not findings (not measurable here), and why:"]
+        for why, rows in unfound.groupby("why", sort=False):
+            names = ", ".join(dict.fromkeys(_name(r) for r in rows.itertuples()))
+            lines.append(f"- {names}: {why or 'no rows'}")
+    return lines
+
+
+def markdown(table: pd.DataFrame, tolerance: float = 0.05, notes: list[str] | tuple[str, ...] = ()) -> str:
+    """What the runs' profiles make of the numbers and which runs are no findings (`notes`:
+    runs_not_read); the sentences; a table of app x level by runtime, every ratio with its interval
+    where it has one; each runtime's time to ready and memory floor per app; why runtimes failed and
+    which numbers are no findings; and the runs they come from."""
     if table.empty:
         return ("No HTTP load run on this device yet: `make figures ONLY=io_bound,time_to_ready,min_memory` "
                 "gives the answer.")
     lines = [line for caveat in profile_caveats(table) for line in (f"**{caveat}**", "")]
-    if emulated:
-        lines += [f"**Measured on an {emulated}: its times and rates are the emulator's, not a device's.**", ""]
+    lines += [line for note in notes for line in (f"**Not a finding: {note}.**", "")]
+    lines += [f"A finding is a verdict on what this device measured: {MARKS[WITHIN]}, {MARKS[COSTS_MORE]}, "
+              f"{MARKS[INCONCLUSIVE]} or {MARKS[FAILS]}. A runtime that is \"{MARKS[NOT_MEASURABLE_HERE]}\" there is "
+              "no finding: the list under the tables says why.", ""]
     lines += [f"- {s}" for s in sentences(table, tolerance)] + [""]
-    names = _runtimes(table)
-    # "[95% CI]" only over intervals that exist: a header over point estimates reads as decided.
-    has_interval = table.loc[(table["runtime"] != "native") & table["rps_vs_native"].notna(), "rps_ci_low"].notna()
-    if has_interval.all():
-        how = "as multiples of native's [95% CI]"
-    elif has_interval.any():
-        how = (f"as multiples of native's [95% CI]; a cell from fewer than {MIN_N} repetitions has no interval "
-               "and gives its n instead of a verdict")
-    else:
-        how = (f"as multiples of native's; every cell is from fewer than {MIN_N} repetitions: no interval, so it "
-               "gives its n instead of a verdict")
-    lines += [f"Within {tolerance:.0%} of native's throughput and p99 latency? Each cell: the verdict, then req/s and "
-              f"p99 {how}; native's cell gives its own.", "",
-              "| app, level | " + " | ".join(names) + " |", "|---" * (len(names) + 1) + "|"]
-    for _, level in table.groupby(["experiment", "app", "scenario", "cpus", "memory_mb"], dropna=False, sort=False):
-        cells = {_name(r): _cell(r) for r in level.itertuples()}
-        lines.append(f"| {_level(next(level.itertuples()))} | " + " | ".join(cells.get(n, "") for n in names) + " |")
-    starts = table.drop_duplicates(["app", "runtime"])
-    starts = starts[starts["ready_ms"].notna() | starts["floor_mb"].notna()]
-    ready_interval = starts.loc[starts["ready_ms"].notna(), "ready_ci_low"].notna()
-    ready = ("[95% CI]" if ready_interval.all() else f"[95% CI; none below {MIN_N} starts]" if ready_interval.any()
-             else f"(below {MIN_N} starts: no interval)")
-    if len(starts):
-        lines += ["", f"| app | runtime | time to ready, warm, median ms {ready} | memory floor, MiB |",
-                  "|---|---|---|---|"]
-    for r in starts.sort_values(["app", "runtime"], key=lambda c: c.map(lambda v: (v != "native", v))).itertuples():
-        ready = _with_interval(r.ready_ms, r.ready_ci_low, r.ready_ci_high, '{:.0f}')
-        lines.append(f"| {r.app} | {_name(r)} | {ready} "
-                     f"| {_num(r.floor_mb, '{:g}')} |")
-    why = table[table["serves"].isin([FAILS, NOT_MEASURABLE_HERE]) & (table["why"] != "")]
-    if len(why):
-        lines += [""] + [f"- {r.runtime}, {_level(r)}: {r.why}"
-                         for r in why.drop_duplicates(["runtime", "why"]).itertuples()]
+    # A table of nothing but "not measurable" cells tells nothing the lines above do not.
+    found = table["serves"] != NOT_MEASURABLE_HERE
+    lines += (_level_table(table, tolerance) if found.any() else []) + _starts_table(table) + _whys(table)
     runs = {f"{e}: {x}" for col, e in (("load_run", None), ("ready_run", "time_to_ready"), ("floor_run", "min_memory"))
             for x, e in zip(table[col], table["experiment"] if e is None else [e] * len(table)) if x and pd.notna(x)}
     lines += ["", "Runs: " + ", ".join(sorted(runs)) + "."]
     return "\n".join(lines)
-
-
-def emulated_device(target: str | None, data_dir: Path = DATA_DIR, profile: str = "any") -> str:
-    """What the latest load run's target says it is, when it is an emulated device."""
-    for experiment in LOAD_EXPERIMENTS:
-        d = latest_run(experiment, target, profile, data_dir)
-        if d:
-            return (load_meta(d).get("target") or {}).get("emulated_device") or ""
-    return ""

@@ -49,6 +49,12 @@ UNTIMED_UNITS = {"bytes", "MB", "MiB", "count", "faults"}
 # What is read, not timed: one value is the value (static footprint measures each size once).
 EXACT_UNITS = {"bytes"}
 CONFIDENCE = 0.95
+# make settle looks at a claim again as its data grows; each look is judged at a stricter interval,
+# Bonferroni over its looks and make verdicts' own (docs/verdicts.md), and a run notes the claims
+# settle looked at (meta.json notes, LOOKS_NOTE) so every later judgement uses the same interval.
+LOOKS = 3
+CONFIDENCE_OF_A_LOOK = 1 - (1 - CONFIDENCE) / (LOOKS + 1)
+LOOKS_NOTE = "settle_looks"
 BETTER = ("lower", "higher")
 MIN_N = 3  # fewer values give no interval worth the name (two values' bootstrap is just their range)
 RESAMPLES = 2000
@@ -142,6 +148,12 @@ def check_claim(claim: Claim, where: str = "claims") -> None:
         if getattr(claim, end) is None:
             raise ConfigError(f"{name}: a {claim.kind} claim needs `{end}` (its band); without one no rows can "
                               "satisfy it: give the band, or leave experiment and metric empty")
+
+
+def confidence_for(meta: dict, claim_id: str) -> float:
+    """The interval a claim is judged at on a run: stricter once make settle has looked at it there."""
+    looked = ((meta.get("notes") or {}).get(LOOKS_NOTE) or {}).get(claim_id, 0)
+    return CONFIDENCE_OF_A_LOOK if looked else CONFIDENCE
 
 
 # -- the rows a claim is about ---------------------------------------------------------------
@@ -438,10 +450,12 @@ def judge(claim: Claim, df: pd.DataFrame | None, emulated_device: str = "",
             return Verdict(**base, verdict=NOT_MEASURABLE,
                            reason=f"no paired rows: no {claim.a} and {claim.b} rows share a repetition at the same "
                                   f"{', '.join(k for k in keys if k != 'rep') or 'coordinates'}")
-        how = f"median of {n} paired ratios {claim.a}/{claim.b}"
+        how = f"median of {n} paired ratio{'s' if n != 1 else ''} {claim.a}/{claim.b}"
     else:
         effect, low, high, n = median_effect(a, confidence)
-        how = f"median of {n} {claim.a} values ({claim.unit or 'its unit'})"
+        how = f"median of {n} {claim.a} value{'s' if n != 1 else ''} ({claim.unit or 'its unit'})"
+    if confidence != CONFIDENCE:
+        how += f", at a {confidence:.2%} interval (make settle's looks)"
     if math.isnan(low) and set(rows["unit"].astype(str)) <= EXACT_UNITS:
         low = high = effect  # a size read from a file or an image: measured once, exactly
     if math.isnan(low):
@@ -468,4 +482,4 @@ def _judge_failure(claim: Claim, a: pd.DataFrame, b: pd.DataFrame | None, base: 
 
 __all__ = ["Claim", "Verdict", "load_claims", "check_claim", "judge", "decide", "band", "ratio_effect",
            "paired_ratios", "pair_columns", "ratios", "median_bootstrap", "repetitions_to_settle", "matching",
-           "parse_conditions", "KINDS", "HOLDS", "CONTRADICTED", "INCONCLUSIVE", "NOT_MEASURABLE"]
+           "parse_conditions", "confidence_for", "KINDS", "HOLDS", "CONTRADICTED", "INCONCLUSIVE", "NOT_MEASURABLE"]

@@ -33,6 +33,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 from edgebench.answer import profile_caveats as answer_caveats
 from edgebench.answer import sentences as answer_sentences
 from edgebench.claims import MIN_N
+from edgebench.drivers.verdicts import BY_DEVICE_COLUMNS, VERDICTS, VERDICTS_DIR_NAME, device_file
 from edgebench.drivers.verdicts import counts as verdict_counts
 from edgebench.experiments import EXPERIMENTS
 from edgebench.papers import Paper, papers_of
@@ -528,34 +529,67 @@ def front_caveats(pages: list[Page]) -> list[str]:
 
 @dataclass
 class VerdictCounts:
-    """How many of each paper's claims hold, are contradicted, inconclusive or not measurable here."""
-    claims: str                         # "118 claims"
+    """How many claims hold, are contradicted, inconclusive or not measurable here: per paper for
+    one device, per device for several (make verdicts TARGET=a,b)."""
+    claims: str                         # "118 claims", "118 claims on 3 devices"
     columns: list[str]                  # the verdicts some claim got
-    rows: list[tuple[str, list[int]]]   # (paper, a count per column)
+    rows: list[tuple[str, list[int]]]   # ("paper 000" or a device, a count per column)
 
 
-def verdict_summary(table: pd.DataFrame | None) -> VerdictCounts | None:
-    """What the front page starts with (make verdicts); None before there are verdicts."""
+def _summary(counts: pd.DataFrame, claims: str, label) -> VerdictCounts:
+    counts = counts.loc[:, (counts != 0).any()]  # a verdict no claim got takes no column
+    return VerdictCounts(claims, [str(v) for v in counts.columns],
+                         [(label(row), [int(n) for n in counts.loc[row]]) for row in counts.index])
+
+
+def verdict_summary(table: pd.DataFrame | None, by_device: pd.DataFrame | None = None) -> VerdictCounts | None:
+    """What the front page starts with (make verdicts): the counts per paper, or with several
+    devices (by_device.csv: a verdict column per device) per device; None before there are verdicts."""
+    if by_device is not None and not by_device.empty:
+        devices = [c for c in by_device.columns if c not in BY_DEVICE_COLUMNS]
+        counts = pd.DataFrame({d: by_device[d].value_counts() for d in devices}).T.fillna(0)
+        counts = counts.reindex(columns=list(VERDICTS), fill_value=0)
+        return _summary(counts, f"{counted(len(by_device), 'claim')} on {counted(len(devices), 'device')}", str)
     if table is None or table.empty:
         return None
-    counts = verdict_counts(table)
-    counts = counts.loc[:, (counts != 0).any()]  # a verdict no claim got takes no column
-    return VerdictCounts(counted(len(table), "claim"), [str(v) for v in counts.columns],
-                         [(str(paper), [int(n) for n in counts.loc[paper]]) for paper in counts.index])
+    return _summary(verdict_counts(table), counted(len(table), "claim"), lambda paper: f"paper {paper}")
 
 
 @dataclass
 class Answer:
-    """edgebench's own answer for the device (make verdicts writes it): one line per app and memory level."""
+    """edgebench's own answer for a device (make verdicts writes it): one line per app and memory
+    level; `device` '' for the only one."""
     caveats: list[str]
     lines: list[str]
+    device: str = ""
 
 
-def answer_summary(table: pd.DataFrame | None) -> Answer | None:
+def answer_summary(table: pd.DataFrame | None, device: str = "") -> Answer | None:
     """Below the verdicts (make verdicts writes it; its page has the table with every interval)."""
     if table is None or table.empty:
         return None
-    return Answer(list(answer_caveats(table)), list(answer_sentences(table)))
+    return Answer(list(answer_caveats(table)), list(answer_sentences(table)), device)
+
+
+def _read_answer(path: Path) -> pd.DataFrame | None:
+    if not path.exists():
+        return None
+    return pd.read_csv(path, dtype={"why": str, "accelerator": str}).fillna({"why": "", "accelerator": ""})
+
+
+def read_verdicts(figures_dir: Path) -> tuple[pd.DataFrame | None, pd.DataFrame | None, dict[str, pd.DataFrame]]:
+    """What make verdicts left in figures/verdicts/: the verdicts of one device, or the claims by
+    device, and each device's answer ('' for the only one)."""
+    folder = Path(figures_dir) / VERDICTS_DIR_NAME
+    by_device_csv, verdicts_csv = folder / "by_device.csv", folder / "verdicts.csv"
+    if by_device_csv.exists():
+        wide = pd.read_csv(by_device_csv, dtype={"paper": str})
+        devices = [c for c in wide.columns if c not in BY_DEVICE_COLUMNS]
+        answers = {d: _read_answer(folder / f"{device_file('answer', d)}.csv") for d in devices}
+        return None, wide, {d: a for d, a in answers.items() if a is not None}
+    table = pd.read_csv(verdicts_csv, dtype={"paper": str}) if verdicts_csv.exists() else None
+    answer = _read_answer(folder / "answer.csv")
+    return table, None, ({"": answer} if answer is not None else {})
 
 
 @dataclass
@@ -600,13 +634,17 @@ VERDICTS_HREF = "verdicts.html"  # the verdicts notebook's page, beside the inde
 
 
 def index_html(pages: list[Page], experiments: list[str], papers: dict[str, list] | None = None,
-               verdicts: pd.DataFrame | None = None, answer: pd.DataFrame | None = None) -> str:
-    """The front page: the verdicts on the papers' claims, the device(s) and how their VMs ran, the
-    profiles, the papers, and one card per experiment page with its main figure and the first line
-    of its findings."""
+               verdicts: pd.DataFrame | None = None, answer: pd.DataFrame | None = None,
+               by_device: pd.DataFrame | None = None, answers: dict[str, pd.DataFrame] | None = None) -> str:
+    """The front page: the verdicts on the papers' claims (per paper, or per device for several:
+    `by_device`) and edgebench's answer (`answer`, or one per device: `answers`), the device(s) and
+    how their VMs ran, the profiles, the papers, and one card per experiment page with its main
+    figure and the first line of its findings."""
+    answers = answers if answers is not None else {"": answer}
+    shown = [a for a in (answer_summary(table, device) for device, table in answers.items()) if a]
     return TEMPLATES.get_template("index.html.j2").render(
         title="edgebench report", index_href=None, caveats=front_caveats(pages),
-        verdicts=verdict_summary(verdicts), answer=answer_summary(answer), verdicts_href=VERDICTS_HREF, min_n=MIN_N,
+        verdicts=verdict_summary(verdicts, by_device), answers=shown, verdicts_href=VERDICTS_HREF, min_n=MIN_N,
         devices=devices(pages), papers=papers_shown(papers or {}), labels=LABELS, cards=cards(pages, experiments))
 
 
@@ -637,12 +675,8 @@ def build(figures_dir: Path = FIGURES_DIR, data_dir: Path = DATA_DIR, out_dir: P
     names = experiments if experiments is not None else [*EXPERIMENTS, "compare"]
     index = out_dir / "index.html"
     papers = {name: papers_of(EXPERIMENTS[name].references) for name in names if name in EXPERIMENTS}
-    verdicts_csv = figures_dir / "verdicts" / "verdicts.csv"
-    verdicts = pd.read_csv(verdicts_csv, dtype={"paper": str}) if verdicts_csv.exists() else None
-    answer_csv = figures_dir / "verdicts" / "answer.csv"
-    answer = pd.read_csv(answer_csv, keep_default_na=True).fillna({"why": "", "accelerator": ""}) \
-        if answer_csv.exists() else None
-    index.write_text(index_html(pages, names, papers, verdicts, answer))
+    verdicts, by_device, answers = read_verdicts(figures_dir)
+    index.write_text(index_html(pages, names, papers, verdicts, by_device=by_device, answers=answers))
     return index
 
 

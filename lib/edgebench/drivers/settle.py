@@ -35,29 +35,20 @@ from typing import Callable
 
 import pandas as pd
 
-from edgebench.claims import (CLAIMS_FILE, CONFIDENCE, CONTRADICTED, HOLDS, INCONCLUSIVE, NOT_MEASURABLE, Claim,
-                              conditions_for, judge, load_claims)
+from edgebench.claims import (CLAIMS_FILE, CONFIDENCE_OF_A_LOOK, CONTRADICTED, HOLDS, INCONCLUSIVE, LOOKS, LOOKS_NOTE,
+                              NOT_MEASURABLE, Claim, conditions_for, judge, load_claims)
 from edgebench.claims import band as claim_band
-from edgebench.drivers.verdicts import counts
+from edgebench.drivers.verdicts import counts, judged, read_run
 from edgebench.errors import ConfigError, EdgebenchError
 from edgebench.experiments import EXPERIMENTS
 from edgebench.paths import DATA_DIR, FIGURES_DIR
-from edgebench.results import latest_run, load_meta, load_results, time_in_points
+from edgebench.results import load_meta, load_results, time_in_points
 from edgebench.units import as_list
 
-LOOKS = 3  # settle's looks at a claim at most, each after more repetitions
-CONFIDENCE_OF_A_LOOK = 1 - (1 - CONFIDENCE) / (LOOKS + 1)  # Bonferroni over them and make verdicts' look
 MAX_REPETITIONS = 20
 BUDGET = "2h"
-LOOKS_NOTE = "settle_looks"  # meta.json notes: claim id -> looks settle made at it
 COLUMNS = ["claim_id", "paper", "experiment", "run", "look", "reps_before", "reps_after", "n", "verdict", "effect",
            "ci_low", "ci_high", "confidence", "seconds", "why"]
-
-
-def confidence_for(meta: dict, claim_id: str) -> float:
-    """The interval a claim is judged at on a run: stricter once settle has looked at it."""
-    looked = ((meta.get("notes") or {}).get(LOOKS_NOTE) or {}).get(claim_id, 0)
-    return CONFIDENCE_OF_A_LOOK if looked else CONFIDENCE
 
 
 def seconds_of(text: str) -> float:
@@ -203,17 +194,14 @@ class Settling:
 
 
 def judge_on_latest(claims: list[Claim], s: Settling) -> dict[str, tuple]:
-    """claim id -> (verdict, run_dir or None), each claim at the confidence its run's looks give."""
-    out = {}
+    """claim id -> (verdict, run_dir or None), as make verdicts judges it (a smoke run is no
+    finding; a claim settle has looked at, at the stricter interval)."""
+    out, runs = {}, {}
     for claim in claims:
-        run_dir = latest_run(claim.experiment, s.target, s.profile, s.data_dir) if claim.experiment else None
-        if run_dir is None:
-            out[claim.claim_id] = (judge(claim, None), None)
-            continue
-        meta = load_meta(run_dir)
-        emulated = (meta.get("target") or {}).get("emulated_device") or ""
-        out[claim.claim_id] = (judge(claim, load_results(run_dir), emulated, confidence_for(meta, claim.claim_id)),
-                               run_dir)
+        if claim.experiment and claim.experiment not in runs:
+            runs[claim.experiment] = read_run(claim.experiment, s.target, s.profile, s.data_dir)
+        run = runs.get(claim.experiment) if claim.metric else None
+        out[claim.claim_id] = (judged(claim, run), run.path if run else None)
     return out
 
 
