@@ -16,3 +16,5 @@ string  # edgebench.drivers.report
 limits_requested  # edgebench.runtimes.contract.Instance
 # A context manager's __exit__ takes the traceback whether it reads it or not.
 tb
+# A look's columns in settle.csv (asdict), for the reader of the file.
+reps_before  # edgebench.drivers.settle.Look

@@ -21,19 +21,10 @@ from edgebench.drivers import verdicts as drv
 from edgebench.errors import ConfigError
 from edgebench.experiments import EXPERIMENTS
 
+from test_claims import claim, rows
+
 RNG = np.random.default_rng(1)
 EMULATED = "emulated device (aarch64)"
-
-
-def rows(runtime: str, values, metric="time_to_ready", unit="ms", status="ok", **coords) -> pd.DataFrame:
-    return pd.DataFrame({"metric": metric, "runtime": runtime, "value": list(values), "unit": unit, "status": status,
-                         "error": None if status == "ok" else "OOM-killed", "rep": range(1, len(values) + 1),
-                         "app": "go-http", **coords})
-
-
-def claim(kind: str, a="docker", b="nanos", **fields) -> Claim:
-    return Claim("P000-99", "000", "Fig. 3", "quote", "statement", "time_to_ready", "time_to_ready", a, b,
-                 kind=kind, **fields)
 
 
 def write_run(data: Path, experiment: str, run_id: str, target: str, df: pd.DataFrame, emulated: str = "",
