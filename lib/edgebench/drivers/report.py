@@ -531,7 +531,7 @@ def front_caveats(pages: list[Page]) -> list[str]:
 class VerdictCounts:
     """How many claims hold, are contradicted, inconclusive or not measurable here: per paper for
     one device, per device for several (make verdicts TARGET=a,b)."""
-    claims: str                         # "118 claims", "118 claims on 3 devices"
+    claims: str                         # "146 claims", "146 claims on 3 devices"
     columns: list[str]                  # the verdicts some claim got
     rows: list[tuple[str, list[int]]]   # ("paper 000" or a device, a count per column)
 
