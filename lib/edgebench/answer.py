@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from edgebench.claims import CONTRADICTED, HOLDS, MIN_N, decide, median_interval, ratio_interval
+from edgebench.claims import CONTRADICTED, HOLDS, MIN_N, TCG_WHY, decide, median_interval, ratio_interval
 from edgebench.paths import DATA_DIR
 from edgebench.plotting.tables import PROFILE_CAVEATS, counted
 from edgebench.results import NOT_MEASURABLE, latest_run, load_meta, load_results
@@ -39,7 +39,6 @@ WITHIN, COSTS_MORE, INCONCLUSIVE, FAILS, NOT_MEASURABLE_HERE = (
     "within", "costs more", "inconclusive", "fails", "not measurable")
 JUDGED = (WITHIN, COSTS_MORE, INCONCLUSIVE)
 # Why numbers that were measured are no findings, in the claims engine's words where it has them.
-TCG_WHY = "its VM ran under TCG (software emulation): its times measure the emulator"
 SMOKE_WHY = ("a smoke run: one point per runtime, to check that every part runs on the device; its numbers "
              "are not measurements (make figures PROFILE=quick or standard measures)")
 COLUMNS = ["tolerance", "profile", "experiment", "endpoint", "app", "scenario", "cpus", "memory_mb", "runtime",

@@ -56,6 +56,7 @@ LOOKS = 3
 CONFIDENCE_OF_A_LOOK = 1 - (1 - CONFIDENCE) / (LOOKS + 1)
 LOOKS_NOTE = "settle_looks"
 BETTER = ("lower", "higher")
+TCG_WHY = "its VM ran under TCG (software emulation): its times measure the emulator"
 MIN_N = 3  # fewer values give no interval worth the name (two values' bootstrap is just their range)
 RESAMPLES = 2000
 SEED = 35  # the same rows give the same interval
@@ -257,7 +258,7 @@ def _emulated(rows: pd.DataFrame) -> str:
     if set(rows["unit"].astype(str)) <= UNTIMED_UNITS:
         return ""
     if "accelerator" in rows.columns and (rows["accelerator"].astype(str) == "tcg").any():
-        return "its VM ran under TCG (software emulation): its times measure the emulator"
+        return TCG_WHY
     return ""
 
 
