@@ -81,6 +81,7 @@ verdicts: setup ## Every claim of the papers (data/reference/claims.csv) judged 
 	$(PY) -m edgebench.drivers.verdicts --target '$(TARGET)' $(if $(TOLERANCE),--tolerance '$(TOLERANCE)')
 
 settle: setup ## Measure again, as new repetitions of the same runs, only the points each inconclusive claim needs, until decided, MAX_REPS (20) or BUDGET (2h); then make verdicts (docs/verdicts.md)
+	$(call provision_first,$(TARGET))
 	$(PY) -m edgebench.drivers.settle --target '$(TARGET)' --budget '$(BUDGET)' --max-reps '$(MAX_REPS)' \
 		$(if $(PAPERS),--papers '$(PAPERS)') $(if $(RESUME_ANYWAY),--anyway)
 	$(MAKE) --no-print-directory verdicts TARGET='$(TARGET)'
