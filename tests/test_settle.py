@@ -189,3 +189,18 @@ def test_a_real_run_grows_its_focused_points_by_new_repetitions(cgroups_ready, n
     meta = load_meta(run_dir)
     assert meta["status"] == "completed" and meta["record"]["repetitions"] == 4
     assert meta["sittings"][-1]["more_repetitions"]["repetitions"] == 4
+
+
+def test_ctrl_c_keeps_and_judges_what_was_measured_and_starts_nothing_more(tmp_path):
+    run_dir = first_run(tmp_path)
+    measuring = Measuring()
+
+    def stopped_after_measuring(*args):
+        measuring(*args)
+        raise KeyboardInterrupt
+    s = settling(tmp_path, measure=stopped_after_measuring)
+    looks, given_up, _, after = st.settle([slower()], s)
+    assert s.stopped and len(measuring.calls) == 1 and [lk.look for lk in looks] == [1]
+    assert load_meta(run_dir)["notes"][claims.LOOKS_NOTE] == {"P000-90": 1}  # the look it took is counted
+    if after.verdict.iloc[0] == INCONCLUSIVE:
+        assert given_up["P000-90"] == "settle was stopped (Ctrl-C) before it was decided"

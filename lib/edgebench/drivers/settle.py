@@ -191,6 +191,7 @@ class Settling:
     data_dir: Path = DATA_DIR
     measure: Callable[..., Path] = measure_again
     say: Callable[[str], None] = lambda text: print(f"[settle] {text}", flush=True)
+    stopped: bool = False  # Ctrl-C: what was measured is kept and judged, nothing more is started
 
 
 def judge_on_latest(claims: list[Claim], s: Settling) -> dict[str, tuple]:
@@ -215,6 +216,8 @@ def settle(claims: list[Claim], s: Settling) -> tuple[list[Look], dict[str, str]
     looks: list[Look] = []
     given_up: dict[str, str] = {}
     for look in range(1, LOOKS + 1):
+        if s.stopped:
+            break
         wanted: dict[Path, dict] = {}
         for claim_id, (verdict, run_dir) in judged.items():
             if verdict.verdict != INCONCLUSIVE or claim_id in given_up or run_dir is None:
@@ -231,6 +234,8 @@ def settle(claims: list[Claim], s: Settling) -> tuple[list[Look], dict[str, str]
         if not wanted:
             break
         for run_dir, plan in wanted.items():
+            if s.stopped:
+                break
             chosen = [by_id[c] for c in plan["claims"]]
             focus = tuple(dict.fromkeys((rt, tuple(sorted(cond.items()))) for c in chosen for rt, cond in focus_of(c)))
             focus = tuple((rt, dict(cond)) for rt, cond in focus)
@@ -254,6 +259,9 @@ def settle(claims: list[Claim], s: Settling) -> tuple[list[Look], dict[str, str]
                     given_up[c] = f"could not measure it again: {e}"
                     s.say(f"{c}: {given_up[c]}")
                 continue
+            except KeyboardInterrupt:  # the experiment kept its rows and stopped what it started
+                s.stopped = True
+                s.say("stopped (Ctrl-C): judging what was measured, starting nothing more")
             finally:
                 note_looks(run_dir, plan["claims"])  # a look was taken, even at what a stop kept
             seconds = time.monotonic() - t0
@@ -269,9 +277,9 @@ def settle(claims: list[Claim], s: Settling) -> tuple[list[Look], dict[str, str]
                       + (f" [{verdict.ci_low:.4g}, {verdict.ci_high:.4g}]" if verdict.ci_low is not None else ""))
     for claim_id, (verdict, _) in judged.items():
         if verdict.verdict == INCONCLUSIVE and claim_id not in given_up:
-            given_up[claim_id] = (f"still inconclusive after {LOOKS} looks" if any(lk.claim_id == claim_id
-                                                                                    for lk in looks)
-                                  else verdict.reason)
+            looked = any(lk.claim_id == claim_id for lk in looks)
+            given_up[claim_id] = ("settle was stopped (Ctrl-C) before it was decided" if s.stopped
+                                  else f"still inconclusive after {LOOKS} looks" if looked else verdict.reason)
     return looks, given_up, before, _table(judged)
 
 
@@ -336,7 +344,7 @@ def main(argv=None) -> int:
     print(f"[settle] decided before: {before['verdict'].isin(decided).sum()}, after: "
           f"{after['verdict'].isin(decided).sum()} of {len(after)} ({(after['verdict'] == NOT_MEASURABLE).sum()} "
           "not measurable here)")
-    return 0
+    return 130 if settling.stopped else 0
 
 
 if __name__ == "__main__":
