@@ -204,3 +204,12 @@ def test_ctrl_c_keeps_and_judges_what_was_measured_and_starts_nothing_more(tmp_p
     assert load_meta(run_dir)["notes"][claims.LOOKS_NOTE] == {"P000-90": 1}  # the look it took is counted
     if after.verdict.iloc[0] == INCONCLUSIVE:
         assert given_up["P000-90"] == "settle was stopped (Ctrl-C) before it was decided"
+
+
+def test_the_repetitions_of_a_run_from_its_record_or_its_rows(tmp_path):
+    run_dir = first_run(tmp_path)
+    assert st.repetitions_of(run_dir) == 3
+    meta = json.loads((run_dir / "meta.json").read_text())
+    for older in ({"repetitions": 3}, {}):  # a run before `reps` was recorded; one that recorded neither
+        (run_dir / "meta.json").write_text(json.dumps(dict(meta, parameters=older)))
+        assert st.repetitions_of(run_dir) == 3

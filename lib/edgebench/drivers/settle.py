@@ -91,8 +91,14 @@ def focus_of(claim: Claim) -> tuple:
 
 
 def repetitions_of(run_dir: Path) -> int:
-    meta = load_meta(run_dir)
-    return int((meta.get("parameters") or {}).get("reps") or 0)
+    """The repetitions a run measured: its parsed `reps` (runs before that name recorded the parsed
+    count as `repetitions`), else the highest repetition among its rows."""
+    params = load_meta(run_dir).get("parameters") or {}
+    recorded = params.get("reps") or params.get("repetitions")
+    if recorded:
+        return int(recorded)
+    reps = pd.to_numeric(load_results(run_dir).get("rep", pd.Series(dtype=float)), errors="coerce")
+    return int(reps.max()) if reps.notna().any() else 0
 
 
 def repetitions_wanted(reps: int, n: int, to_settle: int) -> int:
