@@ -269,6 +269,9 @@ def test_more_repetitions_go_on_with_a_completed_run_where_only_repetitions_diff
     more = resume.resolve("time_to_ready", run_dir.name, "local", resume.plain_given(params.replace(
         repetitions=7).given()), type(params).__module__, data_dir=tmp_path, more_repetitions=True)
     assert more == resume.Resumption(run_dir, completed=False, more_repetitions=True)
+    fewer = resume.resolve("time_to_ready", run_dir.name, "local", resume.plain_given(params.replace(
+        repetitions=7, runtimes="docker").given()), type(params).__module__, data_dir=tmp_path, more_repetitions=True)
+    assert fewer.differences == ()  # only the runtimes the points need
     with pytest.raises(ConfigError, match="memory was"):
         resume.resolve("time_to_ready", run_dir.name, "local", resume.plain_given(params.replace(
             repetitions=7, memory="1024m").given()), type(params).__module__, data_dir=tmp_path,

@@ -175,10 +175,11 @@ def test_the_points_a_repetition_adds_are_counted_from_the_first(tmp_path):
 
 
 def test_a_real_run_grows_its_focused_points_by_new_repetitions(cgroups_ready, no_leftovers):
-    """time_to_ready on native, measured for real: settle's measure_again continues the completed run
-    with two more repetitions of its fair points only, and the run's record takes the new count."""
+    """time_to_ready on native and Docker, measured for real: settle's measure_again continues the
+    completed run with two more repetitions of native's fair points only (only native is started),
+    and the run's record takes the new count."""
     run_dir = time_to_ready.run(time_to_ready.Params(
-        runtimes="native", apps="go-http", repetitions=2, protocols="fair,published", caches="warm",
+        runtimes="native,docker", apps="go-http", repetitions=2, protocols="fair,published", caches="warm",
         profile="quick", progress=False, run_id=f"settle-{uuid.uuid4().hex[:8]}"))
     focus = (("native", {"app": "go-http", "protocol": "fair"}),)
     assert st.measure_again("time_to_ready", run_dir, 4, focus) == run_dir
@@ -188,6 +189,8 @@ def test_a_real_run_grows_its_focused_points_by_new_repetitions(cgroups_ready, n
     assert sorted(ready[ready.protocol == "published"].rep.unique()) == [1, 2]
     meta = load_meta(run_dir)
     assert meta["status"] == "completed" and meta["record"]["repetitions"] == 4
+    assert meta["record"]["runtimes"] == "native,docker"  # the run's own, not the look's narrower choice
+    assert sorted(ready[ready.runtime == "docker"].rep.unique()) == [1, 2]  # not a point it named
     assert meta["sittings"][-1]["more_repetitions"]["repetitions"] == 4
 
 

@@ -10,8 +10,9 @@ microbenchmarks' Docker networking). `meta.json` lists each sitting (start, end,
 and figures come from results.csv, the union of the sittings.
 
 `make settle` resumes a completed run to add repetitions to the points a claim uses (a record's
-`focus`): only `repetitions` may differ then, the new repetitions are new points, and the run's
-record takes the new count so a later resume compares with it.
+`focus`): only `repetitions` and `runtimes` (those the points need) may differ then, the new
+repetitions are new points, and the run's record takes the new count (and keeps its runtimes) so
+a later resume compares with it.
 
 A run is only continued with what measured it: the same parameters (`meta.json`'s `record`), the
 same experiment code (a digest of the experiment's module and every edgebench module it imports,
@@ -79,8 +80,8 @@ def resolve(experiment: str, which: str, target: str, given: dict[str, Any], mod
     meta = load_meta(run_dir)
     completed = meta.get("status") == "completed" and not more_repetitions
     found = differences(meta, given, code_digest(module))
-    if more_repetitions:
-        found = [f for f in found if not f.startswith("repetitions was ")]
+    if more_repetitions:  # more of the same points, of the runtimes they need
+        found = [f for f in found if not f.startswith(("repetitions was ", "runtimes was "))]
     if found and completed and not named:
         print(f"[edgebench] resume: the latest run of {experiment}, {run_dir.name}, completed with other "
               f"settings ({'; '.join(found)}); measuring from the start")

@@ -184,7 +184,7 @@ def _reopen(experiment: str, params: dict, target: Target, facts: dict, resumpti
     run = Run(experiment, params, facts, tool_versions=tool_versions(target), run_id=resumption.run_id,
               data_dir=resumption.run_dir.parent.parent, resume=True, sitting=sitting, **options)
     if resumption.more_repetitions:  # a later resume compares with the repetitions it has now
-        run.meta["record"] = resume.plain_given(record.given())
+        run.meta["record"] = {**(run.meta.get("record") or {}), "repetitions": record.repetitions}
     return run
 
 
