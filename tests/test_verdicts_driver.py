@@ -197,6 +197,12 @@ def test_the_front_page_counts_each_devices_verdicts_and_gives_each_devices_answ
     local, pi = page.index("answer for local"), page.index("answer for pi-arm64")
     assert "within 5% of native: docker" in page[local:pi]
     assert f"io_bound, every level: no finding, not measurable here: measured on an {EMULATED}" in page[pi:]
+    # The verdicts page names the devices it judged, not "this machine" (its notebook as papermill leaves it).
+    executed = {"cells": [], "metadata": {"papermill": {"parameters": {"target": "local,pi-arm64"}}},
+                "nbformat": 4, "nbformat_minor": 5}
+    (figures / "verdicts" / "00_verdicts.ipynb").write_text(json.dumps(executed))
+    report.build(figures, data, tmp_path / "site", experiments=[])
+    assert "<small>on local, pi-arm64</small>" in (tmp_path / "site" / "verdicts.html").read_text()
 
 
 def test_a_relative_data_folder_reaches_the_notebook_as_an_absolute_one(tmp_path, claims_file, monkeypatch):

@@ -107,6 +107,9 @@ def find_pages(figures_dir: Path, data_dir: Path) -> list[Page]:
         measured_on = (page.meta.get("target") or {}).get("target")
         if device == THIS_MACHINE and measured_on and measured_on != "local":
             page.device = measured_on  # make figures TARGET=pi@pi4 without a fleet: the page names it
+        judged_on = str(((doc.get("metadata") or {}).get("papermill") or {}).get("parameters", {}).get("target", ""))
+        if experiment == "verdicts" and "," in judged_on:  # make verdicts TARGET=a,b: the devices it judged
+            page.device = judged_on.replace(",", ", ")
         pages.append(page)
 
     for nb in sorted(figures_dir.glob("*/*.ipynb")):
