@@ -202,3 +202,28 @@ def test_native_cgroup_applies_and_cleans_up(local, cgroups_ready, no_leftovers)
         cg.destroy()
     assert wait_until_gone(local, pid, 2)
     assert [d for d in cg.dirs if os.path.isdir(d)] == []
+
+
+class CutOnce:
+    """A target whose first command is cut by a Ctrl-C before it does anything (LocalTarget stops the
+    command it waits for when one arrives), then runs every command as the real one does."""
+
+    def __init__(self, target):
+        self.target, self.cut = target, False
+
+    def run(self, *args, **kwargs):
+        if not self.cut:
+            self.cut = True
+            raise KeyboardInterrupt
+        return self.target.run(*args, **kwargs)
+
+
+def test_a_ctrl_c_while_a_cgroup_is_removed_still_removes_it(local, cgroups_ready, no_leftovers):
+    """Seen in CI: a SIGTERM that landed while a native app's cgroup was being removed left the
+    cgroup behind, as the interrupted script never reached its rmdir and nothing tried again."""
+    cg = NativeCgroup(local, f"test-{uuid.uuid4().hex[:8]}")
+    cg.create(cpus=0.5, memory_mb=64, cpuset="0", swap=False)
+    cg.target = CutOnce(local)
+    with pytest.raises(KeyboardInterrupt):
+        cg.destroy()
+    assert not [d for d in cg.dirs if os.path.isdir(d)]

@@ -383,7 +383,12 @@ for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do
 done
 exit 1
 """
-        self.target.run(["sh", "-c", script], check=False)
+        try:
+            self.target.run(["sh", "-c", script], check=False)
+        except KeyboardInterrupt:
+            # Ctrl-C (or SIGTERM) while it ran stopped the script half-way: finish removing, then stop.
+            self.target.run(["sh", "-c", script], check=False)
+            raise
 
 
 # -- counting a batch program's faults from its cgroup ------------------------------------
