@@ -9,7 +9,6 @@ import uuid
 from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
 import pytest
 from edgebench import claims
 from edgebench.claims import CONFIDENCE, HOLDS, INCONCLUSIVE, Claim, Verdict, parse_conditions
@@ -18,7 +17,7 @@ from edgebench.drivers import verdicts as drv
 from edgebench.errors import ConfigError
 from edgebench.experiments import time_to_ready
 from edgebench.experiments.sweep import sweep
-from edgebench.results import Run, load_meta, load_results
+from edgebench.results import Run, load_meta, load_results, time_in_points
 
 FACTS = {"target": "local", "hostname": "h", "arch": "x86_64", "cores": 2, "memory_mb": 1000, "kernel": "6.1"}
 APPS = ["fast", "even"]  # not edgebench apps: no runtime is asked whether it runs them
@@ -167,11 +166,12 @@ def test_a_look_noted_in_meta_counts_up(tmp_path):
 
 def test_the_points_a_repetition_adds_are_counted_from_the_first(tmp_path):
     run_dir = first_run(tmp_path)
-    focus = st.focus_of(slower())
+    focus = st.focus_of([slower(), slower()])  # two claims on the same points: each point once
     assert focus == (("native", {"app": "fast", "protocol": "fair"}), ("docker", {"app": "fast",
                                                                                      "protocol": "fair"}))
     assert st.points_per_repetition(run_dir, focus) == 2
-    assert pd.notna(st.seconds_per_point(run_dir))
+    n, seconds = time_in_points(run_dir)
+    assert n == 12 and st.seconds_per_point(run_dir) == pytest.approx(seconds / 12)
 
 
 def test_a_real_run_grows_its_focused_points_by_new_repetitions(cgroups_ready, no_leftovers):
@@ -205,8 +205,8 @@ def test_ctrl_c_keeps_and_judges_what_was_measured_and_starts_nothing_more(tmp_p
     looks, given_up, _, after = st.settle([slower()], s)
     assert s.stopped and len(measuring.calls) == 1 and [lk.look for lk in looks] == [1]
     assert load_meta(run_dir)["notes"][claims.LOOKS_NOTE] == {"P000-90": 1}  # the look it took is counted
-    if after.verdict.iloc[0] == INCONCLUSIVE:
-        assert given_up["P000-90"] == "settle was stopped (Ctrl-C) before it was decided"
+    assert after.verdict.iloc[0] == INCONCLUSIVE  # five repetitions do not settle it yet
+    assert given_up["P000-90"] == "settle was stopped (Ctrl-C) before it was decided"
 
 
 def test_the_repetitions_of_a_run_from_its_record_or_its_rows(tmp_path):

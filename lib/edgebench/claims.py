@@ -185,8 +185,13 @@ def _any_of(rows: pd.DataFrame, key: str, value: str) -> pd.Series:
 def matching(df: pd.DataFrame, claim: Claim, runtime: str, side: str = "a") -> pd.DataFrame:
     """The claim's rows of one runtime (every status): its metric under its conditions for that
     side; `key=v1|v2` takes rows with any of the values."""
-    rows = df[(df["metric"] == claim.metric) & (df["runtime"] == runtime)]
-    for key, value in conditions_for(claim, side).items():
+    return rows_where(df[(df["metric"] == claim.metric) & (df["runtime"] == runtime)], conditions_for(claim, side))
+
+
+def rows_where(rows: pd.DataFrame, conditions: dict[str, str]) -> pd.DataFrame:
+    """The rows that hold every condition (`key=v1|v2`: any of the values); none where a condition
+    names a column the rows do not have."""
+    for key, value in conditions.items():
         if key not in rows.columns:
             return rows.iloc[0:0]
         rows = rows[_any_of(rows, key, value)]
@@ -483,4 +488,5 @@ def _judge_failure(claim: Claim, a: pd.DataFrame, b: pd.DataFrame | None, base: 
 
 __all__ = ["Claim", "Verdict", "load_claims", "check_claim", "judge", "decide", "band", "ratio_effect",
            "paired_ratios", "pair_columns", "ratios", "median_bootstrap", "repetitions_to_settle", "matching",
-           "parse_conditions", "confidence_for", "KINDS", "HOLDS", "CONTRADICTED", "INCONCLUSIVE", "NOT_MEASURABLE"]
+           "rows_where", "parse_conditions", "confidence_for", "KINDS", "HOLDS", "CONTRADICTED", "INCONCLUSIVE",
+           "NOT_MEASURABLE"]

@@ -197,9 +197,7 @@ class Run:
 
     # -- lifecycle ----------------------------------------------------------------
     def _write_meta(self) -> None:
-        tmp = self.dir / "meta.json.tmp"
-        tmp.write_text(json.dumps(self.meta, indent=1, default=_jsonable))
-        tmp.replace(self.dir / "meta.json")
+        write_meta(self.dir, self.meta)
 
     def note(self, key: str, value: Any) -> None:
         self.meta.setdefault("notes", {})[key] = value
@@ -364,15 +362,20 @@ def close_unfinished(experiment: str, since: str, status: str, error: str,
         now = utc_now()
         meta.update(status=status, ended_at=now, error=error, rows=row_counts(run_dir))
         _end_sitting(meta, status, now, error)
-        tmp = run_dir / "meta.json.tmp"
-        tmp.write_text(json.dumps(meta, indent=1, default=_jsonable))
-        tmp.replace(run_dir / "meta.json")
+        write_meta(run_dir, meta)
         closed.append(run_dir)
     return closed
 
 
 def load_meta(run_dir: Path) -> dict:
     return json.loads((Path(run_dir) / "meta.json").read_text())
+
+
+def write_meta(run_dir: Path, meta: dict) -> None:
+    """meta.json replaced whole (written beside it, then renamed): a reader never sees half of it."""
+    tmp = Path(run_dir) / "meta.json.tmp"
+    tmp.write_text(json.dumps(meta, indent=1, default=_jsonable))
+    tmp.replace(Path(run_dir) / "meta.json")
 
 
 def sitting_started(meta: dict) -> str:

@@ -24,7 +24,6 @@ settle.md the counts per paper before and after.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import re
 import sys
@@ -36,13 +35,13 @@ from typing import Callable
 import pandas as pd
 
 from edgebench.claims import (CLAIMS_FILE, CONFIDENCE_OF_A_LOOK, CONTRADICTED, HOLDS, INCONCLUSIVE, LOOKS, LOOKS_NOTE,
-                              NOT_MEASURABLE, Claim, conditions_for, judge, load_claims)
+                              NOT_MEASURABLE, Claim, conditions_for, judge, load_claims, rows_where)
 from edgebench.claims import band as claim_band
 from edgebench.drivers.verdicts import counts, judged, read_run
 from edgebench.errors import ConfigError, EdgebenchError
 from edgebench.experiments import EXPERIMENTS
 from edgebench.paths import DATA_DIR, FIGURES_DIR
-from edgebench.results import load_meta, load_results, time_in_points
+from edgebench.results import load_meta, load_results, time_in_points, write_meta
 from edgebench.units import as_list
 
 MAX_REPETITIONS = 20
@@ -84,10 +83,11 @@ class Look:
 
 # -- what a claim needs ---------------------------------------------------------------------------
 
-def focus_of(claim: Claim) -> tuple:
-    """The points a claim uses: each of its runtimes under the claim's conditions for its side."""
-    sides = [(claim.a, "a")] + ([(claim.b, "b")] if claim.b else [])
-    return tuple((runtime, conditions_for(claim, side)) for runtime, side in sides)
+def focus_of(claims: list[Claim]) -> tuple:
+    """The points claims use: each claim's runtimes under its conditions for that side, each once."""
+    sides = [(runtime, conditions_for(c, side)) for c in claims
+             for runtime, side in ((c.a, "a"), (c.b, "b")) if runtime]
+    return tuple({(runtime, tuple(sorted(cond.items()))): (runtime, cond) for runtime, cond in sides}.values())
 
 
 def repetitions_of(run_dir: Path) -> int:
@@ -134,23 +134,8 @@ def points_per_repetition(run_dir: Path, focus: tuple) -> int:
     first = df[pd.to_numeric(df["rep"], errors="coerce") == 1]
     ids = set()
     for runtime, conditions in focus:
-        rows = first[first["runtime"] == runtime]
-        for key, wanted in conditions.items():
-            if key in rows:
-                rows = rows[rows[key].astype(str).isin([w.strip() for w in wanted.split("|")])
-                            | pd.to_numeric(rows[key], errors="coerce").isin(_numbers(wanted))]
-        ids |= set(rows["point_id"].dropna())
+        ids |= set(rows_where(first[first["runtime"] == runtime], conditions)["point_id"].dropna())
     return len(ids)
-
-
-def _numbers(wanted: str) -> list[float]:
-    out = []
-    for w in wanted.split("|"):
-        try:
-            out.append(float(w))
-        except ValueError:
-            pass
-    return out
 
 
 def seconds_per_point(run_dir: Path) -> float:
@@ -176,14 +161,11 @@ def measure_again(experiment: str, run_dir: Path, reps: int, focus: tuple, anywa
 
 def note_looks(run_dir: Path, claim_ids: list[str]) -> None:
     """Count a look at each claim in the run's meta.json, which make verdicts reads."""
-    path = Path(run_dir) / "meta.json"
-    meta = json.loads(path.read_text())
+    meta = load_meta(run_dir)
     looks = meta.setdefault("notes", {}).setdefault(LOOKS_NOTE, {})
     for claim_id in claim_ids:
         looks[claim_id] = looks.get(claim_id, 0) + 1
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(meta, indent=2, default=str))
-    tmp.replace(path)
+    write_meta(run_dir, meta)
 
 
 # -- the loop -------------------------------------------------------------------------------------
@@ -245,8 +227,7 @@ def settle(claims: list[Claim], s: Settling) -> tuple[list[Look], dict[str, str]
             if s.stopped:
                 break
             chosen = [by_id[c] for c in plan["claims"]]
-            focus = tuple(dict.fromkeys((rt, tuple(sorted(cond.items()))) for c in chosen for rt, cond in focus_of(c)))
-            focus = tuple((rt, dict(cond)) for rt, cond in focus)
+            focus = focus_of(chosen)
             need_s = points_per_repetition(run_dir, focus) * (plan["to"] - plan["reps"]) * seconds_per_point(run_dir)
             left_s = s.budget_s - (time.monotonic() - started)
             if need_s > left_s:
