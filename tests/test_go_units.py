@@ -1,5 +1,5 @@
 """The Go programs' own unit tests (apps/iomt, apps/home-automation, tools/probe, tools/steps,
-tools/openloop) run with the suite."""
+tools/openloop, tools/forward) run with the suite."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from edgebench.paths import APPS_DIR, TOOLS_DIR
 
 @pytest.mark.parametrize("module", [APPS_DIR / "iomt", APPS_DIR / "home-automation", TOOLS_DIR / "probe",
                                     TOOLS_DIR / "steps",
-                                    TOOLS_DIR / "openloop"],
+                                    TOOLS_DIR / "openloop", TOOLS_DIR / "forward"],
                          ids=lambda p: p.name)
 def test_go_vet_and_tests(module):
     go = shutil.which("go") or ("/usr/local/go/bin/go" if os.path.exists("/usr/local/go/bin/go") else None)

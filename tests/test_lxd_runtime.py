@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 import subprocess
+import threading
 import time
 import urllib.request
 import uuid
@@ -23,7 +25,8 @@ from edgebench.runtimes.contract import Limits, StartFailed
 from edgebench.runtimes.lxc import RUN_KEY, cpu_allowance, lxd_cpuset, service_definition
 from edgebench.runtimes.lxd import LxdRuntime
 from edgebench.runtimes.lxd_image import choose_mirror, ensure_image, parse_apt_sources
-from edgebench.runtimes.tags import is_alive
+from edgebench.runtimes import leftovers_on
+from edgebench.runtimes.tags import LAUNCH_TAG, is_alive, tagged
 
 MiB = 2**20
 
@@ -419,6 +422,8 @@ def test_invalid_options_raise(local, runtime, artifacts, lxd_clean):
         runtime.package(artifacts["go-http"].built, "published")
     with pytest.raises(ConfigError, match="start_mode"):
         LxdRuntime(local, start_mode="boot")
+    with pytest.raises(ConfigError, match="lxd network 'bridge' unknown; use one of proxy, forward"):
+        LxdRuntime(local, network="bridge")
 
 
 def test_cleanup_removes_tagged_containers_outside_bookkeeping(local, image, lxd_clean):
@@ -514,3 +519,100 @@ def test_a_base_image_build_that_times_out_says_so():
 
     with pytest.raises(EdgebenchError, match=r"did not finish within 3600 s \(its log: .*debootstrap.log\)"):
         lxd_image.ensure_image(Board())
+
+
+# -- LXD's proxy helper is not the only way in ------------------------------------------------
+def relays(name: str) -> list[tuple[int, str]]:
+    """edgebench's forward processes for the container `name` (tagged with its name)."""
+    from edgebench.targets import LocalTarget
+    return tagged(LocalTarget(), f"{LAUNCH_TAG}={name}")
+
+
+def test_forward_network_reaches_the_container_through_its_bridge_address(local, artifacts, lxd_clean):
+    rt = LxdRuntime(local, run_tag=f"it-lxdf-{uuid.uuid4().hex[:8]}", network="forward")
+    try:
+        instance, _ = rt.start(artifacts["go-http"], Limits(cpus=1, memory_mb=128), free_port())
+        try:
+            assert get(instance.url + "/io") == (200, b"ok\n")
+            assert instance.network_path == "edgebench-forward(userland)+lxd-bridge"
+            assert lxc("config", "device", "show", instance.name).stdout.strip() in ("{}", "")  # no proxy device
+            relay = relays(instance.name)
+            assert [comm for _, comm in relay] == ["forward"]
+            assert instance.details["bridge_ipv4"] in instance.details["forward"]  # it relays to that address
+            assert "network_fallback" not in instance.details  # chosen, not fallen back to
+        finally:
+            rt.stop(instance)
+        assert not relays(instance.name) and not is_alive(local, relay[0][0])
+    finally:
+        rt.cleanup()
+    assert not leftovers_on(local, rt.run_tag)
+
+
+def proxy_helpers_listening_on(port: int) -> list[int]:
+    """Pids of `lxd forkproxy` helpers listening on `port`, read from /proc directly: quick
+    enough to stop one before it has told LXD it started."""
+    found = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/cmdline", "rb") as f:
+                words = f.read().split(b"\0")
+        except OSError:
+            continue
+        if b"forkproxy" in words[:2] and f"tcp:0.0.0.0:{port}".encode() in words:
+            found.append(int(entry.name))
+    return found
+
+
+def test_a_proxy_helper_that_misses_lxds_wait_makes_the_run_use_the_forward(local, artifacts, lxd_clean):
+    """LXD 5.0 waits a fixed 10 s for `lxd forkproxy` to say it started. Stopping that helper
+    (SIGSTOP, as a board too slow to run it would) fails the real start for the real reason; the
+    runtime starts again through its own forward and keeps it for the run. A helper that had
+    already reported before it was stopped gave the proxy path: tried again on another port."""
+    for _ in range(3):
+        rt = LxdRuntime(local, run_tag=f"it-lxdp-{uuid.uuid4().hex[:8]}")
+        port = free_port()
+        done, stopped = threading.Event(), set()
+
+        def stall_the_proxy_helper(port=port, done=done, stopped=stopped):
+            while not done.is_set():
+                for pid in set(proxy_helpers_listening_on(port)) - stopped:
+                    os.kill(pid, signal.SIGSTOP)
+                    stopped.add(pid)
+                time.sleep(0.001)
+
+        staller = threading.Thread(target=stall_the_proxy_helper, daemon=True)
+        staller.start()
+        try:
+            instance, _ = rt.start(artifacts["go-http"], Limits(cpus=1, memory_mb=128), port)
+            done.set()
+            try:
+                assert stopped, "the proxy helper never ran: nothing was tested"
+                if instance.network_path.startswith("lxd-proxy"):
+                    continue  # the helper told LXD before it was stopped: the race was lost, not the test
+                assert get(instance.url + "/io") == (200, b"ok\n")
+                assert instance.network_path == "edgebench-forward(userland)+lxd-bridge"
+                assert "fixed 10 s" in instance.details["network_fallback"]
+                assert rt.network == "forward"
+            finally:
+                rt.stop(instance)
+            # The rest of the run goes the same way, without waiting for LXD's helper again.
+            second, _ = rt.start(artifacts["go-http"], Limits(cpus=1, memory_mb=128), free_port())
+            try:
+                assert second.network_path == "edgebench-forward(userland)+lxd-bridge"
+            finally:
+                rt.stop(second)
+            break
+        finally:
+            done.set()
+            staller.join(timeout=5)
+            for pid in stopped:  # LXD kills the helper it gave up on; a stopped one must not stay
+                try:
+                    os.kill(pid, signal.SIGCONT)
+                except ProcessLookupError:
+                    pass
+            rt.cleanup()
+            assert not leftovers_on(local, rt.run_tag)
+    else:
+        pytest.fail("three times the proxy helper reported to LXD before it could be stopped")

@@ -323,6 +323,12 @@ def place_openloop(target: Target) -> str:
     return target.upload_if_changed(binary, f"{target.workspace}/bin/openloop", mode="755")
 
 
+def place_forward(target: Target) -> str:
+    """tools/forward (a TCP relay from a port on the target to a service behind it), built and uploaded."""
+    binary = go_build(TOOLS_DIR / "forward", "forward", target.facts()["arch"])
+    return target.upload_if_changed(binary, f"{target.workspace}/bin/forward", mode="755")
+
+
 def place_steps(target: Target) -> str:
     """tools/steps (runs a tool's phases in sequence, no shell needed), built and uploaded."""
     binary = go_build(TOOLS_DIR / "steps", "steps", target.facts()["arch"])

@@ -228,9 +228,11 @@ def select_runtimes(target: Target, requested, run_tag: str, apps: Iterable[str]
 def runtime_options(require_kvm=False, nanos_accel=None) -> dict:
     """Settings for runtimes that have them. Nanos: `require_kvm` fails a VM that would run
     under software emulation instead of measuring it; `nanos_accel` is auto (ops' choice), kvm
-    or tcg, defaulting to $EDGEBENCH_NANOS_ACCEL or auto."""
+    or tcg, defaulting to $EDGEBENCH_NANOS_ACCEL or auto. LXD: how traffic reaches a container,
+    $EDGEBENCH_LXD_NETWORK, proxy (LXD's proxy device, the default) or forward (runtimes/lxd.py)."""
     accel = nanos_accel or os.environ.get("EDGEBENCH_NANOS_ACCEL") or "auto"
-    return {"nanos": {"require_kvm": str(require_kvm).lower() in ("1", "true", "yes"), "accel": accel}}
+    return {"nanos": {"require_kvm": str(require_kvm).lower() in ("1", "true", "yes"), "accel": accel},
+            "lxd": {"network": os.environ.get("EDGEBENCH_LXD_NETWORK") or "proxy"}}
 
 
 def resolve_limits(target: Target, cpus_v: float | None, mem_v: float | None) -> tuple[float | None, float | None, str]:

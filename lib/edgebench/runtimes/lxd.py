@@ -26,13 +26,21 @@ One start, as `launch_plan` + the probe see it (start_mode="service", the defaul
 start_mode="exec": the timed launch is `lxc start NAME && lxc exec NAME -- APP` (the app as an
   exec'd process, like `docker exec`): it includes that 1 s.
 
-Network path: LXD's proxy device (`forkproxy`, a userland proxy on the target like
-docker-proxy) listens on the target's PORT (all addresses, like `docker run -p`) and connects to
-127.0.0.1:8080 inside the container's network namespace; the container also has eth0 on the LXD
-bridge (DHCP from init, in the background), its address is in the details. forkproxy starts
-after the container is up, so the probe's lag behind the app's listening clock includes it (tens
-of ms). It runs outside the container's cgroup: the CPU limit does not cover it (nor does
-Docker's for docker-proxy).
+Network path (`network`, the row's `network` column says which one the traffic took):
+- "proxy" (the default): LXD's proxy device (`forkproxy`, a userland proxy on the target like
+  docker-proxy) listens on the target's PORT (all addresses, like `docker run -p`) and connects to
+  127.0.0.1:8080 inside the container's network namespace; the container also has eth0 on the LXD
+  bridge (DHCP from init, in the background), its address is in the details. forkproxy starts
+  after the container is up, so the probe's lag behind the app's listening clock includes it (tens
+  of ms). It runs outside the container's cgroup: the CPU limit does not cover it (nor does
+  Docker's for docker-proxy).
+- "forward": no proxy device. Once `lxc start` returns, the launcher waits for the container's
+  bridge address and starts edgebench's own relay (tools/forward, userland like forkproxy, also
+  outside the container's cgroup) on the target's PORT to that address. LXD 5.0 waits a fixed
+  10 s for forkproxy to report it started and fails the start when it has not (PROXY_TOO_SLOW); a
+  slow or emulated board can miss that wait. When a start fails so, the runtime starts again with
+  "forward" and keeps it for the rest of the run (the details' `network_fallback` says why);
+  EDGEBENCH_LXD_NETWORK=forward chooses it from the start.
 
 Limits: config keys and raw.lxc (runtimes/lxc.py says which), read back from the app's cgroup
 after start.
@@ -59,7 +67,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from edgebench.apps import BuiltApp
+from edgebench.apps import BuiltApp, place_forward
 from edgebench.cgroups import memory_thrash, oom_reason, read_fault_counters, read_limits
 from edgebench.errors import ConfigError, EdgebenchError
 import edgebench.runtimes.lxc as lxc
@@ -69,7 +77,8 @@ from edgebench.runtimes.contract import Artifact, Availability, BatchOutcome, In
 from edgebench.runtimes.image_registry import push_blob
 from edgebench.runtimes.lxc import APP_ROOT, BIN_DIR, RUN_KEY, SERVICE_FILE, SERVICE_LOG, WAIT_APP, Lxc
 from edgebench.runtimes.lxd_image import BaseImage, ensure_image
-from edgebench.runtimes.tags import is_alive, kill_pid
+from edgebench.runtimes.contract import StartFailed
+from edgebench.runtimes.tags import LAUNCH_TAG, is_alive, kill_pid, tagged
 
 # "native" is what the experiments pass to every runtime but Docker; both mean the same here.
 BUILD_MODES = ("offline", "native")
@@ -85,7 +94,27 @@ PROXY_TOO_SLOW = ("LXD waits a fixed 10 s for its proxy helper (`lxd forkproxy`)
                   "had not: the target was too slow to start it while the container started its app (an "
                   "emulated or overloaded device); LXD's limit, not the app's")
 START_MODES = ("service", "exec")
-NETWORK_PATH = "lxd-proxy(forkproxy)+container-loopback"
+NETWORK_MODES = ("proxy", "forward")
+NETWORK_PATHS = {"proxy": "lxd-proxy(forkproxy)+container-loopback",
+                 "forward": "edgebench-forward(userland)+lxd-bridge"}
+# How long the forward launcher waits for the container's bridge address (DHCP from its init).
+ADDRESS_WAIT_S = 60
+
+# After `lxc start`: the container's IPv4 on the bridge, then the relay from the target's port to
+# it, in the background, tagged as the launch's process; then the launcher goes on as in "proxy".
+_FORWARD_LAUNCH = r"""
+lxc start "$1" || exit; date +%s%N >"$2"
+name=$1 port=$3 cport=$4 relay=$5 log=$6 wait_s=$7; shift 7
+ip=; end=$(( $(date +%s) + wait_s ))
+while :; do
+  ip=$(lxc list --format csv -c n4 "$name" | awk -F, -v n="$name" '$1 == n { split($2, a, " "); print a[1]; exit }')
+  [ -n "$ip" ] && break
+  [ "$(date +%s)" -ge "$end" ] && { echo "lxd: $name had no IPv4 address on its bridge after $wait_s s" >&2; exit 1; }
+  sleep 0.1
+done
+EDGEBENCH_LAUNCH="$name" "$relay" -listen "0.0.0.0:$port" -to "$ip:$cport" >"$log" 2>&1 </dev/null &
+exec "$@"
+"""
 
 
 class LxdRuntime(Runtime):
@@ -99,11 +128,16 @@ class LxdRuntime(Runtime):
     # (node-http needs 16 MiB: OOM-killed at 8). Below 4 nothing can start.
     min_memory_mb = 4
 
-    def __init__(self, target, run_tag: str | None = None, start_mode: str = "service"):
+    def __init__(self, target, run_tag: str | None = None, start_mode: str = "service", network: str = "proxy"):
         super().__init__(target, run_tag)
         if start_mode not in START_MODES:
             raise ConfigError(f"lxd start_mode {start_mode!r} unknown; use one of {', '.join(START_MODES)}")
+        if network not in NETWORK_MODES:
+            raise ConfigError(f"lxd network {network!r} unknown; use one of {', '.join(NETWORK_MODES)} "
+                              "(EDGEBENCH_LXD_NETWORK)")
         self.start_mode = start_mode
+        self.network = network
+        self.network_fallback: str | None = None  # why this run left the proxy for the forward
         self._image: BaseImage | None = None
         self.lxc = Lxc(target)
 
@@ -269,20 +303,24 @@ class LxdRuntime(Runtime):
         self.target.run(["mkdir", "-p", logs])
         marker = f"{logs}/{name}.started"
         cport = artifact.built.app.container_port
+        network = self.network
+        relay = place_forward(self.target) if network == "forward" else None
         plan = LaunchPlan(self.name, artifact.app, name, [], port, detaches=False, limits=limits,
                           stdout_path=f"{logs}/{name}.out", stderr_path=f"{logs}/{name}.err",
-                          network_path=NETWORK_PATH,
-                          state={"container": name, "marker": marker, "start_mode": self.start_mode})
+                          network_path=NETWORK_PATHS[network],
+                          state={"container": name, "marker": marker, "start_mode": self.start_mode,
+                                 "network": network})
         env = app_env(artifact.built, limits, cport)
         app_argv = artifact.details["inner_argv"]
         try:
             plan.state.update(self._prepare(name, artifact, limits))
-            r = self.target.run(["lxc", "config", "device", "add", name, PROXY_DEVICE, "proxy",
-                                 f"listen=tcp:{LISTEN_ADDRESS}:{port}", f"connect=tcp:127.0.0.1:{cport}", "bind=host"],
-                                check=False)
-            if not r.ok:
-                raise EdgebenchError(f"adding the proxy device for port {port} to {name} failed: "
-                                     f"{r.stderr.strip()[-500:]}")
+            if network == "proxy":
+                r = self.target.run(["lxc", "config", "device", "add", name, PROXY_DEVICE, "proxy",
+                                     f"listen=tcp:{LISTEN_ADDRESS}:{port}", f"connect=tcp:127.0.0.1:{cport}",
+                                     "bind=host"], check=False)
+                if not r.ok:
+                    raise EdgebenchError(f"adding the proxy device for port {port} to {name} failed: "
+                                         f"{r.stderr.strip()[-500:]}")
             if self.start_mode == "service":
                 self.lxc.write_in(name, SERVICE_FILE, lxc.service_definition(env, app_argv),
                                   staged=f"{logs}/{name}.{posixpath.basename(SERVICE_FILE)}")
@@ -293,9 +331,26 @@ class LxdRuntime(Runtime):
             self.lxc.delete_if_ours(name, self.run_tag)
             raise
         # The clock reading after `lxc start` returns splits the launch (see the module doc).
-        plan.argv = ["sh", "-c", 'lxc start "$1" || exit; date +%s%N >"$2"; shift 2; exec "$@"',
-                     "edgebench-lxd-start", name, marker, *then]
+        if network == "forward":
+            plan.argv = ["sh", "-c", _FORWARD_LAUNCH, "edgebench-lxd-forward", name, marker, str(port), str(cport),
+                         relay, f"{logs}/{name}.forward", str(ADDRESS_WAIT_S), *then]
+        else:
+            plan.argv = ["sh", "-c", 'lxc start "$1" || exit; date +%s%N >"$2"; shift 2; exec "$@"',
+                         "edgebench-lxd-start", name, marker, *then]
         return plan
+
+    def _start_on(self, artifact: Artifact, limits: Limits, port: int, timeout_s: float):
+        """As every runtime starts, except that a start LXD failed because its proxy helper
+        missed the fixed wait is made again through the forward, which the rest of the run keeps."""
+        try:
+            return super()._start_on(artifact, limits, port, timeout_s)
+        except StartFailed as e:
+            if self.network != "proxy" or PROXY_TOO_SLOW not in str(e):
+                raise
+            self.network = "forward"
+            self.network_fallback = ("LXD's proxy device did not start in its fixed 10 s on this target, so "
+                                     "this run reaches LXD containers through edgebench's own forward")
+            return super()._start_on(artifact, limits, port, timeout_s)
 
     def attach(self, plan: LaunchPlan, launcher_pid: int | None) -> Instance:
         name = plan.state["container"]
@@ -321,6 +376,11 @@ class LxdRuntime(Runtime):
                    "start_mode": plan.state.get("start_mode"),
                    **{k: plan.state.get(k) for k in ("init_s", "first_boot_s", "push_s")},
                    "bridge_ipv4": addresses[0] if addresses else None}
+        if plan.state.get("network") == "forward":
+            details["forward"] = (self.target.read_text(f"{self.logs_dir()}/{name}.forward", missing_ok=True)
+                                  or "").strip()[-300:]
+            if self.network_fallback:
+                details["network_fallback"] = self.network_fallback
         return Instance(self.name, plan.app, name, plan.port, f"http://127.0.0.1:{plan.port}", app_pid,
                         plan.limits, applied, plan.network_path, plan, details=details)
 
@@ -379,6 +439,9 @@ class LxdRuntime(Runtime):
         launcher = plan.state.pop("launcher_pid", None)
         if launcher and is_alive(self.target, launcher):
             kill_pid(self.target, launcher)  # `lxc exec` ends with its container; this is a backstop
+        if name and plan.state.get("network") == "forward":
+            for pid, _ in tagged(self.target, f"{LAUNCH_TAG}={name}"):
+                kill_pid(self.target, pid)
         if plan.state.get("marker"):
             self.target.run(["rm", "-f", plan.state["marker"]], check=False)
 
@@ -503,4 +566,4 @@ rm -rf "$scratch"
 echo "edgebench-import $t0 $t1 $t2 $size"
 """
 
-__all__ = ["LxdRuntime", "NETWORK_PATH", "START_MODES"]
+__all__ = ["LxdRuntime", "NETWORK_MODES", "NETWORK_PATHS", "START_MODES"]

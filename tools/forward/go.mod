@@ -1,0 +1,3 @@
+module edgebench/tools/forward
+
+go 1.22
