@@ -14,7 +14,7 @@ from edgebench.experiments import cpu_bound, io_bound
 from edgebench.experiments.http_load import loadgen_cpuset, run
 from edgebench.results import load_meta, load_results
 
-QUICK = dict(profile="quick", repetitions=1, progress=False, duration_s=1, warmup_s=0)
+QUICK = dict(profile="quick", repetitions=1, progress=False, duration_s=1, warmup_s=0, window_scale="1")
 RECORDS = {"io_bound": io_bound.Params, "cpu_bound": cpu_bound.Params}
 
 

@@ -11,13 +11,15 @@
 //	probe -tcp 127.0.0.1:6379 [-send 'PING\r\n' -expect +PONG] ... -- COMMAND ARGS...
 //	probe -batch [-timeout 60s] [-stdout FILE] [-stderr FILE] -- COMMAND ARGS...
 //	COMMAND | probe -stamp FILE
+//	probe -pace
 //
 // With -tcp and no -expect, an accepted connection is ready; with -expect, the
 // first line read back must start with it (-send is written first, with Go
 // escapes such as \r\n interpreted).
 //
 // With -batch it runs a program to completion instead (see batch.go); with
-// -stamp it timestamps the lines of its input on the host's clock (stamp.go).
+// -stamp it timestamps the lines of its input on the host's clock (stamp.go);
+// with -pace it times a fixed CPU workload, how fast this device is (pace.go).
 //
 // It prints exactly one JSON line (see result) and exits 0 when ready,
 // 2 on timeout, 3 when the launcher fails, 64 on usage errors. The launched
@@ -86,6 +88,7 @@ func run() int {
 	afterLauncher := fs.Bool("after-launcher", false, "start polling only once a detaching launcher (docker run -d) has exited")
 	batch := fs.Bool("batch", false, "run COMMAND to completion and report its timing and exit (no -url)")
 	stamp := fs.String("stamp", "", "copy stdin to stdout, and each line to FILE prefixed with the host's unix ns at its arrival (no COMMAND)")
+	pace := fs.Bool("pace", false, "time a fixed single-threaded CPU workload and print its best run (no COMMAND)")
 	fs.Usage = func() {
 		fmt.Fprintln(os.Stderr, "usage: probe -url URL [flags] -- COMMAND ARGS...")
 		fs.PrintDefaults()
@@ -101,6 +104,9 @@ func run() int {
 	argv := fs.Args()
 	if *stamp != "" {
 		return runStamp(*stamp, os.Stdin, os.Stdout, time.Now)
+	}
+	if *pace {
+		return runPace(os.Stdout, paceIterations)
 	}
 	if len(argv) == 0 {
 		return usage("missing COMMAND")

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import itertools
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Callable, ClassVar, Iterator
 
@@ -33,6 +33,7 @@ from edgebench.experiments.common import (Opening, as_list, check_apps, check_pr
 from edgebench.experiments.parameters import Parameters, library, parsed
 from edgebench.experiments.protocols import limits_for, with_instance
 from edgebench.experiments.sweep import Point, artifact_for, sweep
+from edgebench.experiments.windows import WindowScale, given_scale, window_scale
 from edgebench.results import Run
 from edgebench.runtimes import Limits, StartFailed
 from edgebench.runtimes.tags import is_alive
@@ -121,6 +122,7 @@ class HttpLoad(Parameters):
     threads: int = library(0)       # 0 takes the profile's
     timeout_s: int = library(0)
     warmup_s: int | None = library()  # None takes the profile's (0 is no warm-up)
+    window_scale: str = library("auto")  # quick's windows follow the device's pace (experiments/windows.py)
     load_generator: str = library("local")
     progress: bool = library(True)
     nanos_accel: str | None = library()
@@ -133,6 +135,7 @@ class HttpLoad(Parameters):
     asked: list[tuple[str, float | None, float | None]] = parsed()  # (scenario, CPUs, MiB) before clipping
     load: LoadSettings = parsed()
     open_settings: OpenLoopSettings | None = parsed()
+    windows_given: frozenset = parsed(frozenset())  # the windows the user set: kept as set
     path: str = parsed()            # the URL path wrk requests
 
     def check(self):
@@ -152,6 +155,9 @@ class HttpLoad(Parameters):
                      timeout_s=self.timeout_s, warmup_s=self.warmup_s)
         overrides = {k: int(v) for k, v in given.items() if v not in (None, 0) or (k == "warmup_s" and v == 0)}
         load = replace(LOAD_PROFILES[self.profile], **overrides).check()
+        given_scale(self.window_scale)
+        windows_given = frozenset(k for k in overrides if k != "threads") | (
+            {"open_loop_duration_s"} if self.open_loop_duration_s else set())
         if not self.p99_bound_ms > 0:
             raise ConfigError("p99_bound_ms must be a positive number of milliseconds (the default: 100)")
         protocol_names = check_protocols(self.protocols)
@@ -162,7 +168,7 @@ class HttpLoad(Parameters):
                          for p in protocol_names}
         self.set(app_names=check_apps(self.apps, HTTP_APPS), protocol_names=protocol_names,
                  reps=max(protocol_reps.values()), protocol_reps=protocol_reps, levels=levels, load=load,
-                 open_settings=open_settings, path=path, asked=asked)
+                 open_settings=open_settings, path=path, asked=asked, windows_given=windows_given)
 
     def reps_at(self, conditions: dict[str, str]) -> int:
         """The repetitions of the points matching `conditions` (a claim's key=value, `|` for any of
@@ -173,9 +179,20 @@ class HttpLoad(Parameters):
         return min(self.protocol_reps.get(p, 0) for p in protocols)
 
 
+def stretched(params: HttpLoad, scale: WindowScale) -> tuple[LoadSettings, OpenLoopSettings | None]:
+    """The record's closed- and open-loop settings with the windows the user did not set scaled."""
+    given = params.windows_given
+    load = replace(params.load, **{k: scale.stretch(getattr(params.load, k))
+                                   for k in ("duration_s", "warmup_s", "timeout_s") if k not in given})
+    opened = params.open_settings
+    if opened is not None:
+        duration_s = opened.duration_s if "open_loop_duration_s" in given else scale.stretch(opened.duration_s)
+        opened = replace(opened, timeout_s=scale.stretch(opened.timeout_s), duration_s=duration_s)
+    return load, opened
+
+
 def run(params: HttpLoad) -> Path:
     """Measure, write data/<io_bound|cpu_bound>/<run_id>/, return that directory."""
-    settings, open_settings = params.load, params.open_settings
 
     def check_cells(o: Opening) -> None:
         for _, cpus, mem, _ in scenarios(o.target, params.asked):
@@ -189,6 +206,11 @@ def run(params: HttpLoad) -> Path:
     with opening(params, params.app_names, EXTRA_COLUMNS, check_limits=False, before=check_cells) as o, \
             load_generator_for(o.target, params.load_generator) as (loadgen, shared):
         run, lg_host = o.run, loadgen.host
+        scale = window_scale(o.target, params.profile, params.window_scale)
+        settings, open_settings = stretched(params, scale)
+        run.note("window_scale", {"scale": scale.scale, "how": scale.how, "pace_ns": scale.pace_ns,
+                                  "reference_ns": scale.reference_ns, "closed_loop": asdict(settings),
+                                  "open_loop": open_settings.as_dict() if open_settings else None})
         open_gen = open_loop_generator(lg_host, params.open_loop) if open_settings else None
         run.note("load_generator", {"host": lg_host.name, "shares_target": shared, "facts": lg_host.facts(),
                                     "open_loop": open_gen.name if open_gen else None})
