@@ -303,3 +303,65 @@ def test_sizes_under_tcg_are_judged_and_energy_without_a_meter_says_so():
     edp = Claim("P003-04", "003", "", "", "", "container_overhead", "edp", "docker", "native",
                 conditions=parse_conditions("protocol=published"), kind="direction", better="lower")
     assert judge(edp, meterless).reason == "this device cannot measure edp (no power meter on local: powercap: none)"
+
+
+# -- a claim at every value of a column ------------------------------------------------------------
+
+def levels(runtime: str, per_level: dict[int, list[float]], status: dict[int, str] | None = None) -> pd.DataFrame:
+    """One runtime's rows at several memory levels, the same repetitions at each."""
+    return pd.concat([rows(runtime, values, metric="requests_per_second", unit="req/s", memory_mb=level,
+                           status=(status or {}).get(level, "ok")) for level, values in per_level.items()])
+
+
+def every_level(**fields) -> Claim:
+    c = Claim("P000-98", "000", "Fig. 5", "quote", "statement", "io_bound", "requests_per_second", "nanos",
+              "docker", conditions=parse_conditions("memory_mb=512|256|128|64;each=memory_mb"),
+              kind="ratio_range", low=3.16, high=31.6, better="higher", unit="req/s")
+    return dataclasses.replace(c, **fields)
+
+
+def test_a_claim_at_every_level_is_contradicted_by_one_level_that_pooling_would_hide():
+    """Ten times at three levels and twice at 64 MB: the pooled median of all pairs would hold."""
+    docker = levels("docker", {m: list(1000 + RNG.normal(0, 5, 6)) for m in (512, 256, 128, 64)})
+    nanos = levels("nanos", {512: list(10_000 + RNG.normal(0, 50, 6)), 256: list(10_100 + RNG.normal(0, 50, 6)),
+                             128: list(9_900 + RNG.normal(0, 50, 6)), 64: list(2_000 + RNG.normal(0, 20, 6))})
+    df = pd.concat([docker, nanos])
+    v = judge(every_level(), df)
+    assert v.verdict == CONTRADICTED and v.effect == pytest.approx(2, rel=0.05), v
+    assert "Shown: memory_mb=64" in v.reason and "512 holds" in v.reason and "64 contradicted" in v.reason
+    assert v.n == 24  # every level's pairs, none pooled across levels
+    pooled = judge(dataclasses.replace(every_level(), conditions=parse_conditions("memory_mb=512|256|128|64")), df)
+    assert pooled.verdict == HOLDS  # what one interval over all levels said
+
+
+def test_a_claim_at_every_level_holds_where_each_holds_at_a_stricter_interval():
+    docker = levels("docker", {m: list(1000 + RNG.normal(0, 5, 6)) for m in (512, 256)})
+    nanos = levels("nanos", {m: list(10_000 + RNG.normal(0, 50, 6)) for m in (512, 256)})
+    v = judge(every_level(), pd.concat([docker, nanos]))
+    assert v.verdict == HOLDS and v.n == 12
+    assert "each at a 97.50% interval (2 values)" in v.reason  # 1 - 0.05/2: two chances to contradict it
+
+
+def test_a_level_nothing_measured_is_named_and_the_measured_levels_decide():
+    docker = levels("docker", {512: list(1000 + RNG.normal(0, 5, 6)), 64: [np.nan] * 6}, status={64: "failed"})
+    nanos = levels("nanos", {m: list(10_000 + RNG.normal(0, 50, 6)) for m in (512, 64)})
+    v = judge(every_level(), pd.concat([docker, nanos]))
+    assert v.verdict == HOLDS and "not measurable at memory_mb=64" in v.reason
+    gone = levels("docker", {64: [np.nan] * 6}, status={64: "failed"})
+    v = judge(every_level(), pd.concat([gone, levels("nanos", {64: [1.0] * 6})]))
+    assert v.verdict == NOT_MEASURABLE and v.reason.startswith("at memory_mb=64:")
+
+
+def test_a_claim_at_every_level_asks_for_what_its_least_settled_level_needs():
+    docker = levels("docker", {512: list(1000 + RNG.normal(0, 5, 6)), 256: [1000.0] * 6})
+    nanos = levels("nanos", {512: list(10_000 + RNG.normal(0, 50, 6)), 256: [2800, 3500, 3000, 3400, 2900, 3300]})
+    v = judge(every_level(), pd.concat([docker, nanos]))
+    assert v.verdict == INCONCLUSIVE and "Shown: memory_mb=256" in v.reason
+    assert v.repetitions_to_settle and v.repetitions_to_settle > 6
+
+
+def test_each_names_one_column():
+    for bad in ("", "memory_mb|threads", "a.memory_mb"):
+        c = dataclasses.replace(every_level(), conditions={"each": bad})
+        with pytest.raises(ConfigError, match="name one column whose every value the claim covers"):
+            claims.check_claim(c)

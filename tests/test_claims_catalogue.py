@@ -77,10 +77,22 @@ def _one_value(conditions: dict[str, str]) -> dict[str, str]:
     return {k: v.split("|")[0].strip() for k, v in conditions.items()}
 
 
+def _cell_conditions(c: Claim, side: str, cell: int) -> dict[str, str]:
+    """A cell's row cells: the claim's conditions at their first value, and for a claim at every
+    value of a column (`each=`) the cell's own value of it (the i-th listed, else the cell's number)."""
+    cells = _one_value(claims.conditions_for(c, side))
+    column = c.conditions.get(claims.EACH)
+    if column:
+        listed = [v.strip() for v in c.conditions.get(column, "").split("|") if v.strip()]
+        cells[column] = listed[cell] if cell < len(listed) else str(cell)
+    return cells
+
+
 def rows_at_published(c: Claim) -> pd.DataFrame:
     """Rows at the paper's values: per published value (a cell), REPS repetitions of b at a base
     value and a at base x value (or a alone at the value for a bound), each cell with its own rep
-    numbers so cells never pair, with a small spread."""
+    numbers so cells never pair, with a small spread; a claim at every value of a column has each
+    cell at its own value of it."""
     band = claims.band(c)
     frames = []
     for cell, value in enumerate(published(c)):
@@ -94,7 +106,7 @@ def rows_at_published(c: Claim) -> pd.DataFrame:
         for side, runtime, values in sides:
             frames.append(pd.DataFrame({"metric": c.metric, "runtime": runtime, "value": values, "unit": c.unit,
                                         "status": "ok", "error": None, "rep": reps,
-                                        **_one_value(claims.conditions_for(c, side))}))
+                                        **_cell_conditions(c, side, cell)}))
     return pd.concat(frames, ignore_index=True)
 
 

@@ -29,7 +29,7 @@ from __future__ import annotations
 import csv
 import math
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -60,6 +60,9 @@ TCG_WHY = "its VM ran under TCG (software emulation): its times measure the emul
 MIN_N = 3  # fewer values give no interval worth the name (two values' bootstrap is just their range)
 RESAMPLES = 2000
 SEED = 35  # the same rows give the same interval
+# The conditions' key that makes a claim universal: `each=memory_mb` holds only where it holds at
+# every value of that column, each judged apart (never pooled into one interval).
+EACH = "each"
 # Not coordinates though every experiment's key columns name them: what a pair compares.
 NOT_PAIRED_ON = ("metric", "unit")
 # An experiment without a record pairs on every experiment's coordinates it has.
@@ -144,6 +147,10 @@ def check_claim(claim: Claim, where: str = "claims") -> None:
         raise ConfigError(f"{name}: kind {claim.kind!r} unknown; use one of {', '.join(KINDS)}")
     if claim.better not in ("", *BETTER) or (claim.kind == "direction" and claim.better not in BETTER):
         raise ConfigError(f"{name}: better={claim.better!r}; write lower or higher (which values are better)")
+    each = claim.conditions.get(EACH)
+    if each is not None and (not each or "|" in each or each.startswith(("a.", "b.")) or each == EACH):
+        raise ConfigError(f"{name}: each={each!r}; name one column whose every value the claim covers "
+                          "(each=memory_mb)")
     needs = {"ratio_range": ("low", "high"), "within": ("high",), "below": ("high",), "above": ("low",)}
     for end in needs.get(claim.kind, ()):
         if getattr(claim, end) is None:
@@ -162,7 +169,7 @@ def confidence_for(meta: dict, claim_id: str) -> float:
 def conditions_for(claim: Claim, side: str) -> dict[str, str]:
     """The claim's conditions for side 'a' or 'b': the shared ones, with `a.key=...` / `b.key=...`
     (a runtime against itself: 256 MB against 512 MB) over them for that side only."""
-    out = {k: v for k, v in claim.conditions.items() if not k.startswith(("a.", "b."))}
+    out = {k: v for k, v in claim.conditions.items() if not k.startswith(("a.", "b.")) and k != EACH}
     out.update({k[2:]: v for k, v in claim.conditions.items() if k.startswith(f"{side}.")})
     return out
 
@@ -426,14 +433,17 @@ def repetitions_to_settle(low: float, high: float, effect: float, n: int,
 
 
 def judge(claim: Claim, df: pd.DataFrame | None, emulated_device: str = "",
-          confidence: float = CONFIDENCE) -> Verdict:
+          confidence: float = CONFIDENCE, *, one_of_every: bool = False) -> Verdict:
     """The verdict on one claim from one run's rows (None: the experiment has no run), its interval
-    at `confidence` (make settle's looks judge at a stricter one)."""
+    at `confidence` (make settle's looks judge at a stricter one; `one_of_every`: one level of a
+    claim at every level, whose reason says why its interval is stricter)."""
     base = dict(claim_id=claim.claim_id, paper=claim.paper)
     if not claim.experiment or not claim.metric:
         return Verdict(**base, verdict=NOT_MEASURABLE, reason="no edgebench experiment measures it")
     if df is None:
         return Verdict(**base, verdict=NOT_MEASURABLE, reason=f"no run of {claim.experiment} yet")
+    if EACH in claim.conditions:
+        return _judge_every(claim, df, emulated_device, confidence)
     a_all = matching(df, claim, claim.a, "a")
     b_all = matching(df, claim, claim.b, "b") if claim.b else None
     if claim.kind == "failure":
@@ -460,7 +470,7 @@ def judge(claim: Claim, df: pd.DataFrame | None, emulated_device: str = "",
     else:
         effect, low, high, n = median_effect(a, confidence)
         how = f"median of {n} {claim.a} value{'s' if n != 1 else ''} ({claim.unit or 'its unit'})"
-    if confidence != CONFIDENCE:
+    if confidence != CONFIDENCE and not one_of_every:
         how += f", at a {confidence:.2%} interval (make settle's looks)"
     if math.isnan(low) and set(rows["unit"].astype(str)) <= EXACT_UNITS:
         low = high = effect  # a size read from a file or an image: measured once, exactly
@@ -470,6 +480,76 @@ def judge(claim: Claim, df: pd.DataFrame | None, emulated_device: str = "",
     verdict, settle = decide(low, high, effect, n, band(claim))
     return Verdict(**base, verdict=verdict, effect=effect, ci_low=low, ci_high=high, n=n, reason=how,
                    repetitions_to_settle=settle)
+
+
+def _shown(value) -> str:
+    """A column's value as a reader writes it: 512 rather than 512.0, 10KB as it is."""
+    try:
+        return f"{float(value):g}"
+    except ValueError:
+        return str(value)
+
+
+def _judge_every(claim: Claim, df: pd.DataFrame, emulated_device: str, confidence: float) -> Verdict:
+    """A claim at every value of its `each` column: each value judged apart, at an interval made
+    stricter for their number (Bonferroni: k values at 1 - (1 - confidence)/k), so that k chances
+    to contradict it do not add up. Contradicted where any value contradicts it, holds where every
+    value it could be judged at holds, inconclusive otherwise; the values nothing measured are
+    named. The effect shown is the deciding value's (the contradicting one, the one nearest its
+    band's edge, or the one needing the most repetitions)."""
+    base = dict(claim_id=claim.claim_id, paper=claim.paper)
+    column = claim.conditions[EACH]
+    rows = matching(df, claim, claim.a, "a")
+    if column not in rows.columns or rows[column].dropna().empty:
+        return Verdict(**base, verdict=NOT_MEASURABLE,
+                       reason=f"the claim holds at every {column}, and no {claim.a} row has a {column}: "
+                              + (_why_missing(rows, claim.a, df, claim, "a") if rows.empty else "none to judge"))
+    values = list(dict.fromkeys(rows[column].dropna().astype(str)))
+    strict = 1 - (1 - confidence) / len(values)
+    rest = {k: v for k, v in claim.conditions.items() if k != EACH}
+    per = {v: judge(replace(claim, conditions={**rest, column: v}), df, emulated_device, strict, one_of_every=True)
+           for v in values}
+    judged = {v: x for v, x in per.items() if x.verdict != NOT_MEASURABLE}
+    missing = [v for v in per if v not in judged]
+    if not judged:
+        first = per[missing[0]]
+        return Verdict(**base, verdict=NOT_MEASURABLE, reason=f"at {column}={_shown(missing[0])}: {first.reason}")
+    satisfying = band(claim)
+
+    def margin(x: Verdict) -> float:
+        ends = [x.ci_low - satisfying[0], satisfying[1] - x.ci_high]
+        return min((e for e in ends if math.isfinite(e)), default=math.inf)
+
+    verdicts = {x.verdict for x in judged.values()}
+    if CONTRADICTED in verdicts:
+        verdict, pick = CONTRADICTED, next(v for v, x in judged.items() if x.verdict == CONTRADICTED)
+    elif verdicts == {HOLDS}:
+        verdict, pick = HOLDS, min(judged, key=lambda v: margin(judged[v]))
+    else:
+        verdict = INCONCLUSIVE
+        open_ = {v: x for v, x in judged.items() if x.verdict == INCONCLUSIVE}
+        pick = max(open_, key=lambda v: math.inf if open_[v].repetitions_to_settle is None
+                   else open_[v].repetitions_to_settle)
+    settle = None
+    if verdict == INCONCLUSIVE:
+        needs = [x.repetitions_to_settle for x in judged.values() if x.verdict == INCONCLUSIVE]
+        settle = None if None in needs else max(needs)
+
+    def said(v: str, x: Verdict) -> str:
+        interval = (f" {x.effect:.3g} [{x.ci_low:.3g}, {x.ci_high:.3g}]"
+                    if x.ci_low is not None and math.isfinite(x.ci_low) else "")
+        return f"{_shown(v)} {x.verdict}{interval}"
+
+    settle_looks = " and make settle's looks" if confidence != CONFIDENCE else ""
+    reason = (f"at every {column}, each at a {strict:.2%} interval ({len(values)} values{settle_looks}): "
+              + "; ".join(said(v, x) for v, x in judged.items())
+              + f". Shown: {column}={_shown(pick)}, {judged[pick].reason}")
+    if missing:
+        reason += (f"; not measurable at {column}={', '.join(_shown(v) for v in missing)}: "
+                   f"{per[missing[0]].reason}")
+    chosen = judged[pick]
+    return Verdict(**base, verdict=verdict, effect=chosen.effect, ci_low=chosen.ci_low, ci_high=chosen.ci_high,
+                   n=sum(x.n for x in judged.values()), reason=reason, repetitions_to_settle=settle)
 
 
 def _judge_failure(claim: Claim, a: pd.DataFrame, b: pd.DataFrame | None, base: dict, df: pd.DataFrame) -> Verdict:
