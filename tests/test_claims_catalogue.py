@@ -8,12 +8,15 @@ from __future__ import annotations
 import csv
 import functools
 import math
+import re
 
 import numpy as np
 import pandas as pd
 import pytest
 from edgebench import claims
+from conftest import need
 from edgebench.claims import HOLDS, Claim
+from edgebench.provisioning.shared_fixtures import SHARED_DIR
 
 BAND_KINDS = ("ratio_range", "within", "below", "above")
 # Claims with an experiment and a metric whose paper prints no number for one side (or none at
@@ -166,3 +169,28 @@ def test_rows_at_the_papers_values_hold(c):
     v = claims.judge(c, df)
     assert v.verdict == HOLDS, f"{c.claim_id}: {v}"
     assert v.n == REPS * len(published(c))
+
+
+# -- every quote is the paper's own words ---------------------------------------------------------
+
+def _as_read(text: str) -> str:
+    """A paper's text as a quote is compared with it: typographic quotes and dashes as plain ones,
+    words split over a line joined, every run of white space one space, lower case."""
+    for fancy, plain in (("\u2019", "'"), ("\u2018", "'"), ("\u201c", '"'), ("\u201d", '"'), ("\u2013", "-"),
+                         ("\u2014", "-")):
+        text = text.replace(fancy, plain)
+    text = re.sub(r"-\s*\n\s*", "", text)
+    return re.sub(r"\s+", " ", text).strip().lower()
+
+
+def test_every_quote_is_verbatim_in_its_paper():
+    papers_dir = SHARED_DIR / "papers"
+    texts = {p.name[:3]: _as_read(p.read_text()) for p in sorted(papers_dir.glob("0*.txt"))}
+    need("papers", None if texts else f"no paper texts in {papers_dir} (the shared folder beside the project)")
+    assert set(texts) == {"000", "001", "002", "003", "004"}
+    # Paper 001's long version (004) holds its short version's words too.
+    where = {paper: [texts[paper]] + ([texts["004"]] if paper == "001" else []) for paper in texts}
+    not_found = [(c.claim_id, c.quote) for c in CATALOGUE
+                 if not any(_as_read(c.quote) in text for text in where[c.paper])]
+    assert not not_found, f"quotes that are not their paper's words: {not_found}"
+    assert _as_read("a made-up sentence no paper prints") not in texts["000"]
