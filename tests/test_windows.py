@@ -79,3 +79,17 @@ def test_a_quick_run_asks_for_the_scaled_window_and_notes_why(cgroups_ready, wrk
         assert note["scale"] == 2 and note["how"] == "given" and note["closed_loop"]["timeout_s"] == 4
     finally:
         shutil.rmtree(run_dir, ignore_errors=True)
+
+
+def test_the_plan_stretches_quicks_windows_on_a_slower_device_and_takes_a_given_scale_as_it_is():
+    from dataclasses import replace
+    from edgebench.experiments.http_load import plan
+    quick = plan(cpu_bound.Params(profile="quick"), ["native", "docker"])
+    assert quick.windows_follow_pace and quick.window_s > 0
+    kept = replace(quick, windows_follow_pace=False)
+    # On a device 50 times slower than the model's machine, quick's windows last 10 times as long.
+    assert quick.paced(50) - kept.paced(50) == pytest.approx(quick.window_s * (MAX_SCALE - 1))
+    assert quick.paced(1) == kept.paced(1)
+    tripled = plan(cpu_bound.Params(profile="quick", window_scale="3"), ["native", "docker"])
+    assert not tripled.windows_follow_pace and tripled.window_s == pytest.approx(3 * quick.window_s)
+    assert not plan(cpu_bound.Params(profile="standard"), ["native"]).windows_follow_pace

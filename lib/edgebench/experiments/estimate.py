@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from edgebench.apps import APPS
+from edgebench.experiments.windows import MAX_SCALE
 from edgebench.runtimes import RUNTIMES
 from edgebench.units import as_list
 
@@ -27,10 +28,16 @@ class Work:
     # Of `seconds`, the fixed windows: load and benchmark runs of a set duration, holds. A slower
     # device does not stretch them (a 30 s wrk run lasts 30 s on a Pi); it stretches the rest.
     window_s: float = 0.0
+    # Windows that follow the device's pace (quick's load windows: experiments/windows.py), which a
+    # slower device does stretch, up to windows.MAX_SCALE.
+    windows_follow_pace: bool = False
 
     def paced(self, pace: float) -> float:
-        """The estimate on a device `pace` times slower than the model's machine at the work."""
-        return (self.seconds - self.window_s) * pace + self.window_s
+        """The estimate on a device `pace` times slower than the model's machine at the work (the
+        windows that follow the device taken as slower by the same factor, though the run times its
+        pace on the CPU alone)."""
+        stretch = min(MAX_SCALE, max(1.0, pace)) if self.windows_follow_pace else 1.0
+        return (self.seconds - self.window_s) * pace + self.window_s * stretch
 
 
 # What a runtime adds on the project's reference machine (2 cores, Debian 12, VMs under TCG), in

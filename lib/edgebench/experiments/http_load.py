@@ -33,7 +33,7 @@ from edgebench.experiments.common import (Opening, as_list, check_apps, check_pr
 from edgebench.experiments.parameters import Parameters, library, parsed
 from edgebench.experiments.protocols import limits_for, with_instance
 from edgebench.experiments.sweep import Point, artifact_for, sweep
-from edgebench.experiments.windows import WindowScale, given_scale, window_scale
+from edgebench.experiments.windows import SCALED_PROFILES, WindowScale, given_scale, window_scale
 from edgebench.results import Run
 from edgebench.runtimes import Limits, StartFailed
 from edgebench.runtimes.tags import is_alive
@@ -135,7 +135,7 @@ class HttpLoad(Parameters):
     asked: list[tuple[str, float | None, float | None]] = parsed()  # (scenario, CPUs, MiB) before clipping
     load: LoadSettings = parsed()
     open_settings: OpenLoopSettings | None = parsed()
-    windows_given: frozenset = parsed(frozenset())  # the windows the user set: kept as set
+    windows_given: tuple[str, ...] = parsed(())  # the windows the user set: kept as set
     path: str = parsed()            # the URL path wrk requests
 
     def check(self):
@@ -156,8 +156,8 @@ class HttpLoad(Parameters):
         overrides = {k: int(v) for k, v in given.items() if v not in (None, 0) or (k == "warmup_s" and v == 0)}
         load = replace(LOAD_PROFILES[self.profile], **overrides).check()
         given_scale(self.window_scale)
-        windows_given = frozenset(k for k in overrides if k != "threads") | (
-            {"open_loop_duration_s"} if self.open_loop_duration_s else set())
+        windows_given = tuple(sorted({k for k in overrides if k != "threads"}
+                                     | ({"open_loop_duration_s"} if self.open_loop_duration_s else set())))
         if not self.p99_bound_ms > 0:
             raise ConfigError("p99_bound_ms must be a positive number of milliseconds (the default: 100)")
         protocol_names = check_protocols(self.protocols)
@@ -355,10 +355,11 @@ def plan(params: HttpLoad, runtimes: list[str]) -> estimate.Work:
     """One start and one load run (warm-up, then the measured seconds, then the open-loop rates
     under the fair protocol) per (scenario, runtime, app, protocol, repetition), each protocol its
     own repetitions."""
-    apps, protocols, levels, load = params.app_names, params.protocol_names, params.levels, params.load
+    apps, protocols, levels = params.app_names, params.protocol_names, params.levels
     reps = params.protocol_reps
+    given = given_scale(params.window_scale)
+    load, opened = stretched(params, WindowScale(given or 1.0, "given"))  # a scale given by hand, here
     closed_s = load.warmup_s + load.duration_s
-    opened = params.open_settings
     open_s = len(opened.rates) * opened.duration_s if opened else 0.0
     cells = len(params.asked) * len(apps)
     runs = cells * sum(reps.values())  # closed-loop runs, each with its own start
@@ -366,6 +367,7 @@ def plan(params: HttpLoad, runtimes: list[str]) -> estimate.Work:
     return estimate.Work(points=runs * len(runtimes),
                          seconds=estimate.model_seconds(runtimes, len(apps), runs, busy, apps),
                          window_s=estimate.window_seconds(runtimes, busy, apps),  # every load run lasts its set time
+                         windows_follow_pace=given is None and params.profile in SCALED_PROFILES,
                          apps=apps, levels=("rich + " if params.asked[0][0] == "rich" else "")
                          + f"memory {','.join(levels)}, protocols {','.join(protocols)}",
                          repetitions=params.reps, protocol_reps=dict(reps))
