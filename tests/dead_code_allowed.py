@@ -7,6 +7,7 @@ show  # edgebench.plotting.<experiment>.show, from every notebook
 from_cell  # edgebench.experiments.parameters.Parameters.from_cell, from every notebook
 collect  # edgebench.experiments.collect, from every notebook
 runs_table  # edgebench.comparison.side_by_side.Comparison.runs_table, from notebooks/compare.ipynb
+claims_on  # edgebench.drivers.verdicts.claims_on, from notebooks/compare.ipynb
 first_starts  # edgebench.plotting.time_to_ready.TimeToReadyPage: what notebook 02 leaves to explore
 # jupyter_client's traitlets call a `_<name>_default` method for a trait's default.
 _ip_default  # edgebench.drivers.figures.IpcKernelManager

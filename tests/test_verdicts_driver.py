@@ -183,6 +183,18 @@ def test_several_targets_give_one_table_of_claims_by_device(tmp_path, claims_fil
     assert (out / "verdicts.csv").exists() and not list(out.glob("by_device.*")) and not list(out.glob("*-local.*"))
 
 
+def test_make_compares_page_gets_the_claims_by_device_and_writes_nothing(tmp_path, claims_file):
+    data = tmp_path / "data"
+    device_runs(data, "local")
+    device_runs(data, "pi-arm64", emulated=EMULATED)
+    counts, text = drv.claims_on(["local", "pi-arm64"], data_dir=data, claims_file=claims_file)
+    assert list(counts.index) == ["local", "pi-arm64"] and counts.loc["local", HOLDS] == 3
+    assert "| claim | statement | local | pi-arm64 | measurable on |" in text and "figures/verdicts" not in text
+    assert "| P000-03 |" in text and "| P004-01 |" not in text  # no device could judge the energy claim
+    assert text.endswith("1 more claims are not measurable on any of these devices (`make verdicts` says why).")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["claims.csv", "data"]
+
+
 def test_the_front_page_counts_each_devices_verdicts_and_gives_each_devices_answer(tmp_path, claims_file):
     data, figures = tmp_path / "data", tmp_path / "figures"
     load = pd.concat([load_rows("native", [10000, 10010, 9990], [5.0, 5.01, 4.99]),

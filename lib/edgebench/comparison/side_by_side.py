@@ -26,6 +26,10 @@ class Comparison:
     paper: pd.DataFrame    # the papers' ratios for these experiments
     notes: list[str]       # what a reader should know first
 
+    def targets(self) -> list[str]:
+        """The targets compared, as `make verdicts` names them (local, debian-v2, user@host)."""
+        return list(dict.fromkeys(self.runs["target"]))
+
     def runs_table(self) -> pd.DataFrame:
         cols = ["experiment", "label", "run_id", "started_at", "status", "profile", "version", "rows_ok",
                 "rows_failed"]

@@ -304,12 +304,13 @@ def _device_cell(verdict: str, effect: str) -> str:
     return f"{verdict}: {effect}" if effect else verdict
 
 
-def by_device_claims(wide: pd.DataFrame, tables: dict[str, pd.DataFrame]) -> str:
-    """Per paper, a row per claim with each device's verdict (and effect), and where it is measurable."""
+def by_device_claims(wide: pd.DataFrame, tables: dict[str, pd.DataFrame], files: bool = True) -> str:
+    """Per paper, a row per claim with each device's verdict (and effect), and where it is measurable;
+    `files`: first, which file holds each device's reasons (the files make verdicts writes)."""
     devices = list(tables)
     effects = {d: {r.claim_id: effect_text(r) for r in t.itertuples()} for d, t in tables.items()}
     lines = ["Each device's reasons and intervals: " + ", ".join(f"{device_file('verdicts', d)}.md" for d in devices)
-             + " in figures/verdicts/.", ""]
+             + " in figures/verdicts/.", ""] if files else []
     for paper, rows in wide.groupby("paper", sort=True):
         lines += [f"## Paper {paper}", "", "| claim | statement | " + " | ".join(devices) + " | measurable on |",
                   "|---" * (len(devices) + 3) + "|"]
@@ -354,6 +355,22 @@ def judge_claims(target: str = "local", runtimes: str = "all", profile: str = "a
     if not chosen:
         raise ConfigError(f"no claim of papers {papers} about runtimes {runtimes}; widen `papers` or `runtimes`")
     return verdicts(chosen, target or None, data_dir, profile, figures_dir)
+
+
+def claims_on(targets: list[str], profile: str = "any", data_dir: Path | str = "",
+              claims_file: Path | None = None) -> tuple[pd.DataFrame, str]:
+    """The claims by device for `make compare`'s page, writing nothing: the counts per device, and
+    per paper the claims some device could judge (those none could are counted, not listed)."""
+    data_dir = Path(data_dir or DATA_DIR)
+    tables = {t: judge_claims(t, profile=profile, data_dir=data_dir, claims_file=claims_file) for t in targets}
+    wide = by_device(tables)
+    judged_somewhere = wide[wide["measurable_on"] != "none"]
+    nowhere = len(wide) - len(judged_somewhere)
+    text = by_device_claims(judged_somewhere, {d: t[t["claim_id"].isin(judged_somewhere["claim_id"])]
+                                               for d, t in tables.items()}, files=False)
+    if nowhere:
+        text += f"\n{nowhere} more claims are not measurable on any of these devices (`make verdicts` says why)."
+    return device_counts(tables), text
 
 
 @dataclass
