@@ -312,8 +312,10 @@ def test_a_slower_device_stretches_the_work_and_not_the_set_load_windows(tmp_pat
     from edgebench.devices.spec import DEVICES
     from edgebench.drivers.figures import notebooks
     nb = next(n for n in notebooks() if n.name.startswith("03_"))
+    # Closed-loop runs only (fair adds open-loop rates, timed too), their windows kept as set
+    # (window_scale=1: quick's would follow the device's pace, the next test's case).
     params = {"profile": "quick", "runtimes": "native,docker", "apps": "go-http", "target": "debian-v2",
-              "protocols": "published"}  # closed-loop runs only (fair adds open-loop rates, timed too)
+              "protocols": "published", "window_scale": "1"}
     first = plan.make_plan(nb, params, ["native", "docker"], data_dir=tmp_path)
     work = first.work
     from edgebench.experiments.http_load import LOAD_PROFILES
@@ -335,3 +337,21 @@ def test_a_slower_device_stretches_the_work_and_not_the_set_load_windows(tmp_pat
     assert again.estimate_s == pytest.approx(again.work.paced(plan.pace("debian-v2", entries)[0]))
     # An entry written before windows were modelled counts whole, as before.
     assert plan.work_pace({"model_s": 10, "seconds": 50}) == 5
+
+
+def test_quicks_load_windows_stretch_with_the_device_and_its_pace_is_learnt_through_them(tmp_path):
+    """Quick's load windows follow the device's pace (experiments/windows.py), up to MAX_SCALE:
+    the plan stretches them with the rest, and the pace a run teaches is solved the same way."""
+    from edgebench.devices.spec import DEVICES
+    from edgebench.drivers.figures import notebooks
+    from edgebench.experiments.windows import MAX_SCALE
+    nb = next(n for n in notebooks() if n.name.startswith("03_"))
+    params = {"profile": "quick", "runtimes": "native,docker", "apps": "go-http", "target": "debian-v2",
+              "protocols": "published"}
+    first = plan.make_plan(nb, params, ["native", "docker"], data_dir=tmp_path)
+    work, typical = first.work, DEVICES["debian-v2"].typical_pace
+    assert work.windows_follow_pace and typical > MAX_SCALE
+    assert first.estimate_s == pytest.approx((work.seconds - work.window_s) * typical + work.window_s * MAX_SCALE)
+    for pace in (0.5, 4.0, 20.0):  # slower than the model's machine by less, within and beyond the cap
+        plan.record(first, work.paced(pace), "completed", tmp_path)
+        assert plan.work_pace(plan.history(tmp_path)[-1]) == pytest.approx(pace, rel=1e-3)

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from edgebench.devices.spec import DEVICES
+from edgebench.experiments.windows import MAX_SCALE
 from edgebench.experiments import experiment_of, for_notebook
 from edgebench.experiments import estimate
 from edgebench.experiments.estimate import Work
@@ -90,6 +91,7 @@ def record(plan: NotebookPlan, seconds: float, status: str, data_dir: Path | Non
     entry = {"experiment": plan.experiment, "target": plan.target, "profile": plan.profile,
              "runtimes": plan.runtimes, "points": plan.work.points, "model_s": round(plan.work.seconds, 1),
              "model_window_s": round(plan.work.window_s, 1),
+             "windows_follow_pace": plan.work.windows_follow_pace,
              "seconds": round(seconds, 1), "status": status, "finished_at": utc_now(),
              "params": {k: v for k, v in plan.params.items() if isinstance(v, (str, int, float, bool, type(None)))}}
     if in_points is not None:
@@ -148,9 +150,18 @@ def pace(target: str, entries: list[dict], newest: int = 10) -> tuple[float, int
 
 def work_pace(entry: dict) -> float | None:
     """One history entry's wall time over its model's, fixed windows taken out of both (entries
-    written before the model had windows count whole)."""
+    written before the model had windows count whole). Windows that followed the device's pace
+    (quick's load windows) stretched with it, as Work.paced has them: the pace solved from that."""
     window = entry.get("model_window_s") or 0.0
-    model, seconds = (entry.get("model_s") or 0.0) - window, entry.get("seconds", 0.0) - window
+    total, wall = entry.get("model_s") or 0.0, entry.get("seconds", 0.0)
+    if entry.get("windows_follow_pace") and total > 0 and wall > 0:
+        whole = wall / total  # a pace between 1 and MAX_SCALE stretches windows and work alike
+        if 1 <= whole <= MAX_SCALE:
+            return whole
+        stretch = MAX_SCALE if whole > MAX_SCALE else 1.0
+        rest = total - window
+        return (wall - window * stretch) / rest if rest > 0 and wall > window * stretch else None
+    model, seconds = total - window, wall - window
     return seconds / model if model > 0 and seconds > 0 else None
 
 
