@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 
 # Runtimes that share the host's kernel and run the same binary (no emulation, no second kernel).
-SAME_KERNEL = ("docker", "lxd")
+SAME_KERNEL = ("docker", "docker-crun", "lxd")
 # Benchmarks whose work is the program's own CPU and memory (no file system, network or start-up
 # path that a container could legitimately shorten).
 COMPUTE_BENCHMARKS = ("memory", "hpc", "cpu")
@@ -27,7 +27,7 @@ CROSSCHECK_LIMIT = 0.8
 
 
 def same_kernel(runtime_label: str) -> bool:
-    """'docker', 'docker (bridge)', 'lxd': containers on native's kernel."""
+    """'docker', 'docker (bridge)', 'docker-crun', 'lxd': containers on native's kernel."""
     return str(runtime_label).split(" ")[0] in SAME_KERNEL
 
 
