@@ -65,8 +65,9 @@ class CommandResult:
         return self
 
 
-# Every fact in one round trip (the script says how a missing tool shows).
-_FACTS_SCRIPT = shell_script("target_facts.sh")
+# Every fact in one round trip (the script says how a missing tool shows); the fleet driver runs it
+# on every device at once.
+FACTS_SCRIPT = shell_script("target_facts.sh")
 
 _INT_FACTS = ("cores", "cores_online", "memory_kb", "swap_kb", "uid", "cgroup_version", "perf_event_paranoid",
               "llc_kib")
@@ -172,7 +173,7 @@ class Target(ABC):
     def facts(self, refresh: bool = False) -> dict:
         """Architecture, cores, memory, kernel, cgroup version, swap, KVM, governor, tool versions."""
         if self._facts is None or refresh:
-            r = self.run(["sh", "-c", _FACTS_SCRIPT], timeout=60)
+            r = self.run(["sh", "-c", FACTS_SCRIPT], timeout=60)
             self._facts = parse_facts(r.stdout)
             self._facts["target"] = self.name
         return self._facts

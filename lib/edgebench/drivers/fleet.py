@@ -32,7 +32,7 @@ from edgebench.errors import ConfigError, EdgebenchError
 from edgebench.paths import FIGURES_DIR
 from edgebench.provisioning import provision
 from edgebench.signals import STOP_SIGNALS, say
-from edgebench.targets import _FACTS_SCRIPT, LOCAL_NAMES, LocalTarget, SSHTarget, parse_facts
+from edgebench.targets import FACTS_SCRIPT, LOCAL_NAMES, LocalTarget, SSHTarget, parse_facts
 
 # Where a device's executed notebooks and figures go in a fleet run.
 DEVICES_DIR_NAME = "devices"
@@ -134,7 +134,7 @@ def survey(devices: list[Device], connect_timeout_s: float = 10.0) -> dict[str, 
         conns = {name: t._connection() for name, t in targets.items()}
         group = ThreadingGroup.from_connections(list(conns.values()))
         try:
-            results = group.run(f"sh -c {_quote(_FACTS_SCRIPT)}", hide=True, warn=True, timeout=60)
+            results = group.run(f"sh -c {_quote(FACTS_SCRIPT)}", hide=True, warn=True, timeout=60)
         except GroupException as e:
             results = e.result
         by_conn = {id(c): name for name, c in conns.items()}
