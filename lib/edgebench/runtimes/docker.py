@@ -34,18 +34,14 @@ import edgebench.runtimes.docker_daemon as docker_daemon
 from edgebench.runtimes.base import Runtime, app_env
 from edgebench.runtimes.contract import Artifact, Availability, BatchOutcome, Instance, LaunchPlan, Limits
 from edgebench.targets import sh
+from edgebench.scripts import shell_script
 
 BUILD_MODES = ("offline", "published")
 LABEL = "edgebench.run"
 BUILD_TIMEOUT_S = 900
 FIRST_TAG = "first-"  # an image's tag in the run's registry: first-<run tag>
 
-# `docker pull`, timed on the device; its output names each layer's fate ("Pull complete",
-# "Already exists").
-_TIMED_PULL = r"""
-t0=$(date +%s%N); docker pull "$1"; rc=$?; t1=$(date +%s%N)
-echo "edgebench-pull $rc $t0 $t1"
-"""
+_TIMED_PULL = shell_script("docker_timed_pull.sh")
 
 # Lays out rootfs/ for an offline image of a dynamically linked binary: the binary under
 # /usr/local/bin/NAME, every library ldd lists, an empty /tmp, and extra files (SRC DEST ...).

@@ -10,6 +10,7 @@ import json
 
 from edgebench.provisioning.needs import Need, Preparation, TargetNeeds, Version, tail
 from edgebench.waiting import wait_until
+from edgebench.scripts import shell_script
 
 WAIT_S = 60  # for the daemon to answer once started
 
@@ -101,10 +102,7 @@ def registered_runtimes(target, sudo=()) -> set[str]:
 # supported, drop all controllers from cgroupv2"). systemd's hybrid layout mounts every controller
 # as v1, which moves it off the unified hierarchy; prints the controllers left there.
 UNIFIED = "/sys/fs/cgroup/unified"
-_CONTROLLERS_ON_UNIFIED = r"""
-grep -q " $1 cgroup2 " /proc/mounts && grep -q " cgroup " /proc/mounts && cat "$1/cgroup.controllers" 2>/dev/null
-true
-"""
+_CONTROLLERS_ON_UNIFIED = shell_script("docker_daemon_controllers_on_unified.sh")
 
 
 def controllers_on_unified(target) -> list[str]:

@@ -22,6 +22,7 @@ from edgebench.errors import ConfigError, EdgebenchError, MissingTool
 import edgebench.runtimes.tags as tags
 from edgebench.targets import LOCAL_NAMES, CommandResult, LocalTarget, Target, connect
 from edgebench.waiting import wait_until
+from edgebench.scripts import shell_script
 
 READY_WAIT_S = 30
 PORT = 18500
@@ -44,14 +45,7 @@ http:
     key: {dir}/key.pem
 """
 
-# Own session, no open pipes (it outlives the command and an SSH session), tagged so that it is
-# found again (runtimes/tags.py), its pid written down.
-_START = r"""
-dir=$1; tag=$2
-cd "$dir"
-env "$tag" setsid nohup docker-registry serve "$dir/config.yml" >"$dir/registry.log" 2>&1 </dev/null &
-echo $! >"$dir/pid"
-"""
+_START = shell_script("image_registry_start.sh")
 
 
 @dataclass
@@ -122,24 +116,7 @@ def check_registry_host(host: Target) -> None:
                                     "or leave 'first' out of caches")
 
 
-# $1 folder, $2 subjectAltName. A self-signed certificate valid from a day ago: a device's clock
-# may lag the host's (the emulated debian-v2 ran 4 minutes behind under TCG; a Raspberry Pi has
-# no real-time clock and may not have synchronised yet), and one valid only from the host's "now"
-# is not yet valid there, so the pull fails verification. `openssl req -x509` cannot backdate
-# before OpenSSL 3.4, `openssl ca -selfsign -startdate` can.
-_CERTIFICATE = r"""
-set -e
-d=$1; san=$2; ca=$d/ca
-mkdir -p "$ca/new"; : > "$ca/index.txt"; echo 01 > "$ca/serial"
-printf '%s\n' "[ca]" "default_ca = edgebench" "[edgebench]" "database = $ca/index.txt" "new_certs_dir = $ca/new" \
-  "serial = $ca/serial" "default_md = sha256" "policy = anything" "unique_subject = no" \
-  "[anything]" "commonName = supplied" "[registry]" "subjectAltName = $san" \
-  "basicConstraints = critical,CA:TRUE" "subjectKeyIdentifier = hash" > "$ca/openssl.cnf"
-openssl req -new -newkey rsa:2048 -nodes -keyout "$d/key.pem" -subj "/CN=edgebench registry" -out "$ca/req.pem" 2>&1
-openssl ca -batch -selfsign -notext -config "$ca/openssl.cnf" -extensions registry -keyfile "$d/key.pem" \
-  -in "$ca/req.pem" -out "$d/cert.pem" -startdate "$(date -u -d '1 day ago' +%y%m%d%H%M%SZ)" \
-  -enddate "$(date -u -d '2 days' +%y%m%d%H%M%SZ)" 2>&1
-"""
+_CERTIFICATE = shell_script("image_registry_certificate.sh")
 
 
 @contextmanager
@@ -193,20 +170,7 @@ def wait_ready(registry: Registry) -> None:
                          f"{(r.stderr or r.stdout).strip()[-200:]!r}; its log: {log.strip()[-400:]!r}")
 
 
-# The layers fetched and unpacked the way a pull does, each step on its own clock: every blob over
-# the same TLS path one after the other, then each decompressed (gzip, one thread) and extracted in
-# order. Prints "edgebench-layers START FETCHED UNPACKED BYTES" (ns; compressed bytes).
-_TRANSFER_UNPACK = r"""
-base=$1; ca=$2; out=$3; shift 3
-trap 'rm -rf "$out"' EXIT
-rm -rf "$out"; mkdir -p "$out/rootfs" || exit 1
-t0=$(date +%s%N)
-for d in "$@"; do curl -sSf --cacert "$ca" -o "$out/${d#*:}" "$base/$d" || exit 2; done
-t1=$(date +%s%N)
-for d in "$@"; do gzip -dc "$out/${d#*:}" | tar -x -C "$out/rootfs" || exit 3; done
-t2=$(date +%s%N)
-echo "edgebench-layers $t0 $t1 $t2 $(cat "$out"/[0-9a-f]* | wc -c)"
-"""
+_TRANSFER_UNPACK = shell_script("image_registry_transfer_unpack.sh")
 
 MANIFEST_TYPES = ("application/vnd.docker.distribution.manifest.v2+json",
                   "application/vnd.oci.image.manifest.v1+json")
@@ -242,20 +206,7 @@ def transfer_and_unpack(registry: Registry, ref: str, scratch: str) -> dict:
             "output": r.stdout + r.stderr}
 
 
-# One file as a blob, pushed from the device over the registry's HTTP API (a monolithic upload:
-# POST for a session, PUT with the digest); prints `edgebench-blob DIGEST BYTES`.
-_PUSH_BLOB = r"""
-set -e
-url=$1; ca=$2; repo=$3; file=$4
-digest=sha256:$(sha256sum "$file" | cut -d' ' -f1)
-loc=$(curl -sSf --cacert "$ca" -X POST -D - -o /dev/null "$url/v2/$repo/blobs/uploads/" |
-      awk 'tolower($1) == "location:" {print $2}' | tr -d '\r')
-case "$loc" in http*) ;; *) loc="$url$loc" ;; esac
-case "$loc" in *\?*) sep='&' ;; *) sep='?' ;; esac
-curl -sSf --cacert "$ca" -X PUT -H 'Content-Type: application/octet-stream' --data-binary @"$file" \
-  "$loc${sep}digest=$digest" -o /dev/null
-echo "edgebench-blob $digest $(stat -c %s "$file")"
-"""
+_PUSH_BLOB = shell_script("image_registry_push_blob.sh")
 
 
 def push_blob(registry: Registry, repository: str, path: str) -> dict:

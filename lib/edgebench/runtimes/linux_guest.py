@@ -22,6 +22,7 @@ import shlex
 
 from edgebench import rootfs
 from edgebench.errors import EdgebenchError
+from edgebench.scripts import shell_script
 
 # Kernel modules for the guest's network, per QEMU transport; their dependencies follow from
 # the module files.
@@ -36,65 +37,13 @@ GUEST_IP, GUEST_GATEWAY = "10.0.2.15/24", "10.0.2.2"   # QEMU user-mode network'
 # Debian's architecture name for the kernel package, per `uname -m`.
 DEB_ARCH = {"x86_64": "amd64", "aarch64": "arm64"}
 
-# $1: kit directory. Downloads the distribution's current generic kernel package and
-# busybox-static, unpacks them into $1/root, and prints the kernel, its version and busybox.
-FETCH_KIT = r"""
-set -e
-kit=$1; arch=$2
-mkdir -p "$kit/debs" "$kit/root"
-cd "$kit/debs"
-meta=linux-image-$arch
-kernel_pkg=$(apt-cache depends --important "$meta" 2>/dev/null | awk '/Depends: linux-image-/ {print $2; exit}')
-[ -n "$kernel_pkg" ] || { echo "no kernel package behind $meta in apt's lists" >&2; exit 3; }
-# apt's sandbox user cannot write into root's folders; the download itself is the same.
-chmod 777 "$kit/debs"
-apt-get download -q "$kernel_pkg" busybox-static >&2
-for d in *.deb; do dpkg-deb -x "$d" "$kit/root"; done
-rm -f "$kit/debs"/*.deb
-ls "$kit"/root/boot/vmlinuz-* >/dev/null
-"""
+FETCH_KIT = shell_script("linux_guest_fetch_kit.sh")
 
-# $1: kit root. Prints the kernel file, its version, busybox's path and version line.
-DESCRIBE_KIT = r"""root=$1
-k=$(ls "$root"/boot/vmlinuz-* 2>/dev/null | sort -V | tail -n 1)
-[ -n "$k" ] || exit 3
-[ -x "$root/bin/busybox" ] || exit 4
-echo "kernel=$k"
-echo "version=${k##*/vmlinuz-}"
-echo "busybox=$root/bin/busybox"
-echo "busybox_version=$("$root/bin/busybox" 2>&1 | head -n 1 | sed 's/ multi-call binary.*//' | tr ' ' '_')"
-"""
+DESCRIBE_KIT = shell_script("linux_guest_describe_kit.sh")
 
-# $1: the kernel's module directory. Every module file below MODULE_DIRS (name, path, and no
-# depends yet: reading them all spawns three programs per module, 400 s for Debian's 460 under
-# TCG), then the built-in ones. "== end" says the listing is whole.
-LIST_MODULES = r"""
-base=$1; shift
-for sub in "$@"; do
-  [ -d "$base/kernel/$sub" ] || continue
-  find "$base/kernel/$sub" -name '*.ko*' | while read -r f; do
-    n=${f##*/}; printf '%s\t%s\t\n' "${n%%.ko*}" "$f"
-  done
-done
-echo "== builtin"
-cat "$base/modules.builtin" 2>/dev/null
-echo "== end"
-"""
+LIST_MODULES = shell_script("linux_guest_list_modules.sh")
 
-# The `depends=` field of each module file given: only those a boot needs (name, path, depends).
-READ_DEPENDS = r"""
-for f in "$@"; do
-  n=${f##*/}; n=${n%%.ko*}
-  case $f in
-    *.ko) deps=$(tr '\0' '\n' <"$f" | sed -n 's/^depends=//p' | head -n 1) ;;
-    *.ko.xz) deps=$(xz -dc "$f" 2>/dev/null | tr '\0' '\n' | sed -n 's/^depends=//p' | head -n 1) ;;
-    *.ko.zst) deps=$(zstd -dc "$f" 2>/dev/null | tr '\0' '\n' | sed -n 's/^depends=//p' | head -n 1) ;;
-    *) continue ;;
-  esac
-  printf '%s\t%s\t%s\n' "$n" "$f" "$deps"
-done
-echo "== end"
-"""
+READ_DEPENDS = shell_script("linux_guest_read_depends.sh")
 END = "== end"
 
 

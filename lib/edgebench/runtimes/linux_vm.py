@@ -33,6 +33,7 @@ from edgebench.runtimes.contract import Artifact, Availability, Instance, Launch
 from edgebench.runtimes.vm import StampedConsoleVm, console_args, user_network
 from edgebench.runtimes.vm import boot_events as vm_boot_events
 from edgebench.targets import Target
+from edgebench.scripts import shell_script
 
 # A VM has a memory size even when the run sets no limit.
 DEFAULT_MEMORY_MB = 512
@@ -52,14 +53,7 @@ NET_DEVICE = {"pc": "virtio-net-pci,romfile=", "virt": "virtio-net-pci,romfile="
 # marks the end of firmware and decompression. aarch64's earlycon is left out (untested there).
 EARLY_CONSOLE = {"x86_64": "earlyprintk=serial,ttyS0,115200"}
 
-# The target's TSC frequency in kHz: the kernel's own calibration where dmesg is readable, else
-# the first CPU's MHz (a constant-rate TSC counts at the nominal clock; close enough for a
-# fallback the guest uses only when its own calibration fails).
-TSC_KHZ = r"""
-mhz=$(dmesg 2>/dev/null | sed -n 's/.*tsc: Refined TSC clocksource calibration: \([0-9.]*\) MHz.*/\1/p' | tail -n 1)
-[ -n "$mhz" ] || mhz=$(sed -n 's/^cpu MHz[[:space:]]*: *\([0-9.]*\)$/\1/p' /proc/cpuinfo | head -n 1)
-[ -n "$mhz" ] && awk -v m="$mhz" 'BEGIN { printf "%d\n", m * 1000 }'
-"""
+TSC_KHZ = shell_script("linux_vm_tsc_khz.sh")
 
 
 def kit_dir(target: Target) -> str:

@@ -35,6 +35,7 @@ from edgebench.errors import ConfigError, EdgebenchError
 from edgebench.runtimes.contract import Limits, StartFailed
 from edgebench.runtimes.lxd_image import lxc_query
 from edgebench.targets import Target, sh
+from edgebench.scripts import shell_script
 
 RUN_KEY = "user.edgebench.run"
 APP_KEY = "user.edgebench.app"
@@ -71,27 +72,9 @@ for lib in $({ ldd "$binary"
 done
 """
 
-# The first process in the container's cgroup whose command line contains $2 (host PIDs).
-_FIND_PID = r"""
-init=$1; pat=$2
-cg=$(awk -F: '$2 ~ /(^|,)memory(,|$)/ {print $3}' /proc/"$init"/cgroup)
-if [ -n "$cg" ]; then d=/sys/fs/cgroup/memory$cg
-else d=/sys/fs/cgroup$(awk -F: '$1 == "0" {print $3}' /proc/"$init"/cgroup); fi
-for f in $(find "$d" -name cgroup.procs 2>/dev/null); do
-  for p in $(cat "$f"); do
-    case "$(tr '\0' ' ' < /proc/"$p"/cmdline 2>/dev/null)" in *"$pat"*) echo "$p"; exit 0 ;; esac
-  done
-done
-exit 1
-"""
+_FIND_PID = shell_script("lxc_find_pid.sh")
 
-# The memory+swap accounting the kernel offers, for swap=False.
-_SWAP_ACCOUNTING = r"""
-if [ -f /sys/fs/cgroup/cgroup.controllers ]; then
-  ls /sys/fs/cgroup/*/memory.swap.max >/dev/null 2>&1 && echo v2-swap || echo v2
-elif [ -f /sys/fs/cgroup/memory/memory.memsw.limit_in_bytes ]; then echo v1-memsw
-else echo v1; fi
-"""
+_SWAP_ACCOUNTING = shell_script("lxc_swap_accounting.sh")
 
 
 # -- pure: names, limits, config keys, the service, command lines ---------------------------

@@ -79,6 +79,7 @@ from edgebench.runtimes.lxc import APP_ROOT, BIN_DIR, RUN_KEY, SERVICE_FILE, SER
 from edgebench.runtimes.lxd_image import BaseImage, ensure_image
 from edgebench.runtimes.contract import StartFailed
 from edgebench.runtimes.tags import LAUNCH_TAG, is_alive, kill_pid, tagged
+from edgebench.scripts import shell_script
 
 # "native" is what the experiments pass to every runtime but Docker; both mean the same here.
 BUILD_MODES = ("offline", "native")
@@ -100,21 +101,7 @@ NETWORK_PATHS = {"proxy": "lxd-proxy(forkproxy)+container-loopback",
 # How long the forward launcher waits for the container's bridge address (DHCP from its init).
 ADDRESS_WAIT_S = 60
 
-# After `lxc start`: the container's IPv4 on the bridge, then the relay from the target's port to
-# it, in the background, tagged as the launch's process; then the launcher goes on as in "proxy".
-_FORWARD_LAUNCH = r"""
-lxc start "$1" || exit; date +%s%N >"$2"
-name=$1 port=$3 cport=$4 relay=$5 log=$6 wait_s=$7; shift 7
-ip=; end=$(( $(date +%s) + wait_s ))
-while :; do
-  ip=$(lxc list --format csv -c n4 "$name" | awk -F, -v n="$name" '$1 == n { split($2, a, " "); print a[1]; exit }')
-  [ -n "$ip" ] && break
-  [ "$(date +%s)" -ge "$end" ] && { echo "lxd: $name had no IPv4 address on its bridge after $wait_s s" >&2; exit 1; }
-  sleep 0.1
-done
-EDGEBENCH_LAUNCH="$name" "$relay" -listen "0.0.0.0:$port" -to "$ip:$cport" >"$log" 2>&1 </dev/null &
-exec "$@"
-"""
+_FORWARD_LAUNCH = shell_script("lxd_forward_launch.sh")
 
 
 class LxdRuntime(Runtime):
@@ -547,23 +534,6 @@ class LxdRuntime(Runtime):
             "start_s": plan.state.get("start_s")})
 
 
-# The base image's tarballs fetched (exit 2 on failure) and imported (exit 3); prints
-# `edgebench-import T0 T1 T2 BYTES` (ns from date +%s%N: start, fetched, imported).
-_FETCH_IMPORT = r"""
-scratch=$1; ca=$2; alias=$3; shift 3
-rm -rf "$scratch"; mkdir -p "$scratch" || exit 1
-t0=$(date +%s%N); i=0; files=""
-for url in "$@"; do
-  i=$((i + 1))
-  curl -sSf --cacert "$ca" -o "$scratch/part$i.tar" "$url" || { rm -rf "$scratch"; exit 2; }
-  files="$files $scratch/part$i.tar"
-done
-t1=$(date +%s%N)
-lxc image import -q $files --alias "$alias" >/dev/null || { rm -rf "$scratch"; exit 3; }
-t2=$(date +%s%N)
-size=$(cat $files | wc -c)
-rm -rf "$scratch"
-echo "edgebench-import $t0 $t1 $t2 $size"
-"""
+_FETCH_IMPORT = shell_script("lxd_fetch_import.sh")
 
 __all__ = ["LxdRuntime", "NETWORK_MODES", "NETWORK_PATHS", "START_MODES"]

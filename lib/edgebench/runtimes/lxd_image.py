@@ -28,6 +28,7 @@ from edgebench.errors import ConfigError, EdgebenchError
 from edgebench.paths import TOOLS_DIR
 from edgebench.provisioning.needs import Need, Preparation, TargetNeeds, Version, tail
 from edgebench.targets import Target, connect
+from edgebench.scripts import shell_script
 
 CACHE_ENV, MIRROR_ENV, SUITE_ENV = "EDGEBENCH_LXD_CACHE", "EDGEBENCH_LXD_MIRROR", "EDGEBENCH_LXD_SUITE"
 BUILD_SCRIPT = TOOLS_DIR / "lxd" / "build-rootfs.sh"
@@ -38,18 +39,7 @@ IMPORT_TIMEOUT_S = 600
 ALIAS_PREFIX = "edgebench/"
 BASE_PROPERTY = "edgebench"  # images carrying properties.edgebench=base are edgebench's to replace
 
-# Lists every apt source the target has, one-line and deb822 formats alike.
-_SOURCES = r"""
-. /etc/os-release 2>/dev/null
-echo "#os_id=${ID:-}"
-echo "#codename=${VERSION_CODENAME:-}"
-for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list /etc/apt/sources.list.d/*.sources; do
-  [ -r "$f" ] || continue
-  echo "#file=$f"
-  cat "$f"
-  echo
-done
-"""
+_SOURCES = shell_script("lxd_image_sources.sh")
 
 
 @dataclass

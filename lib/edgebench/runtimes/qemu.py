@@ -28,6 +28,7 @@ from edgebench.provisioning.needs import Need, TargetNeeds, Version
 from edgebench.runtimes.tags import kill_pid, tagged
 from edgebench.targets import Target
 from edgebench.waiting import wait_until
+from edgebench.scripts import shell_script
 
 KVM_FD = "anon_inode:kvm-vm"
 
@@ -159,35 +160,9 @@ def accelerator(requested: tuple[str, ...], fd_links: list[str] | None) -> tuple
 
 
 # -- a running QEMU ------------------------------------------------------------------------
-# Finds the processes a launch started by its tag: the launcher, and QEMU in its own process
-# group. $2 = prefix: every tag that starts with $1 (a whole run's launches).
-# QEMU's command line (NUL-separated, printed one per line), open files and thread affinity.
-_QEMU_STATE = r"""
-p=$1
-echo "== cmdline"; tr '\0' '\n' </proc/$p/cmdline
-echo "== fds"; for f in /proc/$p/fd/*; do readlink "$f"; done 2>/dev/null
-echo "== affinity"
-for t in /proc/$p/task/*; do awk '/^Cpus_allowed_list/{print $2}' $t/status; done 2>/dev/null | sort -u
-"""
+_QEMU_STATE = shell_script("qemu_qemu_state.sh")
 
-# Runs a batch launch ("$@") and, beside it, saves QEMU's state once QEMU appears: a batch VM
-# may exit before anyone could ask. The watcher does not carry the tag, so it never finds itself.
-_WATCH_QEMU = r"""
-tag=$1; out=$2; shift 2
-(
-  while :; do
-    for e in /proc/[0-9]*/environ; do
-      p=${e#/proc/}; p=${p%/environ}
-      case "$(cat /proc/$p/comm 2>/dev/null)" in qemu*) ;; *) continue ;; esac
-      tr '\0' '\n' <"$e" 2>/dev/null | grep -qx "$tag" || continue
-      sh -c "$QEMU_STATE" qemu-state "$p" >"$out.tmp" 2>/dev/null && mv "$out.tmp" "$out"; exit 0
-    done
-    kill -0 $$ 2>/dev/null || exit 0
-    sleep 0.02
-  done
-) </dev/null >/dev/null 2>&1 &
-exec "$@"
-"""
+_WATCH_QEMU = shell_script("qemu_watch_qemu.sh")
 
 
 def parse_qemu_state(text: str) -> tuple[list[str], list[str] | None, list[str]]:

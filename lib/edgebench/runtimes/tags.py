@@ -14,6 +14,7 @@ import os
 
 from edgebench.targets import Target
 from edgebench.waiting import wait_until
+from edgebench.scripts import shell_script
 
 RUN_TAG_PREFIX_ENV = "EDGEBENCH_RUN_TAG_PREFIX"
 LAUNCH_TAG = "EDGEBENCH_LAUNCH"  # environment variable that marks a launch's processes
@@ -23,16 +24,7 @@ def run_tag_prefix() -> str:
     return os.environ.get(RUN_TAG_PREFIX_ENV, "")
 
 
-# [(pid, comm)] of live processes whose environment holds the line $1 (or one starting with it).
-_FIND_TAGGED = r"""
-tag=$1; match=-qxF; [ "$2" = prefix ] && { match=-q; tag="^$tag"; }
-for e in /proc/[0-9]*/environ; do
-  p=${e#/proc/}; p=${p%/environ}
-  tr '\0' '\n' <"$e" 2>/dev/null | grep $match -- "$tag" || continue
-  s=$(awk '/^State:/{print $2}' /proc/$p/status 2>/dev/null); [ -n "$s" ] && [ "$s" != Z ] || continue
-  echo "$p $(cat /proc/$p/comm 2>/dev/null)"
-done
-"""
+_FIND_TAGGED = shell_script("tags_find_tagged.sh")
 
 
 def tagged(target: Target, tag: str, prefix: bool = False) -> list[tuple[int, str]]:
@@ -47,13 +39,7 @@ def tagged(target: Target, tag: str, prefix: bool = False) -> list[tuple[int, st
     return out
 
 
-# cgroups named NAME_PREFIX* under edgebench/ in every mounted hierarchy (v1: one per controller).
-_FIND_CGROUPS = r"""
-awk '$3 ~ /^cgroup2?$/ {print $2}' /proc/mounts | sort -u | while read -r root; do
-  for d in "$root"/edgebench/"$1"*; do [ -d "$d" ] && echo "$d"; done
-done
-true
-"""
+_FIND_CGROUPS = shell_script("tags_find_cgroups.sh")
 
 
 def cgroups_named(target: Target, name_start: str) -> list[str]:

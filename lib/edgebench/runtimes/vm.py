@@ -14,6 +14,7 @@ from edgebench.runtimes.base import Runtime
 from edgebench.apps import place_probe
 from edgebench.runtimes.contract import Availability, BatchOutcome, Instance, LaunchPlan, Limits, StartFailed
 from edgebench.runtimes.tags import LAUNCH_TAG, is_alive, kill_pid, tagged
+from edgebench.scripts import shell_script
 
 # Machines whose firmware (SeaBIOS) writes to QEMU's debug port 0x402: its banner and its jump to
 # the kernel become console lines, stamped on the host like the rest (boot_events). qboot
@@ -22,17 +23,7 @@ DEBUGCON_MACHINES = ("pc",)
 # Console lines that mark a boot event (boot_events): SeaBIOS's first line and its hand-over.
 FIRMWARE_START, FIRMWARE_HANDOVER = "SeaBIOS (version", "Booting from "
 
-# Runs QEMU ("$@") with its serial console through `probe -stamp`, which copies it to stdout and
-# writes each line with the host's clock at its arrival to $1 (the guest's clock is its own).
-# Exits with the status a linux-vm guest's /init printed for the app (linux_guest.MARK), or 125
-# when it printed none (the guest crashed, QEMU was killed, or the guest prints no status).
-# $2: the probe on the target.
-_STAMPED = r"""
-stamps=$1; probe=$2; shift 2
-"$@" | "$probe" -stamp "$stamps"
-code=$(tr -d '\r' <"$stamps" | sed -n 's/^[0-9]*[[:space:]]edgebench-guest: exit \([0-9][0-9]*\)$/\1/p' | tail -n 1)
-exit "${code:-125}"
-"""
+_STAMPED = shell_script("vm_stamped.sh")
 
 ACCEL_MODES = ("auto", "kvm", "tcg")
 
