@@ -358,6 +358,13 @@ def test_a_claim_at_every_level_asks_for_what_its_least_settled_level_needs():
     v = judge(every_level(), pd.concat([docker, nanos]))
     assert v.verdict == INCONCLUSIVE and "Shown: memory_mb=256" in v.reason
     assert v.repetitions_to_settle and v.repetitions_to_settle > 6
+    # Counted as n is (both levels' values): the level's own need at its share of them, which make
+    # settle turns back into the run's repetitions that level needs.
+    from edgebench.drivers.settle import repetitions_wanted
+    level = judge(dataclasses.replace(every_level(), conditions=parse_conditions("memory_mb=256")),
+                  pd.concat([docker, nanos]), confidence=1 - 0.05 / 2)
+    assert v.n == 12 and v.repetitions_to_settle == 2 * level.repetitions_to_settle
+    assert repetitions_wanted(6, v.n, v.repetitions_to_settle) == max(7, level.repetitions_to_settle)
 
 
 def test_each_names_one_column():

@@ -531,8 +531,12 @@ def _judge_every(claim: Claim, df: pd.DataFrame, emulated_device: str, confidenc
         pick = max(open_, key=lambda v: math.inf if open_[v].repetitions_to_settle is None
                    else open_[v].repetitions_to_settle)
     settle = None
+    total = sum(x.n for x in judged.values())
     if verdict == INCONCLUSIVE:
-        needs = [x.repetitions_to_settle for x in judged.values() if x.verdict == INCONCLUSIVE]
+        # In the terms of `n` (every level's values together), as make settle reads it: the level
+        # that needs the most, at the share of the values it has.
+        needs = [math.ceil(x.repetitions_to_settle * total / x.n) if x.repetitions_to_settle and x.n else None
+                 for x in judged.values() if x.verdict == INCONCLUSIVE]
         settle = None if None in needs else max(needs)
 
     def said(v: str, x: Verdict) -> str:
@@ -549,7 +553,7 @@ def _judge_every(claim: Claim, df: pd.DataFrame, emulated_device: str, confidenc
                    f"{per[missing[0]].reason}")
     chosen = judged[pick]
     return Verdict(**base, verdict=verdict, effect=chosen.effect, ci_low=chosen.ci_low, ci_high=chosen.ci_high,
-                   n=sum(x.n for x in judged.values()), reason=reason, repetitions_to_settle=settle)
+                   n=total, reason=reason, repetitions_to_settle=settle)
 
 
 def _judge_failure(claim: Claim, a: pd.DataFrame, b: pd.DataFrame | None, base: dict, df: pd.DataFrame) -> Verdict:

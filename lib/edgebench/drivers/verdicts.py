@@ -194,7 +194,10 @@ def why_text(r) -> str:
     # Below MIN_N the reason already says an interval needs more.
     if r.verdict != INCONCLUSIVE or pd.isna(r.repetitions_to_settle) or r.n < MIN_N:
         return why
-    return f"{why}; about {counted(int(r.repetitions_to_settle), 'repetition')} would likely settle it"
+    # In values (pairs), as n counts them: a repetition of a run may give a claim several (one per
+    # app, network mode or level), which make settle turns into the run's repetitions.
+    return (f"{why}; about {counted(int(r.repetitions_to_settle), 'value')} (it has {int(r.n)}) would likely "
+            "settle it: `make settle` measures them")
 
 
 def legend() -> list[str]:
