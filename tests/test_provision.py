@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -17,6 +18,7 @@ from edgebench.provisioning import provision as pv
 from edgebench.provisioning.apt import Package
 from edgebench.provisioning.needs import parse_versions
 from edgebench.runtimes import RUNTIMES, docker_daemon
+from edgebench.runtimes.linux_guest import DESCRIBE_KIT
 
 DEBIAN = {"os_id": "debian", "os_like": "", "os_name": "Debian GNU/Linux 12 (bookworm)"}
 
@@ -211,7 +213,7 @@ def test_versions_table_parsing():
 
 READ_ONLY = ("sh -c 'export PATH=", "dpkg-query ", "apt-cache policy ", "docker version ", "docker info ", "lxc query ",
              "curl -sfI ", "command -v ", "sh -c 'command -v ", "sha256sum ", "cat ",
-             "sh -c 'root=$1", "ls -1 ",  # linux_guest.DESCRIBE_KIT: is the linux-vm kit there
+             shlex.join(["sh", "-c", DESCRIBE_KIT]), "ls -1 ",  # is the linux-vm kit there
              "test -x ")  # iozone: is the one provisioning fetched there
 
 
