@@ -1,5 +1,6 @@
 """NPB: the report parser on recorded outputs of every benchmark (NPB 3.4.2, built in a lab
-folder outside the project), finding binaries on a target, and a real run where NPB is built."""
+folder outside the project), finding binaries on a target, the classes provisioning builds for a
+run's profile, and a real run where NPB is built."""
 
 import re
 from pathlib import Path
@@ -7,6 +8,8 @@ from pathlib import Path
 import pytest
 from conftest import need
 from edgebench.errors import EdgebenchError
+from edgebench.provisioning.needs import Preparation
+from edgebench.targets import LocalTarget
 from edgebench.tools import npb
 
 DATA = Path(__file__).parent / "data" / "npb"
@@ -59,3 +62,34 @@ def test_real_npb_run_verifies(local, tmp_path):
     r = local.run(f"cd {tmp_path} && OMP_NUM_THREADS=2 {found[('ep', 'S')]}", timeout=120)
     parsed = npb.parse(r.stdout)
     assert parsed["verified"] is True and parsed["threads"] == 2 and parsed["class"] == "S"
+
+
+class _Workspace(LocalTarget):
+    """This machine with its edgebench workspace in a folder of the test's."""
+
+    def __init__(self, folder):
+        super().__init__()
+        self.folder = str(folder)
+
+    @property
+    def workspace(self) -> str:
+        return self.folder
+
+
+@pytest.mark.parametrize("profile, classes", [("quick", "S"), ("smoke", "S"), ("standard", "S, W, A"),
+                                              (None, "S, W, A")])
+def test_provisioning_builds_the_classes_its_runs_profile_uses(tmp_path, monkeypatch, profile, classes):
+    """A quick run on an emulated board would otherwise wait for classes W and A it never runs."""
+    target = _Workspace(tmp_path)
+    need("npb", None if all(target.which(t) for t in ("gfortran", "gcc", "make")) else "no gfortran, gcc or make")
+    monkeypatch.delenv(npb.DIR_VARIABLE, raising=False)
+    prep = Preparation(target, True, [], {}, {}, [], lambda _: None, lambda: None, profile=profile)
+    npb.install(prep)  # check: says what it would build, builds nothing
+    assert prep.actions == [f"build NPB {npb.VERSION} (OpenMP) for classes {classes} in {tmp_path}/npb/bin"]
+    (tmp_path / "npb" / "bin").mkdir(parents=True)  # class S there already: a quick run needs nothing more
+    for bench in npb.BENCHMARKS:
+        (tmp_path / "npb" / "bin" / npb.binary_name(bench, "S")).write_text("")
+    again = Preparation(target, True, [], {}, {}, [], lambda _: None, lambda: None, profile=profile)
+    npb.install(again)
+    assert again.actions == ([] if classes == "S" else [f"build NPB {npb.VERSION} (OpenMP) for classes {classes} "
+                                                        f"in {tmp_path}/npb/bin"])

@@ -295,7 +295,7 @@ def leftovers_warning(target: str, left: list[str], shown: int = 12) -> str:
 
 
 def provision_first(target: str, for_tests: bool = False, runtimes: str | None = None,
-                    load_generator: str | None = "local") -> None:
+                    load_generator: str | None = "local", profile: str | None = None) -> None:
     """What `make figures` does before measuring: install and start what is missing on the
     target, saying only what changed; a target that cannot be provisioned goes on with what it has.
     Runtimes named one by one (RUNTIMES=native,docker) are the only ones set up, with every tool;
@@ -304,7 +304,8 @@ def provision_first(target: str, for_tests: bool = False, runtimes: str | None =
     `load_generator=None`: it is provisioned already (a fleet does each once)."""
     names = [r.strip() for r in (runtimes or "").split(",") if r.strip()]
     only = [] if not names or {"auto", "all"} & set(names) else ["--runtimes", ",".join(names), "--with-tools"]
-    code = provision.main(["--target", target, "--before-run", *(["--for-tests"] if for_tests else []), *only])
+    code = provision.main(["--target", target, "--before-run", *(["--for-tests"] if for_tests else []), *only,
+                           *(["--profile", profile] if profile else [])])
     if code == 1:
         raise ConfigError(f"provisioning {target} failed (see above)")
     host = fleet.load_generator_host(target, load_generator) if load_generator is not None else None
@@ -342,7 +343,7 @@ def main(argv=None) -> int:
         return fleet.run_fleet(devices, args, passed=PASSED_THROUGH)
     if args.provision and not args.replot:
         try:
-            provision_first(args.target or "local", runtimes=args.runtimes,
+            provision_first(args.target or "local", runtimes=args.runtimes, profile=args.profile,
                             load_generator=None if args.load_generator_ready else args.load_generator or "local")
         except ConfigError as e:
             print(f"make figures: {e}", file=sys.stderr)

@@ -47,13 +47,14 @@ EXTRA_COLUMNS = ["benchmark", "operation", "point", "tool", "threads", "npb_clas
 
 PROFILE_SETTINGS = {
     "smoke": Settings(repetitions=1, file_mb=4, record_kib=32, stream_mib=(25.4,), stream_ntimes=2,
-                      npb_classes=("S",), npb_benchmarks=("ep",), ab_requests=500, seconds=1,
+                      npb_classes=npb.PROFILE_CLASSES["smoke"], npb_benchmarks=("ep",), ab_requests=500, seconds=1,
                       connections=10, idle_s=0.5, size_files_for_window=False),
     "quick": Settings(repetitions=2, file_mb=16, record_kib=32, stream_mib=(76.3,), stream_ntimes=10,
-                      npb_classes=("S",), npb_benchmarks=npb.BENCHMARKS, ab_requests=2000, seconds=2,
+                      npb_classes=npb.PROFILE_CLASSES["quick"], npb_benchmarks=npb.BENCHMARKS, ab_requests=2000,
+                      seconds=2,
                       connections=10, idle_s=1.0),
     "standard": Settings(repetitions=5, file_mb=100, record_kib=32, stream_mib=stream.PAPER_ARRAY_MIB,
-                         stream_ntimes=stream.PAPER_NTIMES, npb_classes=npb.CLASSES,
+                         stream_ntimes=stream.PAPER_NTIMES, npb_classes=npb.PROFILE_CLASSES["standard"],
                          npb_benchmarks=npb.BENCHMARKS, ab_requests=10000, seconds=10, connections=10,
                          idle_s=10.0),
 }

@@ -142,6 +142,9 @@ class Preparation:
     actions: list[str] = field(default_factory=list)
     failures: dict[str, str] = field(default_factory=dict)
     missing: dict[str, str] = field(default_factory=dict)  # part -> why it is still missing (table)
+    # The profile a `make figures` run provisions for (None: `make provision`, every profile), for
+    # a part whose size depends on it (NPB's classes).
+    profile: str | None = None
 
     @property
     def systemd(self) -> bool:

@@ -157,8 +157,9 @@ class Provisioner:
 
     def __init__(self, target: Target, check: bool = False, log: Callable[[str], None] | None = None,
                  for_tests: bool = False, before_run: bool = False, runtimes: tuple[str, ...] | None = None,
-                 tools: bool | None = None, load_generator: bool = False):
+                 tools: bool | None = None, load_generator: bool = False, profile: str | None = None):
         self.target = target
+        self.profile = profile  # the run's, for parts sized by it (NPB's classes); None: every profile
         # Only these runtimes' packages and preparation (None: every runtime's), and the tools or not:
         # by default not when runtimes are named (a test device that exercises Docker and LXD needs no
         # more); `make figures RUNTIMES=native,docker` names them and keeps the tools.
@@ -353,7 +354,7 @@ class Provisioner:
                 continue
             prep = Preparation(self.target, self.check, self.sudo, self.commands, self.survey,
                                rep.would_install, self.log, self.read_survey, rep.actions, rep.failed,
-                               self.missing)
+                               self.missing, self.profile)
             self.timed(name, cls.prepare_target, prep)
 
     def prepare_tools(self) -> None:
@@ -369,7 +370,7 @@ class Provisioner:
                 continue
             prep = Preparation(self.target, self.check, self.sudo, self.commands, self.survey,
                                rep.would_install, self.log, self.read_survey, rep.actions, rep.failed,
-                               self.missing)
+                               self.missing, self.profile)
             self.timed(name, needs.prepare, prep)
 
     # -- the table ---------------------------------------------------------------------------
@@ -427,18 +428,19 @@ class Provisioner:
 
 def provision(target: Target, check: bool = False, log: Callable[[str], None] | None = None,
               for_tests: bool = False, before_run: bool = False, runtimes: tuple[str, ...] | None = None,
-              tools: bool | None = None, load_generator: bool = False) -> Report:
+              tools: bool | None = None, load_generator: bool = False, profile: str | None = None) -> Report:
     """Provision `target` (or only look, with check=True). Raises UnsupportedTarget or
     ProvisionError before changing anything when it cannot; with before_run=True, a target
     without root is only looked at (what is missing is reported, nothing is raised). `runtimes`:
     only those runtimes' parts, and no tools unless `tools` is True. `load_generator`: no runtime,
-    only the tools a load-generator host runs (parts.TargetNeeds.on_load_generator)."""
+    only the tools a load-generator host runs (parts.TargetNeeds.on_load_generator). `profile`: the
+    run's, for parts whose size depends on it (NPB builds only the classes it runs)."""
     if runtimes:
         unknown = [r for r in runtimes if r not in RUNTIMES]
         if unknown:
             raise EdgebenchError(f"unknown runtime(s) {', '.join(unknown)}; choose from {', '.join(RUNTIMES)}")
     return Provisioner(target, check=check, log=log, for_tests=for_tests, before_run=before_run,
-                       runtimes=runtimes, tools=tools, load_generator=load_generator).run()
+                       runtimes=runtimes, tools=tools, load_generator=load_generator, profile=profile).run()
 
 
 def main(argv=None) -> int:
@@ -457,6 +459,9 @@ def main(argv=None) -> int:
                     help="only these runtimes' packages and set-up, no tools (e.g. docker,lxd)")
     ap.add_argument("--with-tools", action="store_true",
                     help="with --runtimes: the tools too (what `make figures RUNTIMES=...` provisions)")
+    ap.add_argument("--profile", default="",
+                    help="the profile of the run this provisions for (make figures passes it): parts sized by it, "
+                         "such as NPB's classes, only as big as it needs; none: every profile's")
     ap.add_argument("--load-generator", action="store_true",
                     help="the host drives load at a target from outside: only wrk, ab, iperf3, redis-benchmark, "
                          "curl, oha and the image registry, no runtime")
@@ -466,7 +471,8 @@ def main(argv=None) -> int:
         with connect(args.target, **opts) as target:
             report = provision(target, check=args.check, for_tests=args.for_tests, before_run=args.before_run,
                                runtimes=tuple(r.strip() for r in args.runtimes.split(",") if r.strip()) or None,
-                               tools=True if args.with_tools else None, load_generator=args.load_generator)
+                               tools=True if args.with_tools else None, load_generator=args.load_generator,
+                               profile=args.profile or None)
     except UnsupportedTarget as e:
         print(f"edgebench provision: {e}", file=sys.stderr)
         return 0 if args.before_run else 2  # the run goes on with what the target has
