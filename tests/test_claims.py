@@ -372,3 +372,34 @@ def test_each_names_one_column():
         c = dataclasses.replace(every_level(), conditions={"each": bad})
         with pytest.raises(ConfigError, match="name one column whose every value the claim covers"):
             claims.check_claim(c)
+
+
+# -- a minimum found at a runtime's floor is "at most" ---------------------------------------------
+
+def floor_rows(runtime: str, app: str, values, bound: str) -> pd.DataFrame:
+    return rows(runtime, values, metric="min_memory", unit="MiB", app=app).assign(bound=bound)
+
+
+def test_a_minimum_at_the_floor_is_an_upper_bound_not_a_need():
+    below = Claim("P002-98", "002", "Fig. 4", "", "", "min_memory", "min_memory", "unikraft", "",
+                  conditions=parse_conditions("app=nginx|redis;each=app"), kind="below", high=6.2, better="lower",
+                  unit="MiB")
+    at_floor = pd.concat([floor_rows("unikraft", "nginx", [12] * 3, "runtime floor"),
+                          floor_rows("unikraft", "redis", [92, 96, 92], "bisected")])
+    v = judge(below, at_floor)
+    # nginx at most 12 MiB says nothing about 6.2; Redis's 92 MiB contradicts the claim alone.
+    assert v.verdict == CONTRADICTED and "not measurable at app=nginx" in v.reason
+    assert "unikraft at its floor: at most 12 MiB" in v.reason
+    low_floor = floor_rows("unikraft", "nginx", [4] * 3, "runtime floor")  # at most 4: under 6.2 whatever it is
+    assert judge(dataclasses.replace(below, conditions={"app": "nginx"}), low_floor).verdict == HOLDS
+    # Two runtimes: a floor is the runtime's, not the app's; those pairs are left out.
+    native_less = Claim("P001-98", "001", "", "", "", "min_memory", "min_memory", "native", "docker",
+                        kind="direction", better="lower", unit="MiB")
+    both = pd.concat([floor_rows("native", "nginx", [4] * 3, "runtime floor"),
+                      floor_rows("docker", "nginx", [6] * 3, "runtime floor")])
+    v = judge(native_less, both)
+    assert v.verdict == NOT_MEASURABLE and "native at its floor: at most 4 MiB" in v.reason
+    bisected = pd.concat([both, floor_rows("native", "go-http", [10, 11, 10], "bisected"),
+                          floor_rows("docker", "go-http", [14, 15, 14], "bisected")])
+    v = judge(native_less, bisected)
+    assert v.verdict == HOLDS and v.n == 3  # go-http's pairs alone

@@ -4,6 +4,7 @@ search with native and Docker."""
 from __future__ import annotations
 
 import pytest
+from conftest import need_tool
 
 from edgebench.errors import ConfigError
 from edgebench.experiments import min_memory as mm
@@ -125,6 +126,21 @@ def test_native_and_docker_find_a_minimum_that_serves(local, docker_ready, cgrou
         below = mine[mine["memory_mb"].astype(float) < minimum]
         assert (below["value"].astype(float) == 0).all()
         assert row["bound"] in ("bisected", "runtime floor") and minimum <= 64
+
+
+def test_the_services_of_the_unikraft_page_are_searched_on_their_own_port_and_readiness(
+        local, cgroups_ready, no_leftovers):
+    """nginx (its port named in its configuration) and Redis (ready when it answers PING), as Fig. 4
+    measured them; natively both serve at the floor of 4 MiB, an upper bound a claim reads so."""
+    need_tool(local, "nginx")
+    need_tool(local, "redis-server")
+    run_dir = mm.run(mm.Params(runtimes="native", apps="nginx,redis", profile="quick", start_mb=64, progress=False))
+    df = load_results(run_dir)
+    found = df[df["metric"] == "min_memory"].set_index("app")
+    assert set(found.index) == {"nginx", "redis"} and (found["status"] == "ok").all(), df[["app", "note"]]
+    assert (found["value"].astype(float) <= 64).all() and set(found["bound"]) <= {"bisected", mm.AT_THE_FLOOR}
+    passed = df[(df["metric"] == "ready_at_memory") & (df["value"].astype(float) == 1)]
+    assert set(passed["app"]) == {"nginx", "redis"}
 
 
 def test_table_and_figure_keep_emulated_vms_apart_and_mark_floors():

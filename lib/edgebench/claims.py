@@ -37,6 +37,7 @@ import pandas as pd
 from scipy import stats
 
 from edgebench.errors import ConfigError
+from edgebench.experiments.min_memory import AT_THE_FLOOR
 from edgebench.experiments.reading import READING
 from edgebench.paths import REFERENCE_DIR
 from edgebench.results import NOT_MEASURABLE as ROW_NOT_MEASURABLE
@@ -450,9 +451,11 @@ def judge(claim: Claim, df: pd.DataFrame | None, emulated_device: str = "",
         return _judge_failure(claim, a_all, b_all, base, df)
     a = a_all[(a_all["status"] == "ok") & a_all["value"].notna()]
     b = b_all[(b_all["status"] == "ok") & b_all["value"].notna()] if b_all is not None else None
+    a, b, floored = _without_floors(claim, a, b)
     for rows, every, name, side in ((a, a_all, claim.a, "a"), (b, b_all, claim.b, "b")):
         if rows is not None and rows.empty:
-            return Verdict(**base, verdict=NOT_MEASURABLE, reason=_why_missing(every, name, df, claim, side))
+            return Verdict(**base, verdict=NOT_MEASURABLE,
+                           reason=floored or _why_missing(every, name, df, claim, side))
     rows = pd.concat([a, b]) if b is not None else a
     emulated = _emulated(rows)
     if emulated_device and not set(rows["unit"].astype(str)) <= UNTIMED_UNITS:
@@ -480,6 +483,32 @@ def judge(claim: Claim, df: pd.DataFrame | None, emulated_device: str = "",
     verdict, settle = decide(low, high, effect, n, band(claim))
     return Verdict(**base, verdict=verdict, effect=effect, ci_low=low, ci_high=high, n=n, reason=how,
                    repetitions_to_settle=settle)
+
+
+def _without_floors(claim: Claim, a: pd.DataFrame, b: pd.DataFrame | None) -> tuple:
+    """The rows a claim can use, where some are minima found at the least a runtime accepts
+    (min_memory's bound "runtime floor": the app needs at most that): a bound `below` the claim's
+    limit still shows it; any other use would compare the runtime's floor, not the app's need.
+    Returns (a, b, why rows were left out: '' when none)."""
+    def floors(rows):
+        if rows is None or "bound" not in rows.columns:
+            return pd.Series(False, index=rows.index if rows is not None else [])
+        return rows["bound"].astype(str) == AT_THE_FLOOR
+
+    at_a, at_b = floors(a), floors(b)
+    if not at_a.any() and not at_b.any():
+        return a, b, ""
+    if claim.kind == "below" and b is None:
+        unusable = at_a & (a["value"] > claim.high)
+    else:
+        unusable = at_a
+    left = [f"{claim.a} at its floor: at most {_shown(v)} {claim.unit}" for v in a.loc[unusable, "value"].unique()]
+    if b is not None:
+        left += [f"{claim.b} at its floor: at most {_shown(v)} {claim.unit}" for v in b.loc[at_b, "value"].unique()]
+        b = b[~at_b]
+    why = ("the runtime accepts no smaller limit, so the app's own need is not known here ("
+           + "; ".join(left) + ")") if left else ""
+    return a[~unusable], b, why
 
 
 def _shown(value) -> str:

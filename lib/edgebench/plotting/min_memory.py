@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.patches import Patch
 
-from edgebench.experiments.min_memory import Params
+from edgebench.experiments.min_memory import MEASURED_APPS, Params
 from edgebench.plotting.page import Page, open_page, show_figure, show_findings, show_table
 from edgebench.plotting.style import plt, readable_log_ticks, runtime_artist
 from edgebench.plotting.tables import NoData, mark_emulated, ok_rows, sort_by_runtime, spread, wrapped_suptitle
@@ -55,12 +55,18 @@ def min_memory_figure(table: pd.DataFrame, reference: pd.DataFrame):
     band. A bar bounded by the runtime's floor is hatched: the app may need less."""
     if table.empty:
         raise NoData("minimum memory table is empty")
-    apps = list(dict.fromkeys(table["app"]))
+    # The HTTP apps first, then the Unikraft page's services, as the experiment lists them.
+    apps = sorted(dict.fromkeys(table["app"]), key=lambda a: MEASURED_APPS.index(a) if a in MEASURED_APPS else 99)
     most = max(table.groupby("app")["runtime"].nunique())
     panel = max(4.8, 0.7 * most + 1.4)  # seven runtimes' names side by side, not run together
-    fig, axes = plt.subplots(1, len(apps), figsize=(panel * len(apps), 4.0), squeeze=False)
+    # Two panels a row: four apps (the HTTP apps, nginx, Redis) in one row would be a banner.
+    ncols = min(2, len(apps))
+    nrows = -(-len(apps) // ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(panel * ncols, 4.0 * nrows), squeeze=False)
+    for ax in axes.flat[len(apps):]:
+        ax.set_axis_off()
     band = paper_range_mib(reference)  # in the bars' unit, MiB
-    for ax, app in zip(axes[0], apps):
+    for ax, app in zip(axes.flat, apps):
         t = table[table["app"] == app]
         x = np.arange(len(t))
         for xi, r in zip(x, t.itertuples()):

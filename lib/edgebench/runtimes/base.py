@@ -326,8 +326,11 @@ class Runtime(ABC):
         """Launch through the probe (the same path for every runtime) and wait until ready, on
         `port` or, when something else holds it, the next free one (Instance.port says which). A
         start whose port was taken between the check and the bind is tried again on the next one.
-        On an emulated device the timeout is `ready_timeout(timeout_s)`."""
+        On an emulated device the timeout is `ready_timeout(timeout_s)`. An app whose configuration
+        names its port (nginx's) is started on that port, whatever `port` says."""
         timeout_s = self.ready_timeout(timeout_s)
+        if artifact.built.app.fixed_port:
+            port = artifact.built.app.container_port
         for _ in range(PORT_RACES):
             try:
                 return self._start_on(artifact, limits, port, timeout_s)
