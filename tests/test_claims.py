@@ -403,3 +403,17 @@ def test_a_minimum_at_the_floor_is_an_upper_bound_not_a_need():
                           floor_rows("docker", "go-http", [14, 15, 14], "bisected")])
     v = judge(native_less, bisected)
     assert v.verdict == HOLDS and v.n == 3  # go-http's pairs alone
+
+
+def test_a_verdict_on_rows_measured_while_the_device_was_busy_says_how_many():
+    docker, nanos = rows("docker", 1500 + RNG.normal(0, 10, 6)), rows("nanos", 100 + RNG.normal(0, 1, 6))
+    quiet = judge(claim("ratio_range", low=13, high=18), pd.concat([docker, nanos]))
+    busy = pd.concat([docker.assign(health=["busy,unknown", "", "busy", "", "throttled", ""]),
+                      nanos.assign(health=["busy", "", "unknown", "", "", ""])])
+    v = judge(claim("ratio_range", low=13, high=18), busy)
+    assert v.verdict == quiet.verdict == HOLDS and (v.effect, v.ci_low) == (quiet.effect, quiet.ci_low)
+    assert v.reason.endswith("; 33% of its rows were measured while the device was busy or throttled "
+                             "(their health column)")  # 4 of 12 ("unknown" is not a mark)
+    sizes = pd.concat([rows("native", [4.6e6], unit="bytes"), rows("docker", [7e6], unit="bytes")])
+    sizes["health"] = "busy"  # a size read from a file: the device's load does not change it
+    assert "busy" not in judge(claim("direction", a="native", b="docker", better="lower"), sizes).reason

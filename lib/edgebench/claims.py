@@ -41,6 +41,7 @@ from edgebench.experiments.min_memory import AT_THE_FLOOR
 from edgebench.experiments.reading import READING
 from edgebench.paths import REFERENCE_DIR
 from edgebench.results import NOT_MEASURABLE as ROW_NOT_MEASURABLE
+from edgebench.tools.health import is_marked
 
 CLAIMS_FILE = REFERENCE_DIR / "claims.csv"
 KINDS = ("ratio_range", "direction", "within", "below", "above", "failure")
@@ -475,6 +476,7 @@ def judge(claim: Claim, df: pd.DataFrame | None, emulated_device: str = "",
         how = f"median of {n} {claim.a} value{'s' if n != 1 else ''} ({claim.unit or 'its unit'})"
     if confidence != CONFIDENCE and not one_of_every:
         how += f", at a {confidence:.2%} interval (make settle's looks)"
+    how += _marked_share(rows)
     if math.isnan(low) and set(rows["unit"].astype(str)) <= EXACT_UNITS:
         low = high = effect  # a size read from a file or an image: measured once, exactly
     if math.isnan(low):
@@ -483,6 +485,18 @@ def judge(claim: Claim, df: pd.DataFrame | None, emulated_device: str = "",
     verdict, settle = decide(low, high, effect, n, band(claim))
     return Verdict(**base, verdict=verdict, effect=effect, ci_low=low, ci_high=high, n=n, reason=how,
                    repetitions_to_settle=settle)
+
+
+def _marked_share(rows: pd.DataFrame) -> str:
+    """What share of a claim's timed rows the device was busy or throttled for (their `health`):
+    said beside the verdict, which stands (the runtimes were interleaved, so they shared it)."""
+    if "health" not in rows.columns or set(rows["unit"].astype(str)) <= UNTIMED_UNITS:
+        return ""
+    marked = rows["health"].map(is_marked)
+    if not marked.any():
+        return ""
+    return (f"; {marked.mean():.0%} of its rows were measured while the device was busy or throttled "
+            "(their health column)")
 
 
 def _without_floors(claim: Claim, a: pd.DataFrame, b: pd.DataFrame | None) -> tuple:
