@@ -73,11 +73,10 @@ from edgebench.errors import ConfigError, EdgebenchError
 import edgebench.runtimes.lxc as lxc
 import edgebench.runtimes.lxd_image as lxd_image
 from edgebench.runtimes.base import Runtime, app_env
-from edgebench.runtimes.contract import Artifact, Availability, BatchOutcome, Instance, LaunchPlan, Limits
+from edgebench.runtimes.contract import Artifact, Availability, BatchOutcome, Instance, LaunchPlan, Limits, StartFailed
 from edgebench.runtimes.image_registry import push_blob
 from edgebench.runtimes.lxc import APP_ROOT, BIN_DIR, RUN_KEY, SERVICE_FILE, SERVICE_LOG, WAIT_APP, Lxc
 from edgebench.runtimes.lxd_image import BaseImage, ensure_image
-from edgebench.runtimes.contract import StartFailed
 from edgebench.runtimes.tags import LAUNCH_TAG, is_alive, kill_pid, tagged
 from edgebench.scripts import shell_script
 
