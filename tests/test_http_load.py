@@ -170,3 +170,39 @@ def test_a_service_that_dies_during_the_open_loop_rates_is_said_dead_and_not_loa
     assert "not offered" in died.error.iloc[0]
     again = df[(df.scenario == "constrained") & df.metric.str.startswith("ol_")]
     assert (again.status == "ok").all() and again.offered_rps.nunique() == 3  # a fresh start: every rate
+
+
+def test_a_service_that_answers_nothing_keeps_its_own_output_beside_the_failed_row(
+        monkeypatch, run_dirs, cgroups_ready, wrk_ready, no_leftovers):
+    """Unikraft's go-http answered nothing under 100 connections in about half the standard run's
+    points, and the row kept only wrk's output, which cannot say why. A real stall here: the app is
+    frozen (SIGSTOP) while wrk runs, so the kernel accepts and nobody answers; its output is kept."""
+    import os
+    import re
+    import signal
+    import subprocess
+    from edgebench.tools.load import Wrk
+
+    measured = Wrk.run
+
+    def frozen_while_measured(self, url, settings, cpuset=None, **kw):
+        port = url.split(":")[2].split("/")[0]
+        listening = subprocess.run(["ss", "-Htlnp", f"sport = :{port}"], capture_output=True, text=True).stdout
+        pid = int(re.search(r"pid=(\d+)", listening).group(1))
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            return measured(self, url, settings, cpuset, **kw)
+        finally:
+            os.kill(pid, signal.SIGCONT)
+
+    monkeypatch.setattr(Wrk, "run", frozen_while_measured)
+    run_dir = run_http_load("io_bound", runtimes="native", apps="go-http", protocols="published",
+                            memory_levels="256m", run_id=f"it-froze-{uuid.uuid4().hex[:6]}", **QUICK)
+    run_dirs.append(run_dir)
+    df = load_results(run_dir)
+    failed = df[df.metric == "requests_per_second"]
+    assert (failed.status == "failed").all() and failed.value.isna().all(), failed[["status", "error"]]
+    kept = re.search(r"its output: raw/(\S+\.json)", failed.error.iloc[0])
+    assert kept, failed.error.iloc[0]
+    record = json.loads((run_dir / "raw" / kept.group(1)).read_text())
+    assert record["stdout"].strip() and "native" in record["command"]

@@ -330,7 +330,11 @@ def measure_load(run: Run, rt, artifact, limits: Limits, port: int, path: str, l
         if report.nothing_answered():
             why = reason or report.nothing_answered(
                 f"duration_s; PROFILE=standard runs {LOAD_PROFILES['standard'].duration_s} s")
-            run.failed(metric="requests_per_second", unit="req/s", error=why, **row)
+            # The service's own output (a VM's console) is what can tell a stalled stack from a slow app.
+            output = run.save_raw(f"output-{tag}", command=f"{rt.name} output of the service that answered nothing",
+                                  stdout=rt.app_output(instance)[-8000:])
+            run.failed(metric="requests_per_second", unit="req/s", error=f"{why}; its output: raw/{output.name}",
+                       **row)
             return
         row = dict(row, load_tool=loadgen.name)
         # duration_s is what was asked; window_s what the load tool measured over.
