@@ -4,7 +4,9 @@ that kills the app gives failed rows with the OOM reason, not an exception."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
+import subprocess
 import uuid
 
 import pytest
@@ -20,6 +22,13 @@ RECORDS = {"io_bound": io_bound.Params, "cpu_bound": cpu_bound.Params}
 
 def run_http_load(experiment: str, **params):
     return run(RECORDS[experiment](**params))
+
+
+def listening_pid(url: str) -> int:
+    """The process listening on the URL's port on this machine (the app a test acts on as the OS would)."""
+    port = url.split(":")[2].split("/")[0]
+    listening = subprocess.run(["ss", "-Htlnp", f"sport = :{port}"], capture_output=True, text=True).stdout
+    return int(re.search(r"pid=(\d+)", listening).group(1))
 
 
 @pytest.fixture
@@ -138,9 +147,7 @@ def test_a_service_that_dies_during_the_open_loop_rates_is_said_dead_and_not_loa
     then said "no request answered" at every rate, and never why. The app is killed here before
     the second rate, as an OOM kill would."""
     import os
-    import re
     import signal
-    import subprocess
     from edgebench.tools.open_loop import OpenLoopGenerator
 
     offered = OpenLoopGenerator.run_at_rate
@@ -149,9 +156,7 @@ def test_a_service_that_dies_during_the_open_loop_rates_is_said_dead_and_not_loa
     def killed_before_the_second_rate(self, url, rate, settings, cpuset=None):
         calls.append(rate)
         if len(calls) == 2:
-            port = url.split(":")[2].split("/")[0]
-            listening = subprocess.run(["ss", "-Htlnp", f"sport = :{port}"], capture_output=True, text=True).stdout
-            os.kill(int(re.search(r"pid=(\d+)", listening).group(1)), signal.SIGKILL)
+            os.kill(listening_pid(url), signal.SIGKILL)
         return offered(self, url, rate, settings, cpuset)
 
     monkeypatch.setattr(OpenLoopGenerator, "run_at_rate", killed_before_the_second_rate)
@@ -178,17 +183,13 @@ def test_a_service_that_answers_nothing_keeps_its_own_output_beside_the_failed_r
     points, and the row kept only wrk's output, which cannot say why. A real stall here: the app is
     frozen (SIGSTOP) while wrk runs, so the kernel accepts and nobody answers; its output is kept."""
     import os
-    import re
     import signal
-    import subprocess
     from edgebench.tools.load import Wrk
 
     measured = Wrk.run
 
     def frozen_while_measured(self, url, settings, cpuset=None, **kw):
-        port = url.split(":")[2].split("/")[0]
-        listening = subprocess.run(["ss", "-Htlnp", f"sport = :{port}"], capture_output=True, text=True).stdout
-        pid = int(re.search(r"pid=(\d+)", listening).group(1))
+        pid = listening_pid(url)
         os.kill(pid, signal.SIGSTOP)
         try:
             return measured(self, url, settings, cpuset, **kw)
