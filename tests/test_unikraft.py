@@ -7,6 +7,7 @@ promises (a start, its port, its limits, its timeout, a batch run) is in test_ru
 
 from __future__ import annotations
 
+import json
 import signal
 import subprocess
 import urllib.request
@@ -161,6 +162,28 @@ def test_too_little_memory_fails_with_the_reason_and_leaves_no_vm(uk, go_uk, no_
     """16 MiB boots Unikraft but cannot hold the unpacked program: the error says so."""
     with pytest.raises(StartFailed, match="ran out of memory at 16 MiB"):
         uk.start(go_uk, Limits(cpus=1, memory_mb=16), free_port(), timeout_s=30)
+    assert not vm_tagged_processes()
+
+
+def test_go_gets_the_one_vcpu_and_the_guest_still_answers_after_100_connections(uk, go_uk, local, wrk_ready,
+                                                                                 no_leftovers):
+    """The fair protocol asks GOMAXPROCS=2 at 2 CPUs, but the loader schedules one vCPU: with two
+    Go Ps there, the guest's network stopped for good within seconds of wrk's 100 connections
+    (7 of 7 tries at the standard run's settings) and never answered again. Go gets the CPU the
+    guest has."""
+    from edgebench.tools.load import LoadSettings, Wrk
+    port = free_port()
+    inst, _ = uk.start(go_uk, Limits(cpus=2, memory_mb=256, gomaxprocs=2), port, timeout_s=120)
+    try:
+        listening = json.loads(next(line for line in uk.app_output(inst).splitlines() if '"listening"' in line))
+        assert listening["gomaxprocs"] == listening["num_cpu"] == 1, listening
+        url = f"http://127.0.0.1:{port}/io"
+        loaded = Wrk(local).run(url, LoadSettings(threads=4, connections=100, duration_s=8, timeout_s=2))
+        assert loaded.requests > loaded.error_count, loaded.stdout
+        with urllib.request.urlopen(url, timeout=10) as r:  # and once the load is gone
+            assert r.status == 200
+    finally:
+        uk.stop(inst)
     assert not vm_tagged_processes()
 
 

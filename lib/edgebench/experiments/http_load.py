@@ -50,6 +50,8 @@ PORT_BASE = 18300
 # The paper's constrained sweep; quick keeps one level the apps live at and one near the edge.
 MEMORY_LEVELS = {"standard": "512m,256m,128m,64m", "quick": "256m,64m", "smoke": "128m"}
 READY_TIMEOUT_S = 60
+# One connection for this long after every closed-loop run: the service still answers (answers_after).
+AFTER_RUN_S = 1
 # wrk runs per (scenario, app, runtime) and protocol, per profile; `repetitions`, when given, sets
 # every protocol's. The claims (data/reference/claims.csv) read the published protocol's rows at
 # every scenario and memory level: three runs give each an interval (claims.MIN_N). No claim reads
@@ -304,6 +306,25 @@ def window_of(report) -> float | None:
     return round(report.duration_us / 1e6, 3) if report.duration_us else None
 
 
+def answers_after(run: Run, loadgen: LoadGenerator, url: str, settings: LoadSettings, lg_cpuset: str | None,
+                  tag: str) -> tuple[bool, int]:
+    """(whether the service answers one connection once the load is gone, the seconds tried). A
+    guest's network can stop for good under load while its VM runs on (Unikraft and Nanos, lwIP
+    behind QEMU's user-mode network): its run then counts only what came before. One second, then
+    up to twice the request timeout before it is called stopped: a slow service's first answer."""
+    for seconds in (AFTER_RUN_S, max(3, 2 * settings.timeout_s)):
+        probe = replace(settings, threads=1, connections=1, warmup_s=0, duration_s=seconds)
+        try:
+            after = loadgen.run(url, probe, lg_cpuset)
+        except EdgebenchError:
+            return True, seconds  # it could not be asked: nothing is claimed about the service
+        run.save_raw(f"{loadgen.name}-after-{tag}-{seconds}s", command=after.command, stdout=after.stdout,
+                     stderr=after.stderr)
+        if after.requests > after.error_count:
+            return True, seconds
+    return False, seconds
+
+
 def measure_load(run: Run, rt, artifact, limits: Limits, port: int, path: str, loadgen: LoadGenerator,
                  settings: LoadSettings, lg_cpuset: str | None, row: dict, host: str = "127.0.0.1",
                  open_gen: OpenLoopGenerator | None = None, open_settings: OpenLoopSettings | None = None) -> None:
@@ -325,11 +346,16 @@ def measure_load(run: Run, rt, artifact, limits: Limits, port: int, path: str, l
                 return None
             return rt.failure_reason(instance.plan) or "the service exited"
 
-        reason = died()
-        gone = reason is not None
+        reason, stopped = died(), ""
+        if reason is None:
+            answers, tried_s = answers_after(run, loadgen, url, settings, lg_cpuset, tag)
+            if not answers:
+                stopped = (f"nor did one connection get an answer in {tried_s} s after the run: the service stopped "
+                           "answering (a longer run would not help)")
+        gone = bool(reason or stopped)
         if report.nothing_answered():
             why = reason or report.nothing_answered(
-                f"duration_s; PROFILE=standard runs {LOAD_PROFILES['standard'].duration_s} s")
+                f"duration_s; PROFILE=standard runs {LOAD_PROFILES['standard'].duration_s} s", stopped)
             # The service's own output (a VM's console) is what can tell a stalled stack from a slow app.
             output = run.save_raw(f"output-{tag}", command=f"{rt.name} output of the service that answered nothing",
                                   stdout=rt.app_output(instance)[-8000:])
@@ -340,7 +366,10 @@ def measure_load(run: Run, rt, artifact, limits: Limits, port: int, path: str, l
         # duration_s is what was asked; window_s what the load tool measured over.
         closed_row = dict(row, littles_law=round(report.littles_law_ratio(settings.connections) or 0, 4) or None,
                           window_s=window_of(report))
-        status_note = {"status": "ok"} if not gone else {"status": "failed", "error": f"died under load: {reason}"}
+        # What it answered before it died or stopped is kept, failed: the window holds a dead stretch.
+        status_note = ({"status": "ok"} if not gone else
+                       {"status": "failed", "error": f"died under load: {reason}" if reason else
+                        f"stopped answering under load after {report.requests} answers: {stopped}"})
         run.add(metric="requests_per_second", value=report.requests_per_second, unit="req/s", **status_note,
                 **closed_row)
         for metric, key, unit in LATENCY_METRICS:
@@ -356,14 +385,14 @@ def measure_load(run: Run, rt, artifact, limits: Limits, port: int, path: str, l
 
 
 def plan(params: HttpLoad, runtimes: list[str]) -> estimate.Work:
-    """One start and one load run (warm-up, then the measured seconds, then the open-loop rates
-    under the fair protocol) per (scenario, runtime, app, protocol, repetition), each protocol its
-    own repetitions."""
+    """One start and one load run (warm-up, the measured seconds, a second that checks it still
+    answers, then the open-loop rates under the fair protocol) per (scenario, runtime, app,
+    protocol, repetition), each protocol its own repetitions."""
     apps, protocols, levels = params.app_names, params.protocol_names, params.levels
     reps = params.protocol_reps
     given = given_scale(params.window_scale)
     load, opened = stretched(params, WindowScale(given or 1.0, "given"))  # a scale given by hand, here
-    closed_s = load.warmup_s + load.duration_s
+    closed_s = load.warmup_s + load.duration_s + AFTER_RUN_S
     open_s = len(opened.rates) * opened.duration_s if opened else 0.0
     cells = len(params.asked) * len(apps)
     runs = cells * sum(reps.values())  # closed-loop runs, each with its own start

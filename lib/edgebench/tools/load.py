@@ -77,18 +77,22 @@ class LoadReport:
     def error_count(self) -> int:
         return sum(self.errors.values())
 
-    def nothing_answered(self, longer: str = "") -> str | None:
+    def nothing_answered(self, longer: str = "", stopped: str = "") -> str | None:
         """Why the run has no throughput, or None when some request was answered. No answer and
         no error is a stall: every connection open and waiting when the run ended; `longer` says
-        how the caller's experiment runs longer."""
+        how the caller's experiment runs longer, `stopped` how the caller found the service gone
+        for good (then a longer run is no advice)."""
         if self.requests and self.requests != self.error_count:
             return None
-        if not self.error_count:
-            # Seen on an emulated device: node's /compute under quick's 1 s run on one vCPU.
-            return (f"no request was answered in the {self.duration_us / 1e6:.0f} s run and none failed: every "
-                    "connection stalled (open, unanswered); if the app is only slow on this device, a longer "
-                    "run measures it" + (f" ({longer})" if longer else ""))
-        return f"every request failed ({self.errors})"
+        if self.error_count:
+            return f"every request failed ({self.errors})" + (f"; {stopped}" if stopped else "")
+        stall = (f"no request was answered in the {self.duration_us / 1e6:.0f} s run and none failed: every "
+                 "connection stalled (open, unanswered)")
+        if stopped:
+            return f"{stall}; {stopped}"
+        # Seen on an emulated device: node's /compute under quick's 1 s run on one vCPU.
+        return (f"{stall}; if the app is only slow on this device, a longer run measures it"
+                + (f" ({longer})" if longer else ""))
 
     def littles_law_ratio(self, connections: int) -> float | None:
         """In-flight requests implied by throughput x mean latency, over the connection count.
