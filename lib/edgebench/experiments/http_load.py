@@ -392,13 +392,14 @@ def plan(params: HttpLoad, runtimes: list[str]) -> estimate.Work:
     reps = params.protocol_reps
     given = given_scale(params.window_scale)
     load, opened = stretched(params, WindowScale(given or 1.0, "given"))  # a scale given by hand, here
-    closed_s = load.warmup_s + load.duration_s + AFTER_RUN_S
+    closed_s = load.warmup_s + load.duration_s
     open_s = len(opened.rates) * opened.duration_s if opened else 0.0
     cells = len(params.asked) * len(apps)
     runs = cells * sum(reps.values())  # closed-loop runs, each with its own start
     busy = runs * closed_s + cells * reps.get("fair", 0) * open_s  # the open loop follows each fair run
     return estimate.Work(points=runs * len(runtimes),
-                         seconds=estimate.model_seconds(runtimes, len(apps), runs, busy, apps),
+                         # the second after each run is set but does not follow the device's pace
+                         seconds=estimate.model_seconds(runtimes, len(apps), runs, busy + runs * AFTER_RUN_S, apps),
                          window_s=estimate.window_seconds(runtimes, busy, apps),  # every load run lasts its set time
                          windows_follow_pace=given is None and params.profile in SCALED_PROFILES,
                          apps=apps, levels=("rich + " if params.asked[0][0] == "rich" else "")
