@@ -11,6 +11,7 @@ import uuid
 
 import pytest
 
+from conftest import need_tool
 from edgebench.errors import ConfigError
 from edgebench.experiments import cpu_bound, io_bound
 from edgebench.experiments.http_load import loadgen_cpuset, run
@@ -24,11 +25,16 @@ def run_http_load(experiment: str, **params):
     return run(RECORDS[experiment](**params))
 
 
-def listening_pid(url: str) -> int:
-    """The process listening on the URL's port on this machine (the app a test acts on as the OS would)."""
+def listening_pids(url: str) -> list[int]:
+    """The processes listening on the URL's port on this machine (the app a test acts on as the OS
+    would): one for a Go app, nginx's master and worker."""
     port = url.split(":")[2].split("/")[0]
     listening = subprocess.run(["ss", "-Htlnp", f"sport = :{port}"], capture_output=True, text=True).stdout
-    return int(re.search(r"pid=(\d+)", listening).group(1))
+    return sorted({int(pid) for pid in re.findall(r"pid=(\d+)", listening)})
+
+
+def listening_pid(url: str) -> int:
+    return listening_pids(url)[0]
 
 
 @pytest.fixture
@@ -219,7 +225,9 @@ def test_a_service_that_stops_answering_is_told_from_a_slow_one_and_keeps_its_ou
     assert list((run_dir / "raw").glob("*-wrk-after-*.json"))  # what the connection after the run got
     if frozen == "midway for good":  # what it answered before it stopped is kept, and the row failed
         assert (rps.value > 0).all() and rps.error.str.startswith("stopped answering under load after").all()
-        assert rps.error.str.contains(stopped, regex=False).all(), rps.error.iloc[0]
+        assert rps.error.str.contains("one connection after the run got none in", regex=False).all(), rps.error
+        run_rows = df[df.metric.isin(["latency_p99", "requests"])]  # every row of the run says so
+        assert (run_rows.status == "failed").all() and (run_rows.error == rps.error.iloc[0]).all()
         return
     assert rps.value.isna().all()
     error = rps.error.iloc[0]
@@ -229,3 +237,58 @@ def test_a_service_that_stops_answering_is_told_from_a_slow_one_and_keeps_its_ou
     assert kept, error
     record = json.loads((run_dir / "raw" / kept.group(1)).read_text())
     assert record["stdout"].strip() and "native" in record["command"]
+
+
+@pytest.mark.parametrize("experiment", ["services", "home_automation"])
+@pytest.mark.parametrize("frozen", ["from the start", "midway"])
+def test_nginx_and_home_automation_judge_their_load_runs_by_the_same_test(
+        experiment, frozen, monkeypatch, local, cgroups_ready, wrk_ready, no_leftovers):
+    """Services' nginx and home automation ran wrk too, without the check after the run: a service
+    that stopped midway was an ok row with a low rate, and one that answered nothing a rate of 0.
+    The service is frozen (SIGSTOP) while wrk measures it and while one connection asks after the
+    run, and thawed between (home automation reads its counters then)."""
+    import os
+    import signal
+    import threading
+    from edgebench.experiments import home_automation, services
+    from edgebench.tools.load import Wrk
+    if experiment == "services":
+        need_tool(local, "nginx")
+    else:
+        need_tool(local, "curl")
+    measured = Wrk.run
+
+    def frozen_while_measured(self, url, settings, cpuset=None, **kw):
+        after_the_run = settings.connections == 1
+        pids = listening_pids(url)
+        delay = 0.3 if frozen == "midway" and not after_the_run else 0
+        freeze = threading.Timer(delay, lambda: [os.kill(pid, signal.SIGSTOP) for pid in pids])
+        freeze.start()
+        try:
+            return measured(self, url, settings, cpuset, **kw)
+        finally:
+            freeze.join()
+            for pid in pids:
+                os.kill(pid, signal.SIGCONT)
+
+    monkeypatch.setattr(Wrk, "run", frozen_while_measured)
+    common = dict(runtimes="native", repetitions=1, protocols="fair", profile="quick", progress=False,
+                  run_id=f"it-{experiment}-froze-{uuid.uuid4().hex[:6]}")
+    if experiment == "services":
+        run_dir = services.run(services.Params(services="nginx", **common))
+    else:
+        run_dir = home_automation.run(home_automation.Params(**common))
+    try:
+        df = load_results(run_dir)
+        rps = df[df.metric == "throughput"]
+        assert len(rps) == 1 and (rps.status == "failed").all(), df[["metric", "status", "error"]]
+        assert list((run_dir / "raw").glob("*wrk-after-*.json"))
+        error = rps.error.iloc[0]
+        if frozen == "from the start":  # missing, never a rate of 0
+            assert rps.value.isna().all() and "the service stopped answering (a longer run would not help)" in error
+            return
+        assert (rps.value > 0).all() and error.startswith("stopped answering under load after"), error
+        run_rows = df[df.metric.isin(["latency_p99", "errors"])]
+        assert len(run_rows) == 2 and (run_rows.status == "failed").all() and (run_rows.error == error).all()
+    finally:
+        shutil.rmtree(run_dir, ignore_errors=True)

@@ -9,7 +9,9 @@ container reads through its own read-only /sys), else a simulated DHT11 with the
 wrk's closed loop) is split with the service's own counters (GET /stats before and after the load)
 into the time on the sensor, the rest of the handler, and everything outside the handler (TLS,
 HTTP, the network path: Docker's proxy and bridge), so container overhead is not hidden behind
-the sensor's time. wrk's latency percentiles are kept beside it.
+the sensor's time. wrk's latency percentiles are kept beside it. Once the counters are read, one
+connection asks again, as after every closed-loop run (http_load.after_load): a service that died
+or stopped answering keeps what it measured in failed rows.
 
 Protocols as everywhere: `published` limits the service by CPU quota only, `fair` pins it to its
 core(s) and wrk (when it shares the machine) to the others.
@@ -27,7 +29,7 @@ from edgebench.apps import place_probe
 from edgebench.errors import EdgebenchError
 from edgebench.experiments import estimate
 from edgebench.experiments.common import (check_protocols, check_repetitions, opening)
-from edgebench.experiments.http_load import load_generator_for, loadgen_cpuset
+from edgebench.experiments.http_load import AFTER_RUN_S, after_load, load_generator_for, loadgen_cpuset
 from edgebench.experiments.parameters import Limited, library, parsed
 from edgebench.experiments.protocols import with_instance
 from edgebench.experiments.sweep import Point, artifact_for, modes_of, sweep
@@ -97,22 +99,32 @@ def measure(run: Run, rt: Runtime, artifact, limits: Limits, port: int, row: dic
             after, stats_error = None, f"{e}; the service's last output: {rt.app_output(instance)[-300:]!r}"
         run.save_raw(f"wrk-{label}", command=report.command, stdout=report.stdout, stderr=report.stderr,
                      stats_before=before, stats_after=after, stats_error=stats_error or None)
+        # After the counters are read, so that its requests are not counted in them.
+        outcome = after_load(run, rt, instance, wrk, f"{base}/reading", settings, loadgen_cores, label)
         sensor = (after or before)["sensor"]
         cells = dict(row, sensor=sensor, sensor_access=sensor_access(sensor),
                      note=f"wrk -t{threads} -c{CONNECTIONS} -d{duration_s}s {base}/reading" + (
                          f", pinned to cores {loadgen_cores}" if loadgen_cores else ""))
-        run.add(metric="throughput", value=report.requests_per_second, unit="req/s", **cells)
+        if report.nothing_answered():  # missing, never a rate of 0
+            run.failed(metric="throughput", unit="req/s", error=outcome.died or report.nothing_answered(
+                stopped=outcome.stopped()), **cells)
+            return
+        # A service that died or stopped keeps what it measured, failed (`judged`); a row that fails
+        # for its own reason (no counters) takes `cells`.
+        judged = dict(cells, **outcome.status(report))
+        run.add(metric="throughput", value=report.requests_per_second, unit="req/s", **judged)
         for key in ("mean", "p50", "p99"):
             value = report.latency_us.get(key)
-            run.add(metric=f"latency_{key}", value=value / 1000 if value is not None else None, unit="ms", **cells)
-        run.add(metric="errors", value=report.error_count, unit="count", **cells)
+            run.add(metric=f"latency_{key}", value=value / 1000 if value is not None else None, unit="ms", **judged)
+        run.add(metric="errors", value=report.error_count, unit="count", **judged)
         if after is None:
             for metric in ("fresh_sensor_reads", "sensor_per_request", "handler_rest_per_request"):
                 run.failed(metric=metric, unit="ms" if "per_request" in metric else "count", error=stats_error,
                            **cells)
             return
         served = after["requests"] - before["requests"]
-        run.add(metric="fresh_sensor_reads", value=after["fresh_reads"] - before["fresh_reads"], unit="count", **cells)
+        run.add(metric="fresh_sensor_reads", value=after["fresh_reads"] - before["fresh_reads"], unit="count",
+                **judged)
         # The mean time a request takes, from the closed loop itself: wrk keeps CONNECTIONS requests
         # in flight, so (Little's law) each takes connections / throughput on average. wrk's own mean
         # over TLS disagreed with its throughput here (679 us against 4 / 33.6k req/s = 119 us).
@@ -122,11 +134,11 @@ def measure(run: Run, rt: Runtime, artifact, limits: Limits, port: int, row: dic
             return
         sensor_ms = (after["sensor_ns"] - before["sensor_ns"]) / served / 1e6
         handler_ms = (after["handler_ns"] - before["handler_ns"]) / served / 1e6
-        run.add(metric="sensor_per_request", value=sensor_ms, unit="ms", **cells)
-        run.add(metric="handler_rest_per_request", value=handler_ms - sensor_ms, unit="ms", **cells)
+        run.add(metric="sensor_per_request", value=sensor_ms, unit="ms", **judged)
+        run.add(metric="handler_rest_per_request", value=handler_ms - sensor_ms, unit="ms", **judged)
         # TLS, HTTP, the kernel and the network path (proxy, bridge): wrk's mean minus the handler's.
-        run.add(metric="request_time", value=mean_ms, unit="ms", **cells)
-        run.add(metric="outside_handler_per_request", value=mean_ms - handler_ms, unit="ms", **cells)
+        run.add(metric="request_time", value=mean_ms, unit="ms", **judged)
+        run.add(metric="outside_handler_per_request", value=mean_ms - handler_ms, unit="ms", **judged)
     finally:
         rt.stop(instance)
 
@@ -194,11 +206,12 @@ def run(params: Params) -> Path:
 
 
 def plan(params: Params, runtimes: list[str]) -> estimate.Work:
-    """One start and one wrk run per (runtime, network mode, protocol, repetition)."""
+    """One start and one wrk run (and the second after it) per (runtime, network mode, protocol,
+    repetition)."""
     reps, protocols = params.reps, params.protocol_names
     modes = {n: max(1, len(RUNTIMES[n].network_modes)) if n in RUNTIMES else 1 for n in runtimes}
     starts = reps * len(protocols)
-    busy = starts * (WRK_DURATION_S[params.profile] + 0.5)
+    busy = starts * (WRK_DURATION_S[params.profile] + AFTER_RUN_S + 0.5)
     seconds = sum(estimate.model_seconds([n], 1, starts * modes[n], busy * modes[n]) - estimate.SESSION_S
                   for n in runtimes)
     return estimate.Work(points=sum(starts * modes[n] for n in runtimes), seconds=estimate.SESSION_S + seconds,

@@ -325,6 +325,51 @@ def answers_after(run: Run, loadgen: LoadGenerator, url: str, settings: LoadSett
     return False, seconds
 
 
+def died_reason(rt, instance) -> str | None:
+    """Why the service's process is gone, None while it runs (or when it has no pid to ask)."""
+    if instance.pid is None or is_alive(rt.target, instance.pid):
+        return None
+    return rt.failure_reason(instance.plan) or "the service exited"
+
+
+@dataclass(frozen=True)
+class AfterLoad:
+    """How a closed-loop run's service came out of it: its process gone (`died`, why), alive but
+    silent to one connection for `silent_s` seconds after the run, or neither (still serving).
+    Every experiment that loads a service with a closed loop judges its run by this one test."""
+    died: str = ""
+    silent_s: int = 0
+
+    @property
+    def gone(self) -> bool:
+        return bool(self.died or self.silent_s)
+
+    def stopped(self) -> str:
+        """For a run nothing answered (LoadReport.nothing_answered's `stopped`), "" while it serves."""
+        return (f"nor did one connection get an answer in {self.silent_s} s after the run: the service stopped "
+                "answering (a longer run would not help)") if self.silent_s else ""
+
+    def status(self, report) -> dict:
+        """The status of a run that answered some: ok, or failed with what it answered kept (the
+        window holds a dead stretch, so its rate and latencies are not the service's)."""
+        if self.died:
+            return {"status": "failed", "error": f"died under load: {self.died}"}
+        if self.silent_s:
+            return {"status": "failed", "error": f"stopped answering under load after {report.requests} answers "
+                                                 f"(one connection after the run got none in {self.silent_s} s)"}
+        return {"status": "ok"}
+
+
+def after_load(run: Run, rt, instance, loadgen: LoadGenerator, url: str, settings: LoadSettings,
+               lg_cpuset: str | None, tag: str) -> AfterLoad:
+    """Whether the service outlived its closed-loop run: alive, and answering one connection."""
+    reason = died_reason(rt, instance)
+    if reason:
+        return AfterLoad(died=reason)
+    answers, tried_s = answers_after(run, loadgen, url, settings, lg_cpuset, tag)
+    return AfterLoad() if answers else AfterLoad(silent_s=tried_s)
+
+
 def measure_load(run: Run, rt, artifact, limits: Limits, port: int, path: str, loadgen: LoadGenerator,
                  settings: LoadSettings, lg_cpuset: str | None, row: dict, host: str = "127.0.0.1",
                  open_gen: OpenLoopGenerator | None = None, open_settings: OpenLoopSettings | None = None) -> None:
@@ -341,21 +386,10 @@ def measure_load(run: Run, rt, artifact, limits: Limits, port: int, path: str, l
         report = loadgen.run(url, settings, lg_cpuset)
         run.save_raw(f"wrk-{tag}", command=report.command, stdout=report.stdout, stderr=report.stderr,
                      limits_applied=instance.limits_applied)
-        def died() -> str | None:
-            if instance.pid is None or is_alive(rt.target, instance.pid):
-                return None
-            return rt.failure_reason(instance.plan) or "the service exited"
-
-        reason, stopped = died(), ""
-        if reason is None:
-            answers, tried_s = answers_after(run, loadgen, url, settings, lg_cpuset, tag)
-            if not answers:
-                stopped = (f"nor did one connection get an answer in {tried_s} s after the run: the service stopped "
-                           "answering (a longer run would not help)")
-        gone = bool(reason or stopped)
+        after = after_load(run, rt, instance, loadgen, url, settings, lg_cpuset, tag)
         if report.nothing_answered():
-            why = reason or report.nothing_answered(
-                f"duration_s; PROFILE=standard runs {LOAD_PROFILES['standard'].duration_s} s", stopped)
+            why = after.died or report.nothing_answered(
+                f"duration_s; PROFILE=standard runs {LOAD_PROFILES['standard'].duration_s} s", after.stopped())
             # The service's own output (a VM's console) is what can tell a stalled stack from a slow app.
             output = run.save_raw(f"output-{tag}", command=f"{rt.name} output of the service that answered nothing",
                                   stdout=rt.app_output(instance)[-8000:])
@@ -366,20 +400,17 @@ def measure_load(run: Run, rt, artifact, limits: Limits, port: int, path: str, l
         # duration_s is what was asked; window_s what the load tool measured over.
         closed_row = dict(row, littles_law=round(report.littles_law_ratio(settings.connections) or 0, 4) or None,
                           window_s=window_of(report))
-        # What it answered before it died or stopped is kept, failed: the window holds a dead stretch.
-        status_note = ({"status": "ok"} if not gone else
-                       {"status": "failed", "error": f"died under load: {reason}" if reason else
-                        f"stopped answering under load after {report.requests} answers: {stopped}"})
-        run.add(metric="requests_per_second", value=report.requests_per_second, unit="req/s", **status_note,
-                **closed_row)
+        # What it answered before it died or stopped is kept, failed, in every row of the run.
+        closed_row.update(after.status(report))
+        run.add(metric="requests_per_second", value=report.requests_per_second, unit="req/s", **closed_row)
         for metric, key, unit in LATENCY_METRICS:
             run.add(metric=metric, value=report.latency_us[key] / 1000, unit=unit, **closed_row)
         run.add(metric="requests", value=report.requests, unit="count", **closed_row)
         for kind, count in report.errors.items():
             run.add(metric=f"errors_{kind}", value=count, unit="count", **closed_row)
-        if open_gen and open_settings and not gone:
+        if open_gen and open_settings and not after.gone:
             measure_open_loop(run, open_gen, open_settings, url, report.requests_per_second, lg_cpuset, row, tag,
-                              died)
+                              lambda: died_reason(rt, instance))
     finally:
         rt.stop(instance)
 

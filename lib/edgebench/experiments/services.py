@@ -16,7 +16,10 @@ Every row carries `window_s`, the seconds its load lasted.
 Rows per test (Redis GET and SET, nginx `static`): `throughput` (req/s) and latency (`latency_mean`,
 `latency_p50`, `latency_p99`, ms; Redis also `latency_p95`); nginx also `errors` (wrk's connect,
 read, write, timeout and non-2xx counts). A service that stalls fails its row with the reason,
-never hangs (redis-benchmark runs under `timeout`; wrk has its own duration).
+never hangs (redis-benchmark runs under `timeout`; wrk has its own duration). After nginx's wrk run
+one connection asks again, as after every closed-loop run (http_load.after_load): a service that
+died or stopped answering keeps what it measured in failed rows, and one that answered nothing
+has no rate, never a rate of 0.
 
 Docker runs in each network mode (host, bridge). A runtime that runs no Linux tool binaries
 (linux-vm's initramfs holds one static Go binary; Nanos and Unikraft run their own images) is
@@ -35,7 +38,7 @@ from edgebench.cgroups import cores_in
 from edgebench.errors import ConfigError, EdgebenchError
 from edgebench.experiments import estimate
 from edgebench.experiments.common import as_list, check_protocols, check_repetitions, opening
-from edgebench.experiments.http_load import load_generator_for, loadgen_cpuset
+from edgebench.experiments.http_load import AFTER_RUN_S, after_load, load_generator_for, loadgen_cpuset
 from edgebench.experiments.parameters import Limited, library, parsed
 from edgebench.experiments.protocols import with_instance
 from edgebench.experiments.sweep import Point, artifact_for, modes_of, sweep
@@ -140,9 +143,15 @@ def measure_nginx(run: Run, rt: Runtime, artifact, limits: Limits, port: int, ro
             run.failed(metric="throughput", unit="req/s", error=str(e), **row)
             return
         run.save_raw(f"wrk-{label}", command=report.command, stdout=report.stdout, stderr=report.stderr)
+        after = after_load(run, rt, instance, wrk, url, settings, loadgen_cores, label)
         cells = dict(row, test="static", note=f"wrk -t{threads} -c{CONNECTIONS} -d{duration_s}s {url}" + (
             f", pinned to cores {loadgen_cores}" if loadgen_cores else ""),
                      window_s=round(report.duration_us / 1e6, 3) if report.duration_us else duration_s)
+        if report.nothing_answered():  # missing, never a rate of 0
+            run.failed(metric="throughput", unit="req/s", error=after.died or report.nothing_answered(
+                stopped=after.stopped()), **cells)
+            return
+        cells.update(after.status(report))
         run.add(metric="throughput", value=report.requests_per_second, unit="req/s", **cells)
         for key in ("mean", "p50", "p99"):
             value = report.latency_us.get(key)
@@ -246,10 +255,12 @@ def plan(params: Params, runtimes: list[str]) -> estimate.Work:
     starts = reps * len(protocols)
     # Redis: ~1.5 s per 20k requests of both tests at the page's pipelining (0.5-0.75 M req/s here),
     # work a slower device stretches, and under fair the minimum windows of GET and SET; nginx:
-    # wrk's duration. Windows and durations are set times a slower device does not stretch.
+    # wrk's duration and the second after it (after_load). Windows and durations are set times a
+    # slower device does not stretch.
     redis_window = 2 * MIN_WINDOW_S[profile] * WINDOW_MARGIN * ("fair" in protocols) / len(protocols)
     window = {"redis": redis_window, "nginx": WRK_DURATION_S[profile]}
-    per_start = {"redis": 1.5 * REQUESTS[profile] / 20_000 + redis_window, "nginx": WRK_DURATION_S[profile] + 0.5}
+    per_start = {"redis": 1.5 * REQUESTS[profile] / 20_000 + redis_window,
+                 "nginx": WRK_DURATION_S[profile] + AFTER_RUN_S + 0.5}
     busy = starts * sum(per_start[s] for s in services)
     windows = starts * sum(window[s] for s in services)
     seconds = sum(estimate.model_seconds([n], len(services), starts * modes[n] * len(services), busy * modes[n])
