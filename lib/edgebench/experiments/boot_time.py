@@ -216,7 +216,7 @@ def plan(params: Params, runtimes: list[str]) -> estimate.Work:
     variants = [rt for name in runtimes for rt in ([name] * len(machines) if name == "linux-vm" else [name])]
     points, seconds = 0, estimate.SESSION_S
     for name in variants:
-        points += len(apps) * reps
+        points += len(estimate.runnable(name, apps)) * reps
         seconds += estimate.model_seconds([name], len(apps), len(apps) * reps, 0, apps) - estimate.SESSION_S
     return estimate.Work(points=points, seconds=seconds, apps=apps,
                          levels=f"linux-vm machines {','.join(machines)}", repetitions=reps)

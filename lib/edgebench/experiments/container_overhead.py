@@ -219,7 +219,7 @@ def plan(params: Params, runtimes: list[str]) -> estimate.Work:
         modes = sum(2 if r == "docker" else 1 for r in runtimes)
         fair = (1 + 2 * s.seconds) * reps if "fair" in protocols else 0   # warm-up, ab, wrk
         published = s.ab_requests / PLAN_AB_RPS * reps if "published" in protocols else 0
-        points += len(apps) * modes * runs
+        points += runs * sum((2 if r == "docker" else 1) * len(estimate.runnable(r, apps)) for r in runtimes)
         seconds += len(apps) * (modes * (fair + published + runs * 0.5)
                                 + sum(estimate.RUNTIME_COST_S.get(r, (5, 0))[0] for r in runtimes))
         windows += len(apps) * modes * 2 * s.seconds * reps * ("fair" in protocols)  # ab and wrk, each timed

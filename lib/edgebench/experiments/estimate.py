@@ -59,6 +59,12 @@ def runnable(runtime: str, apps: list[str]) -> list[str]:
     return [a for a in apps if a not in APPS or RUNTIMES[runtime].runs(APPS[a])]
 
 
+def pairs(runtimes: list[str], apps: list[str]) -> int:
+    """The (runtime, app) pairs that can run: what a plan counts points over, as the sweep leaves
+    the others out before it counts (node-http on linux-vm is no point)."""
+    return sum(len(runnable(name, apps)) for name in runtimes)
+
+
 def app_share(runtime: str, apps: list[str] | None) -> float:
     """The share of `apps` the runtime runs (all of them when none are named)."""
     return len(runnable(runtime, apps)) / len(apps) if apps else 1.0

@@ -428,7 +428,7 @@ def plan(params: HttpLoad, runtimes: list[str]) -> estimate.Work:
     cells = len(params.asked) * len(apps)
     runs = cells * sum(reps.values())  # closed-loop runs, each with its own start
     busy = runs * closed_s + cells * reps.get("fair", 0) * open_s  # the open loop follows each fair run
-    return estimate.Work(points=runs * len(runtimes),
+    return estimate.Work(points=len(params.asked) * sum(reps.values()) * estimate.pairs(runtimes, apps),
                          # the second after each run is set but does not follow the device's pace
                          seconds=estimate.model_seconds(runtimes, len(apps), runs, busy + runs * AFTER_RUN_S, apps),
                          window_s=estimate.window_seconds(runtimes, busy, apps),  # every load run lasts its set time

@@ -281,7 +281,7 @@ def plan(params: IomtBatch, runtimes: list[str]) -> estimate.Work:
             work_s += n / PLAN_BYTES_PER_S[w]
     cells = len(params.inputs)
     runs = cells * len(protocols) * reps
-    return estimate.Work(points=runs * len(runtimes),
-                         seconds=estimate.model_seconds(runtimes, 1, runs, work_s * len(protocols) * reps),
+    return estimate.Work(points=runs * estimate.pairs(runtimes, [APP]),
+                         seconds=estimate.model_seconds(runtimes, 1, runs, work_s * len(protocols) * reps, [APP]),
                          apps=[APP], levels=f"{cells} workload sizes, protocols {','.join(protocols)}",
                          repetitions=reps)

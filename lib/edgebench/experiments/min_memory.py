@@ -289,7 +289,7 @@ def plan(params: Params, runtimes: list[str]) -> estimate.Work:
     trials = 1 + math.ceil(math.log2(max(2.0, params.start_mb / s.resolution_mb)) / 2)
     bisections = len(apps) * s.repetitions
     hold = params.hold_s + 0.3
-    return estimate.Work(points=bisections * len(runtimes),
+    return estimate.Work(points=s.repetitions * estimate.pairs(runtimes, apps),
                          seconds=estimate.model_seconds(runtimes, len(apps), bisections * trials,
                                                         bisections * trials * hold, apps),
                          window_s=estimate.window_seconds(runtimes, bisections * trials * params.hold_s, apps),

@@ -90,6 +90,6 @@ def run(p: Params) -> Path:
 def plan(p: Params, runtimes: list[str]) -> estimate.Work:
     """One package (and size reading) per (app, runtime, build)."""
     apps, builds = p.app_names, p.builds
-    return estimate.Work(points=len(apps) * len(runtimes) * len(builds),
+    return estimate.Work(points=estimate.pairs(runtimes, apps) * len(builds),
                          seconds=estimate.model_seconds(runtimes, len(apps) * len(builds), 0, 0, apps), apps=apps,
                          levels=f"builds {','.join(builds)}", repetitions=1)

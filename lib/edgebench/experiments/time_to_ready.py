@@ -368,6 +368,6 @@ def plan(params: Params, runtimes: list[str]) -> estimate.Work:
         own = starts - (0 if name in fetching else per_cache["first"])
         extra = per_cache["cold"] * COLD_EXTRA_S + (per_cache["first"] * FIRST_EXTRA_S if name in fetching else 0)
         seconds += estimate.model_seconds([name], len(apps), own, extra, apps) - estimate.SESSION_S
-        points += own
+        points += round(own * estimate.app_share(name, apps))
     return estimate.Work(points=points, seconds=seconds, apps=apps,
                          levels=f"protocols {','.join(protocols)}; caches {','.join(caches)}", repetitions=reps)
