@@ -77,6 +77,29 @@ def test_on_a_slow_device_the_bar_keeps_to_the_points_measured():
         progress.close()
 
 
+def test_a_resumed_run_is_planned_for_the_points_it_has_left(tmp_path):
+    """cpu_bound resumed with 88 of 200 points measured was planned, and its bar drawn, for all 200."""
+    import json
+    run_dir = tmp_path / "cpu_bound" / "20261129T164516Z-8068"
+    run_dir.mkdir(parents=True)
+    (run_dir / "results.csv").write_text("point_id\n")
+    (run_dir / "points.jsonl").write_text("".join(json.dumps({"point_id": f"p{i}"}) + "\n" for i in range(88)))
+    assert plan.resumed_points("cpu_bound", run_dir.name, tmp_path) == 88
+    assert plan.resumed_points("cpu_bound", "no-such-run", tmp_path) == 0
+    resumed = plan.NotebookPlan("04_cpu_bound.ipynb", "cpu_bound", "local", "standard", ["native"],
+                                estimate.Work(points=200, seconds=1000), 1000, "model", measured_before=88)
+    fresh = _plan("b", 300)
+    assert resumed.left_s == pytest.approx(1000 * 112 / 200)
+    printed = plan.table([resumed, fresh])
+    assert "resumed: 88 of 200 points measured in earlier sittings; the time is for the 112 left" in printed
+    assert printed.splitlines()[-1].endswith("14m20s  for the 122 left (88 measured in earlier sittings)"), printed
+    progress = plan.Progress([resumed, fresh], every_s=3600, write=lambda line: None)
+    try:
+        assert progress.total == pytest.approx(560 + 300)
+    finally:
+        progress.close()
+
+
 def test_one_fast_notebook_does_not_collapse_the_eta():
     # The case seen in a real quick run: the first notebook took 12 s of its planned 67 s.
     progress = plan.Progress([_plan("a", 67), _plan("b", 2700)], every_s=3600, write=lambda line: None)

@@ -223,6 +223,12 @@ def test_make_figures_stopped_twice_and_resumed_measures_each_point_once(tmp_pat
                 make.wait()
         (run_dir,) = results.iterdir()
         assert load_meta(run_dir)["status"] == "interrupted", f"seed {seed}: {err[-2000:]}"
+    # The plan of the resumed run is for the points left, as the run measures only those.
+    ended = len(run_points(results.iterdir().__next__()))
+    planned = subprocess.run(["make", "--no-print-directory", "plan", *ARGS, "RESUME=latest"], cwd=PROJECT_ROOT,
+                             env=stopped, capture_output=True, text=True, timeout=120)
+    assert f"resumed: {ended} of {POINTS} points measured in earlier sittings" in planned.stderr, planned.stderr
+    assert f"for the {POINTS - ended} left" in planned.stderr, planned.stderr
     out, err = make_figures(stopped, "RESUME=latest").communicate(timeout=300)
     assert "time to ready:" in err and "measured in an earlier sitting" in err, err[-3000:]
 

@@ -269,6 +269,9 @@ def planned(todo: list[Path], per_notebook: dict[Path, dict], params: dict,
                 print(f"== {target}: could not look for what earlier runs left there ({e})", file=sys.stderr)
         available = plan.available_runtimes(t, found)
         plans = {nb: plan.make_plan(nb, per_notebook[nb], available) for nb in todo}
+        for nb, p in plans.items():  # a resumed run measures only the points it has not
+            if per_notebook[nb].get("resume"):
+                p.measured_before = plan.resumed_points(p.experiment, per_notebook[nb]["resume"])
     except Exception as e:  # an estimate is a courtesy; the run itself reports real errors
         print(f"== plan: no estimate ({type(e).__name__}: {e})", file=sys.stderr, flush=True)
         return {}

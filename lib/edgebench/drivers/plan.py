@@ -25,7 +25,8 @@ from edgebench.experiments import experiment_of, for_notebook
 from edgebench.experiments import estimate
 from edgebench.experiments.estimate import Work
 from edgebench.paths import DATA_DIR
-from edgebench.results import utc_now
+from edgebench.errors import ConfigError
+from edgebench.results import ended_points, find_run, utc_now
 from edgebench.runtimes import RUNTIMES, requested_runtimes
 from edgebench.runtimes.contract import Availability
 
@@ -33,7 +34,7 @@ HISTORY_FILE = "history/timings.jsonl"
 
 __all__ = ["Work", "NotebookPlan", "make_plan", "table", "record", "history", "history_path", "read_history",
            "from_history", "pace", "same_board", "duration", "harness_share", "HISTORY_FILE",
-           "runtime_availability", "available_runtimes", "left_out", "Progress", "reps_text"]
+           "runtime_availability", "available_runtimes", "left_out", "Progress", "reps_text", "resumed_points"]
 
 
 @dataclass
@@ -47,6 +48,18 @@ class NotebookPlan:
     estimate_s: float
     basis: str                   # "model", "model x<pace> ..." or "history: ..."
     params: dict = field(default_factory=dict)  # what the notebook was given (re-planning a past run)
+    measured_before: int = 0     # points the run it resumes measured in earlier sittings
+
+    @property
+    def points_left(self) -> int:
+        return max(0, self.work.points - self.measured_before)
+
+    @property
+    def left_s(self) -> float:
+        """The estimate for the points left: a resumed run measures only those."""
+        if not self.measured_before or not self.work.points:
+            return self.estimate_s
+        return self.estimate_s * self.points_left / self.work.points
 
     def line(self) -> str:
         w = self.work
@@ -54,7 +67,10 @@ class NotebookPlan:
             "runtimes " + ",".join(self.runtimes) if self.runtimes else "",
             "apps " + ",".join(w.apps) if w.apps else "", w.levels,
             reps_text(w)) if x)
-        line = f"{self.notebook:<30} {w.points:>5} points  ~{duration(self.estimate_s):>8}  {what}  [{self.basis}]"
+        line = f"{self.notebook:<30} {w.points:>5} points  ~{duration(self.left_s):>8}  {what}  [{self.basis}]"
+        if self.measured_before:
+            line += (f"\n{'':<30} resumed: {min(self.measured_before, w.points)} of {w.points} points measured in "
+                     f"earlier sittings; the time is for the {self.points_left} left")
         left_out = {}
         for rt in self.runtimes:
             for app in w.apps or []:
@@ -204,10 +220,21 @@ def make_plan(nb: Path, params: dict, available: list[str], data_dir: Path | Non
 
 
 def table(plans: list[NotebookPlan]) -> str:
-    total = sum(p.estimate_s for p in plans)
+    total = sum(p.left_s for p in plans)
     lines = [p.line() for p in plans]
-    lines.append(f"{'total':<30} {sum(p.work.points for p in plans):>5} points  ~{duration(total):>8}")
+    before = sum(min(p.measured_before, p.work.points) for p in plans)
+    lines.append(f"{'total':<30} {sum(p.work.points for p in plans):>5} points  ~{duration(total):>8}"
+                 + (f"  for the {sum(p.points_left for p in plans)} left ({before} measured in earlier sittings)"
+                    if before else ""))
     return "\n".join(lines)
+
+
+def resumed_points(experiment: str, run_id: str, data_dir: Path | None = None) -> int:
+    """How many points the run `run_id` has measured to their end (0 when there is no such run)."""
+    try:
+        return len(ended_points(find_run(experiment, run_id, Path(data_dir or DATA_DIR))))
+    except ConfigError:
+        return 0
 
 
 def runtime_availability(target) -> dict[str, Availability]:
@@ -245,7 +272,7 @@ class Progress:
         import time
         self._time = time.monotonic
         self.plans, self.every_s = plans, every_s
-        self.total = sum(p.estimate_s for p in plans) or 1.0
+        self.total = sum(p.left_s for p in plans) or 1.0
         self.done_estimate, self.current, self.current_start = 0.0, None, None
         self.start = self._time()
         self.finished = 0
@@ -260,12 +287,12 @@ class Progress:
             return self.done_estimate
         plan, ceiling = self.current, 0.99
         try:
-            ended = self.points_done(plan) if self.points_done and plan.work.points else None
+            ended = self.points_done(plan) if self.points_done and plan.points_left else None
         except Exception:  # a run folder being written: the clock alone this once
             ended = None
         if ended is not None:
-            ceiling = min(ceiling, (ended + 1) / plan.work.points)
-        return self.done_estimate + min(self._time() - self.current_start, plan.estimate_s * ceiling)
+            ceiling = min(ceiling, (ended + 1) / plan.points_left)
+        return self.done_estimate + min(self._time() - self.current_start, plan.left_s * ceiling)
 
     # The plan counts as this many seconds of evidence that the pace is 1.0: one fast notebook
     # (footprint took 12 s of a planned 67 s here) must not divide the whole ETA by five.
@@ -287,10 +314,10 @@ class Progress:
 
     def begin(self, plan: NotebookPlan) -> None:
         self.current, self.current_start = plan, self._time()
-        self._write(self.line() + f"  (now {plan.notebook}, ~{duration(plan.estimate_s)})")
+        self._write(self.line() + f"  (now {plan.notebook}, ~{duration(plan.left_s)})")
 
     def end(self, plan: NotebookPlan) -> None:
-        self.done_estimate += plan.estimate_s
+        self.done_estimate += plan.left_s
         self.current = None
         self.finished += 1
         self._write(self.line())
