@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from edgebench.cgroups import AppliedLimits, cores_in, cpuset_for
+from edgebench.cgroups import QEMU_COMMAND_LINE, AppliedLimits, cores_in, cpuset_for
 from edgebench.experiments.protocols import fair_limits, published_limits, verify_limits, with_instance
 from edgebench.runtimes import Instance, LaunchPlan, Limits
 
@@ -32,6 +32,10 @@ def test_row_keeps_its_earlier_note_and_adds_a_mismatch():
     assert row["limits_note"].startswith("clipped; memory asked 128 MiB, cgroup has 64.0")
     assert with_instance({}, asked, instance(None))["limits_note"] == "limits not read back"
     assert verify_limits(asked, held) == ""
+    # A VM's limits are QEMU's, not a cgroup's: Unikraft's one vCPU under fair at 2 CPUs.
+    vm = AppliedLimits(cpus=1.0, memory_mb=128.0, swap_mb=None, cpuset="0-1", cgroup_version=None,
+                       cgroup_path=QEMU_COMMAND_LINE, oom_kills=None)
+    assert verify_limits(fair_limits(2, 128, 2), vm) == "cpus asked 2, QEMU gave the VM 1.0"
 
 
 @pytest.mark.parametrize("cpuset, cores", [("1", [1]), ("0-3", [0, 1, 2, 3]), ("0,2-3", [0, 2, 3]), (" 4 ", [4]),

@@ -72,6 +72,8 @@ NO_MEMORY_CONTROLLER = ("the device's kernel has no memory controller (read back
 
 # Anything at or above this is the kernel's "no limit" on v1 (PAGE_COUNTER_MAX * page size).
 _V1_UNLIMITED = 1 << 62
+# Where a VM's limits are read from (runtimes/qemu.py): no cgroup holds the guest's vCPUs or memory.
+QEMU_COMMAND_LINE = "QEMU command line"
 
 
 @dataclass
@@ -90,6 +92,11 @@ class AppliedLimits:
 
     def as_dict(self) -> dict:
         return dict(self.__dict__)
+
+    @property
+    def holder(self) -> str:
+        """Who holds these limits, for a note that they differ from what was asked."""
+        return "QEMU gave the VM" if self.cgroup_path == QEMU_COMMAND_LINE else "cgroup has"
 
 
 def _num(v: str | None) -> int | None:

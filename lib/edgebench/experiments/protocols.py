@@ -28,16 +28,16 @@ def verify_limits(requested: Limits, applied) -> str:
     """Empty when the kernel holds what was asked; otherwise what differs."""
     if applied is None:
         return "limits not read back"
-    diffs = []
+    diffs, has = [], getattr(applied, "holder", "cgroup has")
     if requested.cpus is not None and (applied.cpus is None or abs(applied.cpus - requested.cpus) > 0.01):
-        diffs.append(f"cpus asked {requested.cpus:g}, cgroup has {applied.cpus}")
+        diffs.append(f"cpus asked {requested.cpus:g}, {has} {applied.cpus}")
     if requested.memory_mb is not None and getattr(applied, "memory_controller", None) is False:
         diffs.append(f"memory limit of {requested.memory_mb:g} MiB not applied: {NO_MEMORY_CONTROLLER}")
     elif requested.memory_mb is not None and (applied.memory_mb is None
                                               or abs(applied.memory_mb - requested.memory_mb) > 1):
-        diffs.append(f"memory asked {requested.memory_mb:g} MiB, cgroup has {applied.memory_mb}")
+        diffs.append(f"memory asked {requested.memory_mb:g} MiB, {has} {applied.memory_mb}")
     if requested.cpuset and applied.cpuset != requested.cpuset:
-        diffs.append(f"cpuset asked {requested.cpuset}, cgroup has {applied.cpuset}")
+        diffs.append(f"cpuset asked {requested.cpuset}, {has} {applied.cpuset}")
     return "; ".join(diffs)
 
 

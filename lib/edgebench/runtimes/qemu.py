@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from edgebench.cgroups import AppliedLimits
+from edgebench.cgroups import QEMU_COMMAND_LINE, AppliedLimits
 from edgebench.provisioning.needs import Need, TargetNeeds, Version
 from edgebench.runtimes.tags import kill_pid, tagged
 from edgebench.targets import Target
@@ -204,7 +204,7 @@ def applied_limits(facts: dict) -> AppliedLimits:
     """A VM's limits are what QEMU was started with (no cgroup holds the guest's memory)."""
     return AppliedLimits(cpus=float(facts["vcpus"]), memory_mb=facts["memory_mb"], swap_mb=None,
                          cpuset=facts["qemu_cpuset"], cgroup_version=None,
-                         cgroup_path="QEMU command line", oom_kills=None)
+                         cgroup_path=QEMU_COMMAND_LINE, oom_kills=None)
 
 
 def find_qemu(target: Target, tag: str) -> int | None:
