@@ -292,3 +292,40 @@ def test_nginx_and_home_automation_judge_their_load_runs_by_the_same_test(
         assert len(run_rows) == 2 and (run_rows.status == "failed").all() and (run_rows.error == error).all()
     finally:
         shutil.rmtree(run_dir, ignore_errors=True)
+
+
+def test_a_service_that_answers_only_with_errors_after_the_run_still_answers(tmp_path, local, wrk_ready):
+    """A 503 is an answer: the service is there, busy or broken, not stopped. Real wrk, one
+    connection, against a server that answers every request with 503 and one that never does."""
+    import socket
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+    from edgebench.experiments.http_load import answers_after
+    from edgebench.results import Run
+    from edgebench.tools.load import LoadSettings, Wrk
+
+    class Unavailable(BaseHTTPRequestHandler):
+        def do_GET(self):
+            self.send_response(503)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Unavailable)
+    silent = socket.socket()  # accepts (the kernel's backlog) and never answers
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(8)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    settings = LoadSettings(threads=1, connections=1, duration_s=1, timeout_s=1)
+    try:
+        with Run("after_test", {}, {"target": "local"}, data_dir=tmp_path, run_id="after") as run:
+            wrk = Wrk(local)
+            assert answers_after(run, wrk, f"http://127.0.0.1:{server.server_address[1]}/", settings, None,
+                                 "errors") == (True, 1)
+            assert answers_after(run, wrk, f"http://127.0.0.1:{silent.getsockname()[1]}/", settings, None,
+                                 "silent") == (False, 3)
+    finally:
+        server.shutdown()
+        silent.close()

@@ -320,7 +320,7 @@ def answers_after(run: Run, loadgen: LoadGenerator, url: str, settings: LoadSett
             return True, seconds  # it could not be asked: nothing is claimed about the service
         run.save_raw(f"{loadgen.name}-after-{tag}-{seconds}s", command=after.command, stdout=after.stdout,
                      stderr=after.stderr)
-        if after.requests > after.error_count:
+        if after.requests > after.error_count - after.errors.get("status", 0):  # an HTTP error is an answer
             return True, seconds
     return False, seconds
 
