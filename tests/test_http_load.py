@@ -329,3 +329,40 @@ def test_a_service_that_answers_only_with_errors_after_the_run_still_answers(tmp
     finally:
         server.shutdown()
         silent.close()
+
+
+def test_container_overheads_ab_and_wrk_runs_are_judged_by_the_same_test(
+        monkeypatch, local, cgroups_ready, wrk_ready, no_leftovers):
+    """Paper 003's network part loads the app with ab, then wrk: each run is followed by the same
+    one connection. Here the app serves both runs and is frozen only while that connection asks:
+    both runs are then failed with what they measured kept (a real stop looks so to the check)."""
+    import os
+    import signal
+    from edgebench.experiments import container_overhead as co
+    from edgebench.tools.load import Wrk
+    need_tool(local, "ab")
+    measured = Wrk.run
+
+    def frozen_after_the_run(self, url, settings, cpuset=None, **kw):
+        if settings.connections != 1:
+            return measured(self, url, settings, cpuset, **kw)
+        pids = listening_pids(url)
+        for pid in pids:
+            os.kill(pid, signal.SIGSTOP)
+        try:
+            return measured(self, url, settings, cpuset, **kw)
+        finally:
+            for pid in pids:
+                os.kill(pid, signal.SIGCONT)
+
+    monkeypatch.setattr(Wrk, "run", frozen_after_the_run)
+    run_dir = co.run(co.Params(benchmarks="network", runtimes="native", apps="go-http", profile="quick", repetitions=1,
+                               protocols="fair", progress=False, run_id=f"it-co-froze-{uuid.uuid4().hex[:6]}"))
+    try:
+        df = load_results(run_dir)
+        rps = df[df.metric == "requests_per_second"]
+        assert set(rps.operation) == {"ab", "wrk"} and (rps.status == "failed").all(), rps[["operation", "error"]]
+        assert (rps.value > 0).all() and rps.error.str.startswith("stopped answering under load after").all()
+        assert len(list((run_dir / "raw").glob("*wrk-after-*.json"))) == 4  # 1 s, then longer, after each run
+    finally:
+        shutil.rmtree(run_dir, ignore_errors=True)

@@ -16,7 +16,9 @@ Protocols:
   re-read warm), one OpenMP thread per core bound to its core, and the same cpuset and limits for
   every runtime; ab for a fixed time after a warm-up, and wrk with the same connections beside it,
   pinned apart from the app when they share the machine.
-Both protocols keep every repetition (the paper reports the mean of 5).
+Both protocols keep every repetition (the paper reports the mean of 5). After each ab or wrk run
+one connection asks the app again (http_load.after_load): a run whose app died or stopped
+answering keeps what it measured, failed.
 
 The measuring of each family is in `container_overhead_benchmarks`; this module checks the parameters
 (`Params`), opens the run and plans it.
@@ -34,6 +36,7 @@ from edgebench.experiments.common import as_list, check_apps, check_protocols, c
 from edgebench.experiments.container_overhead_benchmarks import (CROSSCHECK_MIN_S, IOZONE, PAPER_THREADS, Bench,
                                                                  Settings, measure_disk, measure_hpc, measure_memory,
                                                                  measure_network, npb_app, package_tools)
+from edgebench.experiments.http_load import AFTER_RUN_S
 from edgebench.experiments.parameters import Limited, library, parsed
 from edgebench.targets import LocalTarget
 from edgebench.tools import energy, npb, stream
@@ -217,8 +220,9 @@ def plan(params: Params, runtimes: list[str]) -> estimate.Work:
     if "network" in parts:
         apps = params.app_names
         modes = sum(2 if r == "docker" else 1 for r in runtimes)
-        fair = (1 + 2 * s.seconds) * reps if "fair" in protocols else 0   # warm-up, ab, wrk
-        published = s.ab_requests / PLAN_AB_RPS * reps if "published" in protocols else 0
+        # warm-up, ab, wrk, and the second after each that checks the app still answers
+        fair = (1 + 2 * s.seconds + 2 * AFTER_RUN_S) * reps if "fair" in protocols else 0
+        published = (s.ab_requests / PLAN_AB_RPS + AFTER_RUN_S) * reps if "published" in protocols else 0
         points += runs * sum((2 if r == "docker" else 1) * len(estimate.runnable(r, apps)) for r in runtimes)
         seconds += len(apps) * (modes * (fair + published + runs * 0.5)
                                 + sum(estimate.RUNTIME_COST_S.get(r, (5, 0))[0] for r in runtimes))

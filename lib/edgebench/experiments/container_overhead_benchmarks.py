@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 
 from edgebench.apps import APPS, App
 from edgebench.errors import EdgebenchError
-from edgebench.experiments.http_load import load_generator_for, loadgen_cpuset
+from edgebench.experiments.http_load import AfterLoad, after_load, load_generator_for, loadgen_cpuset
 from edgebench.experiments.packaging import package_all
 from edgebench.experiments.protocols import limits_for, with_instance, with_limits_note
 from edgebench.experiments.steps import run_steps
@@ -383,31 +383,38 @@ def _ab_point(b: Bench, ab, wrk, shared: bool, rt, artifact, mode, row: dict, po
         with b.metered() as m:
             report = ab.run(url, settings, lg_cpuset) if fair else ab.run_requests(url, s.ab_requests, s.connections)
         b.run.save_raw(f"ab-{tag}", command=report.command, stdout=report.stdout, stderr=report.stderr)
-        _add_load(b.run, report, dict(row, operation="ab", duration_s=round(report.duration_us / 1e6, 3)))
+        # wrk's one connection asks after each run, ab's too: one check for every closed loop.
+        after = after_load(b.run, rt, instance, wrk, url, settings, lg_cpuset, f"ab-{tag}")
+        _add_load(b.run, report, dict(row, operation="ab", duration_s=round(report.duration_us / 1e6, 3)), after)
         b.add_energy(m, dict(row, operation="ab"))
         if fair:  # the same load from wrk, for comparison (its own latency histogram)
             report = wrk.run(url, replace(settings, threads=min(2, s.connections)), lg_cpuset)
             b.run.save_raw(f"wrk-{tag}", command=report.command, stdout=report.stdout, stderr=report.stderr)
-            _add_load(b.run, report, dict(row, operation="wrk", load_tool="wrk", tool="wrk", duration_s=s.seconds))
+            after = after_load(b.run, rt, instance, wrk, url, settings, lg_cpuset, f"wrk-{tag}")
+            _add_load(b.run, report, dict(row, operation="wrk", load_tool="wrk", tool="wrk", duration_s=s.seconds),
+                      after)
     finally:
         rt.stop(instance)
 
 
-def _add_load(run: Run, report, row: dict) -> None:
+def _add_load(run: Run, report, row: dict, after: AfterLoad) -> None:
+    """The run's rows: failed, with what it measured kept, where its service died or stopped."""
     if report.nothing_answered():
-        run.failed(metric="requests_per_second", unit="req/s", error=report.nothing_answered(), **row)
+        run.failed(metric="requests_per_second", unit="req/s",
+                   error=after.died or report.nothing_answered(stopped=after.stopped()), **row)
         return
     if report.stopped_early:  # the throughput counts the stall; the note says so
         row = dict(row, note="; ".join(x for x in (row.get("note"), report.stopped_early) if x))
-    run.add(metric="requests_per_second", value=report.requests_per_second, unit="req/s", **row)
+    judged = dict(row, **after.status(report))
+    run.add(metric="requests_per_second", value=report.requests_per_second, unit="req/s", **judged)
     for metric, key in AB_METRICS:
         value = report.latency_us.get(key)
         if value is None:
             run.failed(metric=metric, unit="ms", error=report.stopped_early or f"{row['load_tool']} reports no {key}",
                        **row)
         else:
-            run.add(metric=metric, value=value / 1000, unit="ms", **row)
-    run.add(metric="errors", value=report.error_count, unit="count", **row)
+            run.add(metric=metric, value=value / 1000, unit="ms", **judged)
+    run.add(metric="errors", value=report.error_count, unit="count", **judged)
 
 
 def package_tools(b: Bench, apps: list) -> dict:
