@@ -367,7 +367,11 @@ def after_load(run: Run, rt, instance, loadgen: LoadGenerator, url: str, setting
     if reason:
         return AfterLoad(died=reason)
     answers, tried_s = answers_after(run, loadgen, url, settings, lg_cpuset, tag)
-    return AfterLoad() if answers else AfterLoad(silent_s=tried_s)
+    if answers:
+        return AfterLoad()
+    # Silent: a service killed while the connection asked (an OOM kill) is dead, not stopped.
+    reason = died_reason(rt, instance)
+    return AfterLoad(died=reason) if reason else AfterLoad(silent_s=tried_s)
 
 
 def measure_load(run: Run, rt, artifact, limits: Limits, port: int, path: str, loadgen: LoadGenerator,
