@@ -367,3 +367,27 @@ def test_container_overheads_ab_and_wrk_runs_are_judged_by_the_same_test(
         assert len(list((run_dir / "raw").glob("*wrk-after-*.json"))) == 4  # 1 s, then longer, after each run
     finally:
         shutil.rmtree(run_dir, ignore_errors=True)
+
+
+def test_a_service_killed_while_the_connection_asks_died_and_did_not_stop(
+        monkeypatch, run_dirs, cgroups_ready, wrk_ready, no_leftovers):
+    """The connection after the run finds a silent service: if its process is gone by then (an OOM
+    kill while it was asked), the row says it died, with the runtime's reason, not that it stopped."""
+    import os
+    import signal
+    from edgebench.tools.load import Wrk
+    measured = Wrk.run
+
+    def killed_when_asked(self, url, settings, cpuset=None, **kw):
+        if settings.connections == 1 and kw.get("duration_s") is None:
+            for pid in listening_pids(url):
+                os.kill(pid, signal.SIGKILL)
+        return measured(self, url, settings, cpuset, **kw)
+
+    monkeypatch.setattr(Wrk, "run", killed_when_asked)
+    run_dir = run_http_load("io_bound", runtimes="native", apps="go-http", protocols="published",
+                            memory_levels="256m", run_id=f"it-killed-{uuid.uuid4().hex[:6]}", **QUICK)
+    run_dirs.append(run_dir)
+    rps = load_results(run_dir).query("metric == 'requests_per_second'")
+    assert (rps.status == "failed").all() and (rps.value > 0).all(), rps[["status", "error"]]
+    assert rps.error.str.startswith("died under load: ").all(), rps.error.tolist()

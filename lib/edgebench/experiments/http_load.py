@@ -307,8 +307,9 @@ def window_of(report) -> float | None:
 
 
 def answers_after(run: Run, loadgen: LoadGenerator, url: str, settings: LoadSettings, lg_cpuset: str | None,
-                  tag: str) -> tuple[bool, int]:
-    """(whether the service answers one connection once the load is gone, the seconds tried). A
+                  tag: str) -> tuple[bool | None, int]:
+    """(whether the service answers one connection once the load is gone, None when the load tool
+    could not ask (wrk refused a connection: a port closed), the seconds tried). A
     guest's network can stop for good under load while its VM runs on (Unikraft and Nanos, lwIP
     behind QEMU's user-mode network): its run then counts only what came before. One second, then
     up to twice the request timeout before it is called stopped: a slow service's first answer."""
@@ -317,7 +318,7 @@ def answers_after(run: Run, loadgen: LoadGenerator, url: str, settings: LoadSett
         try:
             after = loadgen.run(url, probe, lg_cpuset)
         except EdgebenchError:
-            return True, seconds  # it could not be asked: nothing is claimed about the service
+            return None, seconds  # it could not be asked: nothing is claimed about the service
         run.save_raw(f"{loadgen.name}-after-{tag}-{seconds}s", command=after.command, stdout=after.stdout,
                      stderr=after.stderr)
         if after.requests > after.error_count - after.errors.get("status", 0):  # an HTTP error is an answer
@@ -369,9 +370,12 @@ def after_load(run: Run, rt, instance, loadgen: LoadGenerator, url: str, setting
     answers, tried_s = answers_after(run, loadgen, url, settings, lg_cpuset, tag)
     if answers:
         return AfterLoad()
-    # Silent: a service killed while the connection asked (an OOM kill) is dead, not stopped.
+    # Silent or not asked: a service killed meanwhile (an OOM kill) is dead, not stopped; one
+    # that could not be asked, and is alive, is claimed nothing of.
     reason = died_reason(rt, instance)
-    return AfterLoad(died=reason) if reason else AfterLoad(silent_s=tried_s)
+    if reason:
+        return AfterLoad(died=reason)
+    return AfterLoad() if answers is None else AfterLoad(silent_s=tried_s)
 
 
 def measure_load(run: Run, rt, artifact, limits: Limits, port: int, path: str, loadgen: LoadGenerator,
