@@ -23,9 +23,9 @@ from edgebench.devices.spec import DEVICES
 from edgebench.experiments.windows import MAX_SCALE
 from edgebench.experiments import experiment_of, for_notebook
 from edgebench.experiments import estimate
+from edgebench.errors import ConfigError
 from edgebench.experiments.estimate import Work
 from edgebench.paths import DATA_DIR
-from edgebench.errors import ConfigError
 from edgebench.results import ended_points, find_run, utc_now
 from edgebench.runtimes import RUNTIMES, requested_runtimes
 from edgebench.runtimes.contract import Availability
