@@ -400,8 +400,7 @@ def _ab_point(b: Bench, ab, wrk, shared: bool, rt, artifact, mode, row: dict, po
 def _add_load(run: Run, report, row: dict, after: AfterLoad) -> None:
     """The run's rows: failed, with what it measured kept, where its service died or stopped."""
     if report.nothing_answered():
-        run.failed(metric="requests_per_second", unit="req/s",
-                   error=after.died or report.nothing_answered(stopped=after.stopped()), **row)
+        run.failed(metric="requests_per_second", unit="req/s", error=after.nothing_answered(report), **row)
         return
     if report.stopped_early:  # the throughput counts the stall; the note says so
         row = dict(row, note="; ".join(x for x in (row.get("note"), report.stopped_early) if x))

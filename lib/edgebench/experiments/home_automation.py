@@ -106,8 +106,7 @@ def measure(run: Run, rt: Runtime, artifact, limits: Limits, port: int, row: dic
                      note=f"wrk -t{threads} -c{CONNECTIONS} -d{duration_s}s {base}/reading" + (
                          f", pinned to cores {loadgen_cores}" if loadgen_cores else ""))
         if report.nothing_answered():  # missing, never a rate of 0
-            run.failed(metric="throughput", unit="req/s", error=outcome.died or report.nothing_answered(
-                stopped=outcome.stopped()), **cells)
+            run.failed(metric="throughput", unit="req/s", error=outcome.nothing_answered(report), **cells)
             return
         # A service that died or stopped keeps what it measured, failed (`judged`); a row that fails
         # for its own reason (no counters) takes `cells`.

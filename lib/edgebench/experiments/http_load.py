@@ -350,6 +350,11 @@ class AfterLoad:
         return (f"nor did one connection get an answer in {self.silent_s} s after the run: the service stopped "
                 "answering (a longer run would not help)") if self.silent_s else ""
 
+    def nothing_answered(self, report, longer: str = "") -> str:
+        """Why a run nothing answered has no rate: the service died, stopped, or (LoadReport's
+        advice, `longer`) was perhaps only slow."""
+        return self.died or report.nothing_answered(longer, self.stopped())
+
     def status(self, report) -> dict:
         """The status of a run that answered some: ok, or failed with what it answered kept (the
         window holds a dead stretch, so its rate and latencies are not the service's)."""
@@ -396,8 +401,8 @@ def measure_load(run: Run, rt, artifact, limits: Limits, port: int, path: str, l
                      limits_applied=instance.limits_applied)
         after = after_load(run, rt, instance, loadgen, url, settings, lg_cpuset, tag)
         if report.nothing_answered():
-            why = after.died or report.nothing_answered(
-                f"duration_s; PROFILE=standard runs {LOAD_PROFILES['standard'].duration_s} s", after.stopped())
+            why = after.nothing_answered(report, f"duration_s; PROFILE=standard runs "
+                                                 f"{LOAD_PROFILES['standard'].duration_s} s")
             # The service's own output (a VM's console) is what can tell a stalled stack from a slow app.
             output = run.save_raw(f"output-{tag}", command=f"{rt.name} output of the service that answered nothing",
                                   stdout=rt.app_output(instance)[-8000:])

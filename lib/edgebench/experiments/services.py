@@ -148,8 +148,7 @@ def measure_nginx(run: Run, rt: Runtime, artifact, limits: Limits, port: int, ro
             f", pinned to cores {loadgen_cores}" if loadgen_cores else ""),
                      window_s=round(report.duration_us / 1e6, 3) if report.duration_us else duration_s)
         if report.nothing_answered():  # missing, never a rate of 0
-            run.failed(metric="throughput", unit="req/s", error=after.died or report.nothing_answered(
-                stopped=after.stopped()), **cells)
+            run.failed(metric="throughput", unit="req/s", error=after.nothing_answered(report), **cells)
             return
         cells.update(after.status(report))
         run.add(metric="throughput", value=report.requests_per_second, unit="req/s", **cells)
