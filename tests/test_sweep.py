@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import signal
+import time
 from types import SimpleNamespace
 
 import pytest
@@ -10,6 +13,7 @@ from edgebench.errors import EdgebenchError, NotMeasurable
 from edgebench.experiments.sweep import artifact_for, points, sweep
 from edgebench.results import Run, load_meta, load_results
 from edgebench.runtimes import RUNTIMES
+from edgebench.signals import deferred_signals
 from edgebench.targets import connect
 
 A, B, C = (SimpleNamespace(name=n) for n in "abc")
@@ -64,6 +68,54 @@ def test_an_interrupt_is_not_swallowed(tmp_path):
             sweep(run, [A], reps=3, row_for=lambda p: {}, measure=measure, failed=("m", "ms"), desc="t",
                   progress=False)
     assert load_meta(run.dir)["status"] == "interrupted"
+
+
+def test_a_stop_that_a_failing_cleanup_hid_still_stops_the_run(tmp_path):
+    """The standard run's iomt went on measuring for minutes after make figures passed Ctrl-C on:
+    the SIGINT came while LXD created a container, and the start's cleanup (LXD would not delete a
+    container it was still creating) raised its own error in the interrupt's place, which became
+    a failed row. The stop wins: no row for the cut point, not ended, no further point."""
+    measured = []
+
+    def undo():
+        raise EdgebenchError("could not delete LXD container eb-1: Instance is busy running a create operation")
+
+    def measure(p, row):
+        measured.append(p.rep)
+        try:
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(5)  # the signal arrives first
+        except BaseException:  # as a runtime's start undoes what it made, and the undoing fails
+            undo()
+            raise
+
+    before = signal.getsignal(signal.SIGINT)
+    with pytest.raises(KeyboardInterrupt):
+        with Run("sweep_test", {}, {"target": "local"}, data_dir=tmp_path, run_id="r3") as run:
+            sweep(run, [A], reps=3, row_for=lambda p: dict(runtime=p.runtime.name, rep=p.rep), measure=measure,
+                  failed=("m", "ms"), desc="t", progress=False)
+    assert measured == [1]
+    assert load_results(run.dir).empty and not run.ended_points
+    assert load_meta(run.dir)["status"] == "interrupted"
+    assert signal.getsignal(signal.SIGINT) == before
+
+
+def test_a_stop_a_deferred_cleanup_dropped_stops_the_next_point(tmp_path):
+    """A signal held off during a cleanup that unwinds from an error is not raised again there;
+    the run's next point does not start."""
+    measured = []
+
+    def measure(p, row):
+        measured.append(p.rep)
+        with deferred_signals():
+            os.kill(os.getpid(), signal.SIGTERM)
+            raise EdgebenchError("the app did not become ready")
+
+    with pytest.raises(KeyboardInterrupt):
+        with Run("sweep_test", {}, {"target": "local"}, data_dir=tmp_path, run_id="r4") as run:
+            sweep(run, [A], reps=3, row_for=lambda p: dict(runtime=p.runtime.name, rep=p.rep), measure=measure,
+                  failed=("m", "ms"), desc="t", progress=False)
+    assert measured == [1] and load_meta(run.dir)["status"] == "interrupted"
 
 
 def test_a_missing_artifact_names_the_packaging():

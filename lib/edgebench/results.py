@@ -28,6 +28,7 @@ import pandas as pd
 
 from edgebench.errors import ConfigError, TargetUnreachable
 from edgebench.paths import DATA_DIR, PROJECT_ROOT
+from edgebench.signals import asked_to_stop, forget_stop, stop_asked
 from edgebench.tools.health import UNKNOWN
 
 CORE_COLUMNS = ["experiment", "run_id", "target", "platform", "app", "runtime", "protocol", "cpus", "memory_mb",
@@ -205,6 +206,8 @@ class Run:
 
     # -- measured points (experiments.sweep): the health monitor judges "busy" at their start ----
     def begin_point(self, point_id: str = "") -> None:
+        if stop_asked():  # a stop an error hid on its way up: no further point starts
+            raise KeyboardInterrupt(f"stopped by {stop_asked()}")
         self.point, self._point_started = point_id, utc_now()
         if self.health is not None:
             self.health.begin_point()
@@ -253,10 +256,12 @@ class Run:
         self._write_meta()
 
     def __enter__(self) -> "Run":
-        self._old_sigterm = None
+        self._old_handlers = {}
         if threading.current_thread() is threading.main_thread():
-            # `kill`/timeouts send SIGTERM: turn it into the same unwinding as Ctrl-C.
-            self._old_sigterm = signal.signal(signal.SIGTERM, _raise_interrupt)
+            # Ctrl-C, and `kill`/timeouts' SIGTERM, unwind the same way, and are remembered so
+            # that a stop a failing cleanup hid still stops the run (signals.asked_to_stop).
+            forget_stop()
+            self._old_handlers = {s: signal.signal(s, asked_to_stop) for s in (signal.SIGINT, signal.SIGTERM)}
         if self.health is not None:
             try:
                 self.health.start()
@@ -267,8 +272,8 @@ class Run:
         return self
 
     def __exit__(self, exc_type, exc, tb) -> None:
-        if self._old_sigterm is not None:
-            signal.signal(signal.SIGTERM, self._old_sigterm)
+        for s, handler in self._old_handlers.items():
+            signal.signal(s, handler)
         if exc_type is None:
             self.finish("completed")
         elif issubclass(exc_type, KeyboardInterrupt):
@@ -278,10 +283,6 @@ class Run:
                                        "go on with make figures RESUME=latest")
         else:
             self.finish("failed", f"{exc_type.__name__}: {exc}")
-
-
-def _raise_interrupt(signum, frame):
-    raise KeyboardInterrupt(f"signal {signum}")
 
 
 # -- reading back -------------------------------------------------------------------

@@ -16,6 +16,27 @@ from typing import Iterator
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
+# The stop signals that reached this process while a run measured (`asked_to_stop`). The
+# KeyboardInterrupt a signal raises can be hidden: a cleanup that fails while it unwinds raises
+# its own error in its place (LXD refusing to delete a container it was still creating did), and
+# a signal deferred while an error unwinds is not raised again. The run still has to stop.
+_asked: list[int] = []
+
+
+def asked_to_stop(signum, frame) -> None:
+    """A run's SIGINT/SIGTERM handler: remember the stop, then unwind as Ctrl-C does."""
+    _asked.append(signum)
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def stop_asked() -> str:
+    """The name of the first stop signal since forget_stop(), or "" if none arrived."""
+    return signal.Signals(_asked[0]).name if _asked else ""
+
+
+def forget_stop() -> None:
+    _asked.clear()
+
 
 @contextmanager
 def deferred_signals() -> Iterator[None]:
@@ -26,7 +47,12 @@ def deferred_signals() -> Iterator[None]:
         yield
         return
     caught: list[int] = []
-    previous = {s: signal.signal(s, lambda signum, frame: caught.append(signum)) for s in STOP_SIGNALS}
+
+    def catch(signum, frame) -> None:
+        caught.append(signum)
+        _asked.append(signum)  # dropped below if an error unwinds; the run's next point still stops
+
+    previous = {s: signal.signal(s, catch) for s in STOP_SIGNALS}
     unwinding = False
     try:
         yield

@@ -264,11 +264,17 @@ class Lxc:
             raise EdgebenchError(f"lxc stop {name} on {self.target.name} failed: {r.stderr.strip()[-500:]}")
 
     def delete(self, name: str) -> None:
-        """Stop and delete the container; nothing happens if it is already gone."""
-        for _ in range(3):
+        """Stop and delete the container; nothing happens if it is already gone. LXD refuses while
+        an operation on it still runs (a create whose `lxc` client a Ctrl-C killed goes on in the
+        daemon): that is waited out, up to DELETE_TIMEOUT_S."""
+        deadline, tries = time.monotonic() + DELETE_TIMEOUT_S, 0
+        while True:
             r = self.target.run(["lxc", "delete", "--force", name], timeout=DELETE_TIMEOUT_S, check=False)
             if r.ok or self.instance(name) is None:
                 return
+            tries += 1
+            if tries >= 3 and not ("is busy running" in r.stderr and time.monotonic() < deadline):
+                break
             time.sleep(0.5)
         raise EdgebenchError(f"could not delete LXD container {name} on {self.target.name}: "
                              f"{r.stderr.strip()[-500:]}")
