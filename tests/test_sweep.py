@@ -116,6 +116,11 @@ def test_a_stop_a_deferred_cleanup_dropped_stops_the_next_point(tmp_path):
             sweep(run, [A], reps=3, row_for=lambda p: dict(runtime=p.runtime.name, rep=p.rep), measure=measure,
                   failed=("m", "ms"), desc="t", progress=False)
     assert measured == [1] and load_meta(run.dir)["status"] == "interrupted"
+    # The stop was this run's: the next run (a cell run again in the same kernel) measures.
+    with Run("sweep_test", {}, {"target": "local"}, data_dir=tmp_path, run_id="r5") as again:
+        sweep(again, [A], reps=2, row_for=lambda p: {}, measure=lambda p, row: measured.append(p.rep),
+              failed=("m", "ms"), desc="t", progress=False)
+    assert measured == [1, 1, 2] and load_meta(again.dir)["status"] == "completed"
 
 
 def test_a_missing_artifact_names_the_packaging():

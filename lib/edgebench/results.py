@@ -28,7 +28,7 @@ import pandas as pd
 
 from edgebench.errors import ConfigError, TargetUnreachable
 from edgebench.paths import DATA_DIR, PROJECT_ROOT
-from edgebench.signals import asked_to_stop, forget_stop, stop_asked
+from edgebench.signals import asked_to_stop, stop_since, stops_so_far
 from edgebench.tools.health import UNKNOWN
 
 CORE_COLUMNS = ["experiment", "run_id", "target", "platform", "app", "runtime", "protocol", "cpus", "memory_mb",
@@ -95,6 +95,7 @@ class Run:
         if run_id is not None and not _RUN_ID_RE.match(run_id):
             raise ConfigError(f"run_id={run_id!r} may only hold letters, digits, '.', '_' and '-'")
         self.experiment = experiment
+        self._stop_mark = stops_so_far()  # set again when the run is entered
         self.run_id = run_id or new_run_id()
         self.dir = Path(data_dir) / experiment / self.run_id
         if (self.dir / "results.csv").exists() != resume:
@@ -205,9 +206,14 @@ class Run:
         self._write_meta()
 
     # -- measured points (experiments.sweep): the health monitor judges "busy" at their start ----
+    def stop_asked(self) -> str:
+        """The stop signal that arrived since the run began ("" if none): one an error hid on
+        its way up still stops the run (signals.asked_to_stop)."""
+        return stop_since(self._stop_mark)
+
     def begin_point(self, point_id: str = "") -> None:
-        if stop_asked():  # a stop an error hid on its way up: no further point starts
-            raise KeyboardInterrupt(f"stopped by {stop_asked()}")
+        if self.stop_asked():  # no further point starts
+            raise KeyboardInterrupt(f"stopped by {self.stop_asked()}")
         self.point, self._point_started = point_id, utc_now()
         if self.health is not None:
             self.health.begin_point()
@@ -256,11 +262,10 @@ class Run:
         self._write_meta()
 
     def __enter__(self) -> "Run":
-        self._old_handlers = {}
+        self._old_handlers, self._stop_mark = {}, stops_so_far()
         if threading.current_thread() is threading.main_thread():
             # Ctrl-C, and `kill`/timeouts' SIGTERM, unwind the same way, and are remembered so
             # that a stop a failing cleanup hid still stops the run (signals.asked_to_stop).
-            forget_stop()
             self._old_handlers = {s: signal.signal(s, asked_to_stop) for s in (signal.SIGINT, signal.SIGTERM)}
         if self.health is not None:
             try:

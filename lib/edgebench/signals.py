@@ -16,10 +16,11 @@ from typing import Iterator
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
-# The stop signals that reached this process while a run measured (`asked_to_stop`). The
-# KeyboardInterrupt a signal raises can be hidden: a cleanup that fails while it unwinds raises
-# its own error in its place (LXD refusing to delete a container it was still creating did), and
-# a signal deferred while an error unwinds is not raised again. The run still has to stop.
+# The stop signals that reached this process, in order (`asked_to_stop`). The KeyboardInterrupt a
+# signal raises can be hidden: a cleanup that fails while it unwinds raises its own error in its
+# place (LXD refusing to delete a container it was still creating did), and a signal deferred
+# while an error unwinds is not raised again. The run still has to stop: each run asks for the
+# stops since it began (`stops_so_far`, `stop_since`), so an old one never stops a new run.
 _asked: list[int] = []
 
 
@@ -29,13 +30,13 @@ def asked_to_stop(signum, frame) -> None:
     raise KeyboardInterrupt(f"signal {signum}")
 
 
-def stop_asked() -> str:
-    """The name of the first stop signal since forget_stop(), or "" if none arrived."""
-    return signal.Signals(_asked[0]).name if _asked else ""
+def stops_so_far() -> int:
+    return len(_asked)
 
 
-def forget_stop() -> None:
-    _asked.clear()
+def stop_since(mark: int) -> str:
+    """The name of the first stop signal after `mark` (a stops_so_far()), or "" if none arrived."""
+    return signal.Signals(_asked[mark]).name if len(_asked) > mark else ""
 
 
 @contextmanager

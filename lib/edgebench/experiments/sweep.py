@@ -28,7 +28,6 @@ from edgebench.apps import APPS
 from edgebench.errors import EdgebenchError, NotMeasurable, TargetUnreachable
 from edgebench.resume import point_id
 from edgebench.results import Run
-from edgebench.signals import stop_asked
 from edgebench.runtimes import Artifact, Runtime
 
 
@@ -97,8 +96,8 @@ def sweep(run: Run, runtimes: Sequence[Runtime], *, reps: int, row_for: Callable
         except TargetUnreachable:
             raise  # not the point's failure: the point has not ended, and is measured again on resume
         except EdgebenchError as e:
-            if stop_asked():  # the error of a cleanup the user's stop cut short, not the point's
-                raise KeyboardInterrupt(f"stopped by {stop_asked()}") from e
+            if run.stop_asked():  # the error of a cleanup the user's stop cut short, not the point's
+                raise KeyboardInterrupt(f"stopped by {run.stop_asked()}") from e
             if isinstance(e, NotMeasurable):
                 run.not_measurable(metric=metric, unit=unit, why=str(e), **row)
             else:
