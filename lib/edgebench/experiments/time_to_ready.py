@@ -14,7 +14,8 @@ fair protocol is launched right after the target's page cache was dropped (`sync
 `echo 3 > /proc/sys/vm/drop_caches`, as root or through passwordless sudo), so the runtime's own
 programs (dockerd's shims, runc, QEMU), the image's layers or the app's binary come from the
 storage again; every other start is `warm`. Each fair start records the page cache just before
-its launch (`page_cache_mb_at_launch`) and its process's major faults at ready
+its launch (`page_cache_mb_at_launch`; `page_cache_dirty_mb_at_launch` the part of it not yet on
+disk, which no drop removes: a writer beside the start) and its process's major faults at ready
 (`major_faults_at_ready`: pages read from the storage). A target where the cache cannot be
 dropped fails its cold rows with the reason. The published protocol is the artifact's warm
 method only.
@@ -111,13 +112,19 @@ def major_faults(target, pid: int | None) -> int | None:
     return int(fields[9]) if len(fields) > 9 and fields[9].isdigit() else None
 
 
-def page_cache_mb(target) -> float | None:
-    """The target's page cache (/proc/meminfo's Cached) in MiB: a cold start's condition, read
-    just before its launch (and a warm one's, for contrast)."""
+def page_cache_at_launch(target) -> tuple[float | None, float | None]:
+    """The target's page cache (/proc/meminfo's Cached) in MiB, a cold start's condition read just
+    before its launch (and a warm one's, for contrast), and the part of it dirty or being written
+    back, read at the same instant: no drop removes pages not yet on disk, so a writer beside a
+    cold start (another program, a VM) shows here rather than as a cache the drop missed."""
+    kib = {}
     for line in (target.read_text("/proc/meminfo", missing_ok=True) or "").splitlines():
-        if line.startswith("Cached:") and line.split()[1].isdigit():
-            return int(line.split()[1]) / 1024
-    return None
+        name, _, rest = line.partition(":")
+        if rest.split() and rest.split()[0].isdigit():
+            kib[name] = int(rest.split()[0])
+    cached = kib["Cached"] / 1024 if "Cached" in kib else None
+    dirty = (kib["Dirty"] + kib["Writeback"]) / 1024 if "Dirty" in kib and "Writeback" in kib else None
+    return cached, dirty
 
 
 def check_caches(value) -> list[str]:
@@ -334,9 +341,11 @@ def run(params: Params) -> Path:
                 artifact = artifact_for(published, p.inner, p.runtime)
                 pulled = pull_image(run, p.runtime, artifact, row)
             if protocol == "fair":
-                cached = page_cache_mb(tgt)
+                cached, dirty = page_cache_at_launch(tgt)
                 if cached is not None:
                     run.add(metric="page_cache_mb_at_launch", value=cached, unit="MiB", **outside_limits(row))
+                if dirty is not None:
+                    run.add(metric="page_cache_dirty_mb_at_launch", value=dirty, unit="MiB", **outside_limits(row))
             how = measure_fair if protocol == "fair" else measure_published
             started = how(run, p.runtime, artifact, limits[protocol], port, row)
             if cache == "first":
