@@ -140,6 +140,18 @@ def test_a_completed_run_is_left_alone_or_replaced_by_a_fresh_one(tmp_path, monk
         resolve(tmp_path, params.replace(repetitions=7), which=run_dir.name)
 
 
+def test_a_completed_run_measured_by_other_code_is_kept_only_when_told(tmp_path, monkeypatch):
+    params = record(tmp_path, monkeypatch)
+    run_dir = write_run(tmp_path, "completed", resume.plain_given(params.given()), "0" * 16)
+    # New code: a new run, unless RESUME_ANYWAY keeps the finished one (a run carried across sittings).
+    assert resolve(tmp_path, params) is None
+    kept = resolve(tmp_path, params, anyway=True)
+    assert kept.run_dir == run_dir and kept.completed
+    assert kept.differences and kept.differences[0].startswith(resume.CODE_CHANGED)
+    # Other settings too: an earlier, unrelated run, whatever RESUME_ANYWAY says.
+    assert resolve(tmp_path, params.replace(repetitions=7), anyway=True) is None
+
+
 def test_the_record_refuses_resume_with_run_id_and_a_missing_run(tmp_path, monkeypatch):
     with pytest.raises(ConfigError, match="give only one of them"):
         record(tmp_path, monkeypatch, resume="latest", run_id="latest")

@@ -22,7 +22,9 @@ differs, unless `resume_anyway` (RESUME_ANYWAY=yes) says to go on, which the sit
 Which run: "latest" is the newest run of the experiment on the target. If it is unfinished, it
 is continued; if it completed with these parameters, nothing is left to measure; if there is
 none, or it completed with other parameters (an earlier, unrelated run), the experiment measures
-from the start and says why. A run id names one run, which must match.
+from the start and says why. A run that completed with these parameters but other code is
+measured anew too, unless `resume_anyway` keeps it (a long run carried across sittings while the
+code moves on must not lose its finished notebooks). A run id names one run, which must match.
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ LIB_DIR = PROJECT_ROOT / "lib"
 NOT_MEASURING = ("edgebench.plotting", "edgebench.drivers")
 # How to run, not what: never compared.
 NOT_COMPARED = ("resume", "resume_anyway", "run_id")
+CODE_CHANGED = "the experiment's code changed since it was measured"
 # The facts that make a device the same device.
 DEVICE_FACTS = ("target", "hostname", "arch", "cpu_model", "cores", "memory_mb", "kernel", "cgroup_version",
                 "memory_controller", "emulated_device")
@@ -83,6 +86,11 @@ def resolve(experiment: str, which: str, target: str, given: dict[str, Any], mod
     if more_repetitions:  # more of the same points, of the runtimes they need
         found = [f for f in found if not f.startswith(("repetitions was ", "runtimes was "))]
     if found and completed and not named:
+        if anyway and all(f.startswith(CODE_CHANGED) for f in found):
+            # Its settings are these: a run to keep, not an earlier, unrelated one.
+            print(f"[edgebench] resume: the latest run of {experiment}, {run_dir.name}, completed with these "
+                  f"settings and other code ({'; '.join(found)}); kept (resume_anyway), nothing measured")
+            return Resumption(run_dir, completed, tuple(found), more_repetitions)
         print(f"[edgebench] resume: the latest run of {experiment}, {run_dir.name}, completed with other "
               f"settings ({'; '.join(found)}); measuring from the start")
         return None
@@ -104,7 +112,7 @@ def differences(meta: dict, given: dict[str, Any], digest: str) -> list[str]:
             found.append(f"{name} was {old.get(name)!r}, now {given.get(name)!r}")
     if meta.get("code_digest") != digest:
         commit = ((meta.get("project") or {}).get("commit") or "?")[:10]
-        found.append(f"the experiment's code changed since it was measured (at commit {commit})")
+        found.append(f"{CODE_CHANGED} (at commit {commit})")
     return found
 
 

@@ -11,9 +11,10 @@ A notebook is written to figures/<experiment>/ only once it has run to the end; 
 is kept as <name>.failed.ipynb for reading, never as a product.
 
 `--resume latest` (`make figures RESUME=latest`) goes on with the notebooks of a run that was
-stopped: a notebook whose latest run completed with these settings is skipped, an unfinished one
-is continued without measuring again the points it measured (edgebench.resume), one with no run
-yet is measured from the start.
+stopped: a notebook whose latest run completed with these settings is skipped (with
+`--resume_anyway yes`, also one whose experiment's code changed since), an unfinished one is
+continued without measuring again the points it measured (edgebench.resume), one with no run yet
+is measured from the start.
 
 SIGINT, SIGTERM or SIGHUP (Ctrl-C, `kill`, `timeout`, a job runner, a closed terminal) stop the
 run cleanly: the signal is passed to the notebook kernel as an interrupt, the experiment stops
