@@ -305,6 +305,34 @@ def test_sizes_under_tcg_are_judged_and_energy_without_a_meter_says_so():
     assert judge(edp, meterless).reason == "this device cannot measure edp (no power meter on local: powercap: none)"
 
 
+
+def npb(runtime: str, operation: str, npb_class: str, seconds: float, reps: int = 10) -> pd.DataFrame:
+    """NPB's time as it prints it: to 0.01 s, around `seconds` (a 1% spread)."""
+    values = np.round(seconds * (1 + RNG.normal(0, 0.01, reps)), 2)
+    return rows(runtime, values, metric="time", unit="s", experiment="container_overhead", benchmark="hpc",
+                operation=operation, npb_class=npb_class, protocol="published")
+
+
+def test_npb_times_are_read_only_where_their_hundredths_cannot_decide():
+    """Paper 003 (P003-05): native is faster than the container on NPB. Docker 5% slower reads as
+    'equal' in class S, printed as 0.02 s either way; the claim is read on the points long enough
+    for 0.01 s to move a ratio by 1% at most, and says how many it left out."""
+    npb_claim = Claim("P003-05", "003", "", "", "", "container_overhead", "time", "native", "docker",
+                      conditions=parse_conditions("benchmark=hpc;protocol=published"), kind="direction",
+                      better="lower", unit="s")
+    short = pd.concat([npb(rt, op, "S", 0.02 * (1.05 if rt == "docker" else 1))
+                       for op in ("is", "ep", "cg", "mg", "ft", "bt", "sp", "ua") for rt in ("native", "docker")])
+    long = pd.concat([npb(rt, op, "A", 10 * (1.05 if rt == "docker" else 1))
+                      for op in ("lu", "sp") for rt in ("native", "docker")])
+    v = judge(npb_claim, pd.concat([short, long]))
+    assert v.verdict == HOLDS and v.n == 20 and v.effect == pytest.approx(1 / 1.05, rel=0.01)
+    assert "8 of 10 points left out as too coarse" in v.reason and "printed to 0.01 s" in v.reason
+    v = judge(npb_claim, short)
+    assert v.verdict == NOT_MEASURABLE and v.reason.startswith("8 of 8 points left out as too coarse")
+    # The rule is NPB's: times edgebench measures itself are read at any length.
+    own = dataclasses.replace(npb_claim, metric="step_time")
+    assert judge(own, pd.concat([short, long]).assign(metric="step_time")).n == 100
+
 # -- a claim at every value of a column ------------------------------------------------------------
 
 def levels(runtime: str, per_level: dict[int, list[float]], status: dict[int, str] | None = None) -> pd.DataFrame:

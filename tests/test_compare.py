@@ -217,11 +217,25 @@ def test_a_container_far_ahead_of_native_on_compute_work_is_not_passed_on():
                  metric=metric, value=v, unit="", status="ok", benchmark=bench, operation=op, point="p")
             for rt, bench, op, metric, v in (("native", "memory", "triad", "best_rate", 10000.0),
                                              ("docker", "memory", "triad", "best_rate", 14200.0),
-                                             ("native", "hpc", "ep", "time", 1.0),
-                                             ("docker", "hpc", "ep", "time", 0.95))]
+                                             ("native", "hpc", "ep", "time", 10.0),
+                                             ("docker", "hpc", "ep", "time", 9.5))]
     got = ruled_out(ratios_to_native(pd.DataFrame(rows))).set_index("benchmark")
     assert np.isnan(got.loc["memory", "ratio"]) and "implausible: docker 42% ahead" in got.loc["memory", "why"]
     assert got.loc["hpc", "ratio"] == pytest.approx(0.95) and got.loc["hpc", "why"] == ""
+
+
+def test_npb_times_a_few_hundredths_long_give_no_ratio():
+    """NPB prints its time to 0.01 s: class S's 0.02 s against 0.03 s is the rounding's 1.5x, not
+    a container 50% slower. Its class A seconds compare, and a 0.00 s native is no division."""
+    rows = [dict(experiment="container_overhead", run_id="r", target="pi", runtime=rt, protocol="fair", rep=1,
+                 metric="time", value=v, unit="s", status="ok", benchmark="hpc", operation="ft", npb_class=cls)
+            for rt, cls, v in (("native", "S", 0.02), ("docker", "S", 0.03), ("native", "A", 4.10),
+                               ("docker", "A", 4.20), ("native", "W", 0.0), ("docker", "W", 0.01))]
+    got = ratios_to_native(pd.DataFrame(rows)).set_index("npb_class")
+    assert np.isnan(got.loc["S", "ratio"]) and got.loc["S", "why"].startswith("too coarse: a median here is 0.02 s")
+    assert "printed to 0.01 s" in got.loc["S", "why"] and "at least 1 s" in got.loc["S", "why"]
+    assert np.isnan(got.loc["W", "ratio"]) and got.loc["W", "why"].startswith("too coarse")
+    assert got.loc["A", "ratio"] == pytest.approx(4.2 / 4.1) and got.loc["A", "why"] == ""
 
 
 def test_minimum_memory_meets_native_whatever_minimum_or_port_each_found():

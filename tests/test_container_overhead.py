@@ -138,6 +138,29 @@ def test_a_panel_with_nothing_to_compare_says_why():
     assert "NPB is not built on this device: make provision builds it" in " ".join(said["hpc, fair protocol"].split())
 
 
+def test_npb_points_too_short_for_its_printed_time_are_not_drawn_and_the_panel_says_so():
+    """A standard run's class S bars read 0.02 s against 0.01 s as a container 100% slower, and one
+    read 0.02 against 0.03 as Docker 33% ahead, which ruled its panel out: NPB prints its time to
+    0.01 s. Those points are left out of the table and the figure, which say how many; LU.A's
+    seconds are drawn, and a panel with only short points says why it is empty."""
+    short = _rows(native=("hpc", "cg", "time", [0.01, 0.01, 0.01]), docker=("hpc", "cg", "time", [0.02, 0.02, 0.02]))
+    ft = _rows(native=("hpc", "ft", "time", [0.03, 0.03, 0.03]), docker=("hpc", "ft", "time", [0.02, 0.02, 0.02]))
+    long = _rows(native=("hpc", "lu", "time", [40.0, 40.2, 40.1]), docker=("hpc", "lu", "time", [42.0, 42.1, 42.2]))
+    only_short = short.assign(protocol="fair")
+    table = plot.overhead_table(pd.concat([short, ft, long, only_short]), load_reference("container_overhead"))
+    assert list(table["operation"]) == ["lu"]
+    assert table["overhead_pct"].iloc[0] == pytest.approx((42.1 / 40.1 - 1) * 100)
+    assert table["sanity"].iloc[0] == ""  # FT's rounding no longer rules the panel out
+    note = "2 points under 1 s not compared: NPB's 'Time in seconds' is printed to 0.01 s"
+    assert table.attrs["too_short"][("hpc", "published")] == note
+    assert note in plot.findings(table)
+    fig = plot.overhead_figure(table)
+    titles = {ax.get_title().split("\n")[0]: ax for ax in fig.axes}
+    assert note in titles["hpc, published protocol (the paper's method)"].get_title()
+    said = " ".join(t.get_text() for t in titles["hpc, fair protocol"].texts)
+    assert "1 point under 1 s not compared" in " ".join(said.split())
+
+
 def test_the_figure_says_why_in_plain_words_without_paths_or_variables():
     """The quick run's overhead.png printed NPB's raw reason (a /root path, EDGEBENCH_NPB_DIR) in
     its empty HPC panel, and the reasons of runtimes it could not draw above its title."""

@@ -15,7 +15,9 @@ The effect is a ratio a/b (or a's median for a bound): the median of the ratios 
 as a pair, sharing `rep` and every coordinate of the experiment both sides have a value in (a
 coordinate only one side has, Docker's network mode, pairs each of its values with the other
 side's row: cells of different scale are never pooled into one median). Where no rows pair, the
-claim is not measurable here. A zero over a zero is 1 (equal), a value over zero is infinite.
+claim is not measurable here. A zero over a zero is 1 (equal), a value over zero is infinite. A
+metric its tool prints in coarse steps (NPB's time, to 0.01 s) is read only at points where both
+sides' medians are at least 100 steps (tools.sanity.below_resolution), the rest left out and said.
 The interval is a 95% percentile bootstrap of that median (2000 resamples, a fixed seed). The
 verdict compares the interval, not the point, with the claim:
 `holds` when all of it satisfies the claim, `contradicted` when none of it does, `inconclusive`
@@ -38,10 +40,11 @@ from scipy import stats
 
 from edgebench.errors import ConfigError
 from edgebench.experiments.min_memory import AT_THE_FLOOR
-from edgebench.experiments.reading import READING
+from edgebench.experiments.reading import READING, printed_of
 from edgebench.paths import REFERENCE_DIR
 from edgebench.results import NOT_MEASURABLE as ROW_NOT_MEASURABLE
 from edgebench.tools.health import is_marked
+from edgebench.tools.sanity import below_resolution, resolution_rule
 
 CLAIMS_FILE = REFERENCE_DIR / "claims.csv"
 KINDS = ("ratio_range", "direction", "within", "below", "above", "failure")
@@ -453,10 +456,11 @@ def judge(claim: Claim, df: pd.DataFrame | None, emulated_device: str = "",
     a = a_all[(a_all["status"] == "ok") & a_all["value"].notna()]
     b = b_all[(b_all["status"] == "ok") & b_all["value"].notna()] if b_all is not None else None
     a, b, floored = _without_floors(claim, a, b)
+    a, b, coarse = _above_resolution(claim, a, b)
     for rows, every, name, side in ((a, a_all, claim.a, "a"), (b, b_all, claim.b, "b")):
         if rows is not None and rows.empty:
             return Verdict(**base, verdict=NOT_MEASURABLE,
-                           reason=floored or _why_missing(every, name, df, claim, side))
+                           reason=floored or coarse or _why_missing(every, name, df, claim, side))
     rows = pd.concat([a, b]) if b is not None else a
     emulated = _emulated(rows)
     if emulated_device and not set(rows["unit"].astype(str)) <= UNTIMED_UNITS:
@@ -476,7 +480,7 @@ def judge(claim: Claim, df: pd.DataFrame | None, emulated_device: str = "",
         how = f"median of {n} {claim.a} value{'s' if n != 1 else ''} ({claim.unit or 'its unit'})"
     if confidence != CONFIDENCE and not one_of_every:
         how += f", at a {confidence:.2%} interval (make settle's looks)"
-    how += _marked_share(rows)
+    how += _marked_share(rows) + (f"; {coarse}" if coarse else "")
     if math.isnan(low) and set(rows["unit"].astype(str)) <= EXACT_UNITS:
         low = high = effect  # a size read from a file or an image: measured once, exactly
     if math.isnan(low):
@@ -523,6 +527,35 @@ def _without_floors(claim: Claim, a: pd.DataFrame, b: pd.DataFrame | None) -> tu
     why = ("the runtime accepts no smaller limit, so the app's own need is not known here ("
            + "; ".join(left) + ")") if left else ""
     return a[~unusable], b, why
+
+
+def _above_resolution(claim: Claim, a: pd.DataFrame, b: pd.DataFrame | None) -> tuple:
+    """The rows a claim can use where its tool printed the metric in coarse steps (NPB's time to
+    0.01 s): only points (a pair's coordinates but `rep`) where a's and b's medians are many steps
+    long (tools.sanity.below_resolution). Returns (a, b, which points were left out: '' when none)."""
+    printed = printed_of(claim.experiment, a).dropna()
+    if printed.empty:
+        return a, b, ""
+    rule = printed.iloc[0]
+    apart = {k[2:] for k in claim.conditions if k.startswith(("a.", "b."))}
+    point = [k for k in (pair_columns(claim.experiment, a, b, apart) if b is not None else
+                         [c for c in READING.get(claim.experiment, {}).get("key_columns", ()) if c in a.columns])
+             if k != "rep"] or ["metric"]  # no coordinate: the claim's rows are one point
+
+    def medians(rows):
+        return rows.assign(**{k: rows[k].astype(str) for k in point}).groupby(point)["value"].median()
+
+    both = pd.concat([medians(a), medians(b) if b is not None else medians(a)], axis=1)
+    coarse = both.index[[bool(below_resolution(m, rule)) for m in both.to_numpy()]]
+    if coarse.empty:
+        return a, b, ""
+
+    def kept(rows):
+        at = pd.MultiIndex.from_frame(rows[point].astype(str)) if len(point) > 1 else rows[point[0]].astype(str)
+        return rows[~pd.Index(at).isin(coarse)]
+
+    why = f"{len(coarse)} of {len(both)} points left out as too coarse: {resolution_rule(rule)}"
+    return kept(a), kept(b) if b is not None else None, why
 
 
 def _shown(value) -> str:

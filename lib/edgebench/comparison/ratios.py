@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from edgebench.experiments import EXPERIMENTS
-from edgebench.experiments.reading import Headline
+from edgebench.experiments.reading import Headline, printed_of
 from edgebench.plotting.tables import mark_emulated
 from edgebench.tools import sanity
 
@@ -167,6 +167,11 @@ def _experiment_ratios(df: pd.DataFrame, run: list[str], keys: list[str], experi
     out["why"] = np.select([out["ratio"].notna(), ~there, out["native_median"].isna()],
                            ["", "native has no row at this point", "native failed at this point"],
                            "native median is 0")
+    # A time printed in hundredths, a few hundredths long: the ratio would be the rounding's.
+    coarse = [sanity.below_resolution((m, n), p) if pd.notna(n) else ""
+              for m, n, p in zip(out["median"], out["native_median"], printed_of(experiment, out))]
+    out["why"] = out["why"].where([not c for c in coarse], coarse)
+    out["ratio"] = out["ratio"].where(out["why"] == "")
     out["key"] = key_labels(out, keys)
     return out[run + ["runtime", *keys, "key", *RESULT_COLUMNS]]
 

@@ -22,7 +22,7 @@ from edgebench.experiments import (boot_time, container_overhead, cpu_bound, fac
                                    static_footprint, time_to_ready)
 from edgebench.experiments.estimate import Work
 from edgebench.experiments.parameters import Parameters
-from edgebench.experiments.reading import READING, Headline, PaperRule
+from edgebench.experiments.reading import READING, Headline, PaperRule, Printed
 from edgebench.paths import PROJECT_ROOT, REFERENCE_DIR
 from edgebench.results import find_run
 
@@ -46,6 +46,7 @@ class Experiment:
     paper_rules: tuple[PaperRule, ...] = ()  # the papers' rows that give a ratio to native
     main_figure: str = ""              # the figure its page saves (plotting show()), which make verdicts links
     metric_figures: Mapping[str, str] = field(default_factory=dict)  # metric -> its own figure, where it has one
+    printed: Mapping[str, Printed] = field(default_factory=dict)  # metric -> the coarse steps its tool prints it in
 
     @property
     def notebook_path(self) -> Path:

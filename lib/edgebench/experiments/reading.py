@@ -1,7 +1,8 @@
 """How each experiment's rows are read once measured: the metrics `make compare` shows by default
 and which way is better, the coordinates a value is compared on, the papers' rows that give a
-ratio to native, and the figure `make verdicts` links for a metric. They are fields of the
-experiment's record (edgebench.experiments.Experiment), filled from READING below.
+ratio to native, the figure `make verdicts` links for a metric, and the metrics its tools print
+too coarsely to compare where they are short (`printed`). They are fields of the experiment's
+record (edgebench.experiments.Experiment), filled from READING below.
 
 The coordinates of a measurement (`key_columns`): a runtime's median is divided by native's at
 the same values of these (those a result has), in the order a point's label reads them. Each names
@@ -16,6 +17,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Mapping, TypedDict
+
+import pandas as pd
 
 
 @dataclass(frozen=True)
@@ -41,6 +44,17 @@ class PaperRule:
     kind: str = "value"
 
 
+@dataclass(frozen=True)
+class Printed:
+    """A metric its tool prints rounded to `step` `unit` on the rows `where` names: NPB's 'Time in
+    seconds' to 0.01 s. Comparisons read it only where it is many steps long
+    (edgebench.tools.sanity.below_resolution)."""
+    step: float
+    unit: str
+    by: str  # the tool's printed field, for the reason a reader sees
+    where: tuple[tuple[str, str], ...] = ()
+
+
 class Reading(TypedDict, total=False):
     """The Experiment fields READING fills, by name."""
     headline_metrics: Mapping[str, Headline]
@@ -49,6 +63,7 @@ class Reading(TypedDict, total=False):
     paper_rules: tuple[PaperRule, ...]
     main_figure: str
     metric_figures: Mapping[str, str]
+    printed: Mapping[str, Printed]
 
 
 _SIZE = dict(worse="larger", better="smaller")
@@ -156,7 +171,9 @@ READING: dict[str, Reading] = {
                       {"benchmark": "network", "operation": "ab", "point": "docker (bridge)",
                        "metric": "requests_per_second"}, kind="overhead_pct"),
         ),
-        main_figure="overhead", metric_figures={"edp": "edp"}),
+        main_figure="overhead", metric_figures={"edp": "edp"},
+        # Class S runs for hundredths of a second: a quarter of its times print as 0.00.
+        printed={"time": Printed(0.01, "s", "NPB's 'Time in seconds'", (("benchmark", "hpc"),))}),
     "min_memory": Reading(
         headline_metrics={"min_memory": Headline(False, worse="more memory", better="less memory")},
         key_columns=(*_NAMED, "network", *_LIMITS),
@@ -189,3 +206,15 @@ READING: dict[str, Reading] = {
                                {"network_mode": "network_mode"}),),
         main_figure="face_recognition_time"),
 }
+
+
+def printed_of(experiment: str, rows: pd.DataFrame) -> pd.Series:
+    """Per row of `rows` (with `metric` and the columns a Printed's `where` names), the Printed its
+    value was rounded by, None where its tool printed it finer than any comparison notices."""
+    out = pd.Series([None] * len(rows), index=rows.index, dtype=object)
+    for metric, printed in READING.get(experiment, {}).get("printed", {}).items():
+        mask = rows["metric"].astype(str) == metric
+        for column, value in printed.where:
+            mask &= rows[column].astype(str) == value if column in rows.columns else False
+        out[mask] = printed
+    return out

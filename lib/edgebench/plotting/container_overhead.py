@@ -13,7 +13,8 @@ import pandas as pd
 from matplotlib import transforms
 
 from edgebench.claims import ratio_interval
-from edgebench.experiments.container_overhead import Params
+from edgebench.experiments.container_overhead import EXPERIMENT, Params
+from edgebench.experiments.reading import printed_of
 from edgebench.plotting.page import Page, open_page, show_absent, show_figure, show_findings, show_table
 from edgebench.plotting.reasons import plain_reason, ruled_out_note, run_meta
 from edgebench.plotting.style import (EMULATED, FIGURE_NOTES_MARK, PROTOCOL_TITLE, failed_runtimes, figure_legend,
@@ -99,8 +100,12 @@ def overhead_table(df: pd.DataFrame, reference: pd.DataFrame) -> pd.DataFrame:
     if rows.empty:
         raise NoData(f"no successful measurement to compare: {failure_summary(df)}")
     higher = {b: hb for b, (_, hb) in MAIN_METRIC.items()}
-    table = with_sanity(_relative(rows, higher, reference, "overhead_pct", "overhead_pct"), df)
-    table.attrs["missing"] = missing_panels(table, df)
+    table, too_short = without_coarse(_relative(rows, higher, reference, "overhead_pct", "overhead_pct"))
+    table = with_sanity(table, df)
+    drawn = set(zip(table["benchmark"], table["protocol"]))
+    # A panel whose every point was too short says so, not that nothing succeeded.
+    table.attrs["missing"] = {**missing_panels(table, df), **{k: v for k, v in too_short.items() if k not in drawn}}
+    table.attrs["too_short"] = too_short
     table.attrs["notes"] = figure_footnotes(df)
     return table
 
@@ -132,6 +137,26 @@ def missing_panels(table: pd.DataFrame, df: pd.DataFrame) -> dict[tuple[str, str
         out[(bench, proto)] = (errors.index[0] if not errors.empty
                                else "native or every container lacks a successful row")
     return out
+
+
+def without_coarse(table: pd.DataFrame) -> tuple[pd.DataFrame, dict[tuple[str, str], str]]:
+    """The table without the points whose medians are too few of their tool's printed steps long to
+    compare (NPB's class S, in hundredths of a second: tools.sanity.below_resolution), and per
+    (benchmark, protocol) what its panel says of those it left out."""
+    metric = table["benchmark"].map(lambda b: MAIN_METRIC.get(b, ("",))[0])
+    printed = printed_of(EXPERIMENT, table.assign(metric=metric))
+    coarse = np.array([bool(sanity.below_resolution((r.median, r.native_median), p))
+                       for r, p in zip(table.itertuples(), printed)], dtype=bool)
+    notes = {}
+    for (bench, proto), g in table[coarse].groupby(["benchmark", "protocol"], sort=False):
+        rule = printed[g.index[0]]
+        points = list(dict.fromkeys(zip(g["operation"], g["size"])))
+        floor = sanity.RESOLUTION_STEPS * rule.step
+        notes[(bench, proto)] = (f"{len(points)} point{'s' if len(points) != 1 else ''} under {floor:g} {rule.unit} "
+                                 f"not compared: {rule.by} is printed to {rule.step:g} {rule.unit}")
+    out = table[~coarse].reset_index(drop=True)
+    out.attrs = table.attrs
+    return out, notes
 
 
 def with_sanity(table: pd.DataFrame, df: pd.DataFrame) -> pd.DataFrame:
@@ -214,6 +239,9 @@ def _relative_figure(table: pd.DataFrame, column: str, ylabel: str, title: str):
             if ruled_out:  # under the panel, where its marks are
                 ax.set_xlabel(textwrap.fill(ruled_out_note(ruled_out), width_chars), fontsize=8,
                               color=RULED_OUT["color"])
+            too_short = (table.attrs.get("too_short") or {}).get((bench, proto))
+            if too_short:  # under its title: no mark of its own, as no bar was left out for physics
+                ax.set_title(f"{ax.get_title()}\n{too_short}", fontsize=9)
     if f"{column}_ci95_low" in table and table[f"{column}_ci95_low"].notna().any():
         title += "\nwhiskers: the 95% interval (bootstrap, where both sides ran 3 times or more)"
     fig.suptitle(title, fontsize=10)
@@ -326,7 +354,9 @@ def findings(table: pd.DataFrame) -> str:
                 parts.append(f"{label} not reported, {ruled_out[0]}{paper_text}")
             else:
                 parts.append(f"{label} {s['overhead_pct'].median():+.1f}%{paper_text}")
-        lines.append(f"- **{bench}**, {proto}: median loss vs native over its operations: " + "; ".join(parts))
+        short = (table.attrs.get("too_short") or {}).get((bench, proto))
+        lines.append(f"- **{bench}**, {proto}: median loss vs native over its operations: " + "; ".join(parts)
+                     + (f" ({short})" if short else ""))
     return "\n".join(lines)
 
 

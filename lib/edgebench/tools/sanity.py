@@ -1,10 +1,11 @@
-"""Results physics rules out, flagged instead of reported.
+"""Results physics or a tool's printing rules out, flagged instead of reported.
 
 A container runs native's own machine code on native's kernel: on CPU- and memory-bound work it
 can match native, not beat it by much. When it does, native's baseline is what broke (its
 pinning, its threads, a noisy neighbour during its turn), and a ratio against it is no finding.
 Likewise apps/stream's native rate far below an independent tool's (stress-ng) on the same
-machine in the same run says our native run did not reach the memory it should have.
+machine in the same run says our native run did not reach the memory it should have. And a ratio
+of two times a tool printed to 0.01 s, each a few hundredths long, measures its rounding.
 
 The rules are written here once; tables add a `sanity` column, findings print the reason in
 place of the number, and `make compare` carries the column.
@@ -40,6 +41,30 @@ def container_ahead(runtime_label: str, benchmark: str, gain: float) -> str:
         return ""
     return (f"implausible: {runtime_label} {100 * gain:.0f}% ahead of native on {benchmark} work on the same kernel "
             "(a container runs native's code; native's baseline is suspect: its pinning, threads or a busy turn)")
+
+
+# A value its tool prints in steps (NPB's time in 0.01 s) is known to half a step: a ratio of two
+# is the rounding's unless both are this many steps long (rounding then moves it by 1% at most).
+RESOLUTION_STEPS = 100
+
+
+def resolution_rule(printed) -> str:
+    """The rule below_resolution applies to a metric printed in steps (a reading.Printed), in words."""
+    floor = RESOLUTION_STEPS * printed.step
+    return (f"{printed.by} is printed to {printed.step:g} {printed.unit}, so a ratio is read where both medians "
+            f"are at least {floor:g} {printed.unit} ({RESOLUTION_STEPS} steps); under it, it is the rounding's")
+
+
+def below_resolution(medians, printed) -> str:
+    """Why a ratio of these medians would read the printing's rounding, not the runtimes, or ''.
+    `printed`: the metric's edgebench.experiments.reading.Printed, None where it has none."""
+    if printed is None:
+        return ""
+    known = [m for m in medians if m == m]  # a side without a median is another reason's
+    shortest = min(known, default=math.inf)
+    if shortest >= RESOLUTION_STEPS * printed.step:
+        return ""
+    return f"too coarse: a median here is {shortest:g} {printed.unit}; {resolution_rule(printed)}"
 
 
 def below_crosscheck(ratio: float, tool: str) -> str:
