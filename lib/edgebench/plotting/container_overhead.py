@@ -14,13 +14,12 @@ from matplotlib import transforms
 
 from edgebench.claims import ratio_interval
 from edgebench.experiments.container_overhead import EXPERIMENT, Params
-from edgebench.experiments.reading import printed_of
 from edgebench.plotting.page import Page, open_page, show_absent, show_figure, show_findings, show_table
 from edgebench.plotting.reasons import plain_reason, ruled_out_note, run_meta
 from edgebench.plotting.style import (EMULATED, FIGURE_NOTES_MARK, PROTOCOL_TITLE, failed_runtimes, figure_legend,
                                       in_runtime_order, mark_health, mark_paper_values, protocol_grid, protocols_in,
                                       runtime_artist)
-from edgebench.plotting.tables import NoData, mark_emulated
+from edgebench.plotting.tables import NoData, mark_emulated, without_coarse
 from edgebench.plotting.tables import mark_health as health_column
 from edgebench.reference import load_reference
 from edgebench.tools import sanity
@@ -100,7 +99,11 @@ def overhead_table(df: pd.DataFrame, reference: pd.DataFrame) -> pd.DataFrame:
     if rows.empty:
         raise NoData(f"no successful measurement to compare: {failure_summary(df)}")
     higher = {b: hb for b, (_, hb) in MAIN_METRIC.items()}
-    table, too_short = without_coarse(_relative(rows, higher, reference, "overhead_pct", "overhead_pct"))
+    table = _relative(rows, higher, reference, "overhead_pct", "overhead_pct")
+    metric = table["benchmark"].map(lambda b: MAIN_METRIC.get(b, ("",))[0])
+    table, too_short = without_coarse(table.assign(metric=metric), EXPERIMENT, ["benchmark", "protocol"],
+                                      ["operation", "size"])
+    table = table.drop(columns="metric")
     table = with_sanity(table, df)
     drawn = set(zip(table["benchmark"], table["protocol"]))
     # A panel whose every point was too short says so, not that nothing succeeded.
@@ -137,26 +140,6 @@ def missing_panels(table: pd.DataFrame, df: pd.DataFrame) -> dict[tuple[str, str
         out[(bench, proto)] = (errors.index[0] if not errors.empty
                                else "native or every container lacks a successful row")
     return out
-
-
-def without_coarse(table: pd.DataFrame) -> tuple[pd.DataFrame, dict[tuple[str, str], str]]:
-    """The table without the points whose medians are too few of their tool's printed steps long to
-    compare (NPB's class S, in hundredths of a second: tools.sanity.below_resolution), and per
-    (benchmark, protocol) what its panel says of those it left out."""
-    metric = table["benchmark"].map(lambda b: MAIN_METRIC.get(b, ("",))[0])
-    printed = printed_of(EXPERIMENT, table.assign(metric=metric))
-    coarse = np.array([bool(sanity.below_resolution((r.median, r.native_median), p))
-                       for r, p in zip(table.itertuples(), printed)], dtype=bool)
-    notes = {}
-    for (bench, proto), g in table[coarse].groupby(["benchmark", "protocol"], sort=False):
-        rule = printed[g.index[0]]
-        points = list(dict.fromkeys(zip(g["operation"], g["size"])))
-        floor = sanity.RESOLUTION_STEPS * rule.step
-        notes[(bench, proto)] = (f"{len(points)} point{'s' if len(points) != 1 else ''} under {floor:g} {rule.unit} "
-                                 f"not compared: {rule.by} is printed to {rule.step:g} {rule.unit}")
-    out = table[~coarse].reset_index(drop=True)
-    out.attrs = table.attrs
-    return out, notes
 
 
 def with_sanity(table: pd.DataFrame, df: pd.DataFrame) -> pd.DataFrame:

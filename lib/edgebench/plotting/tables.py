@@ -14,9 +14,11 @@ from matplotlib import patheffects
 
 from edgebench.claims import MIN_N, median_interval
 from edgebench.errors import EdgebenchError
+from edgebench.experiments.reading import printed_of
 from edgebench.plotting.style import (COLD, EMULATED, FIRST, HEALTH_LABEL, HEALTH_MARK, base_runtime, failed_runtimes,
                                       in_runtime_order, plt, runtime_colour)
 from edgebench.results import NOT_MEASURABLE, load_meta
+from edgebench.tools import sanity
 from edgebench.tools.health import BUSY, MARKED, THROTTLED, UNKNOWN, flags
 
 
@@ -67,6 +69,24 @@ def ratio_to_baseline(table: pd.DataFrame, value: str, baseline: pd.Series, keys
     base = table[baseline].drop_duplicates(keys).set_index(keys)[value]
     index = pd.MultiIndex.from_frame(table[keys]) if len(keys) > 1 else pd.Index(table[keys[0]])
     return pd.Series(table[value].to_numpy() / base.reindex(index).to_numpy(), index=table.index)
+
+
+def without_coarse(table: pd.DataFrame, experiment: str, by: list[str], point: list[str],
+                   medians=("median", "native_median")) -> tuple[pd.DataFrame, dict[tuple, str]]:
+    """The table without the rows whose `medians` are too few of their tool's printed steps long to
+    compare (NPB's class S, in hundredths of a second: tools.sanity.below_resolution), and per `by`
+    group what its panel says of the points it left out."""
+    printed = printed_of(experiment, table)
+    coarse = np.array([bool(sanity.below_resolution(m, p)) for m, p in zip(table[list(medians)].to_numpy(), printed)],
+                      dtype=bool)
+    notes = {}
+    for group, g in table[coarse].groupby(by, sort=False):
+        rule, points = printed[g.index[0]], len(g[point].drop_duplicates())
+        notes[group] = (f"{counted(points, 'point')} under {sanity.RESOLUTION_STEPS * rule.step:g} {rule.unit} "
+                        f"not compared: {rule.by} is printed to {rule.step:g} {rule.unit}")
+    out = table[~coarse].reset_index(drop=True)
+    out.attrs = table.attrs
+    return out, notes
 
 
 def mark_emulated(df: pd.DataFrame) -> pd.DataFrame:
