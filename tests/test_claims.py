@@ -305,7 +305,6 @@ def test_sizes_under_tcg_are_judged_and_energy_without_a_meter_says_so():
     assert judge(edp, meterless).reason == "this device cannot measure edp (no power meter on local: powercap: none)"
 
 
-
 def npb(runtime: str, operation: str, npb_class: str, seconds: float, reps: int = 10) -> pd.DataFrame:
     """NPB's time as it prints it: to 0.01 s, around `seconds` (a 1% spread)."""
     values = np.round(seconds * (1 + RNG.normal(0, 0.01, reps)), 2)
@@ -332,6 +331,7 @@ def test_npb_times_are_read_only_where_their_hundredths_cannot_decide():
     # The rule is NPB's: times edgebench measures itself are read at any length.
     own = dataclasses.replace(npb_claim, metric="step_time")
     assert judge(own, pd.concat([short, long]).assign(metric="step_time")).n == 100
+
 
 # -- a claim at every value of a column ------------------------------------------------------------
 

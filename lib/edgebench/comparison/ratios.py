@@ -13,8 +13,8 @@ import numpy as np
 import pandas as pd
 
 from edgebench.experiments import EXPERIMENTS
-from edgebench.experiments.reading import Headline, printed_of
-from edgebench.plotting.tables import mark_emulated
+from edgebench.experiments.reading import Headline
+from edgebench.plotting.tables import mark_emulated, too_coarse
 from edgebench.tools import sanity
 
 BASELINE = "native"
@@ -168,8 +168,7 @@ def _experiment_ratios(df: pd.DataFrame, run: list[str], keys: list[str], experi
                            ["", "native has no row at this point", "native failed at this point"],
                            "native median is 0")
     # A time printed in hundredths, a few hundredths long: the ratio would be the rounding's.
-    coarse = [sanity.below_resolution((m, n), p) if pd.notna(n) else ""
-              for m, n, p in zip(out["median"], out["native_median"], printed_of(experiment, out))]
+    coarse = [why if pd.notna(n) else "" for why, n in zip(too_coarse(out, experiment), out["native_median"])]
     out["why"] = out["why"].where([not c for c in coarse], coarse)
     out["ratio"] = out["ratio"].where(out["why"] == "")
     out["key"] = key_labels(out, keys)

@@ -71,14 +71,19 @@ def ratio_to_baseline(table: pd.DataFrame, value: str, baseline: pd.Series, keys
     return pd.Series(table[value].to_numpy() / base.reindex(index).to_numpy(), index=table.index)
 
 
+def too_coarse(table: pd.DataFrame, experiment: str, medians=("median", "native_median")) -> list[str]:
+    """Per row, why its `medians` are too few of their tool's printed steps long to compare (NPB's
+    class S, in hundredths of a second: tools.sanity.below_resolution), or ''."""
+    printed = printed_of(experiment, table)
+    return [sanity.below_resolution(m, p) for m, p in zip(table[list(medians)].to_numpy(), printed)]
+
+
 def without_coarse(table: pd.DataFrame, experiment: str, by: list[str], point: list[str],
                    medians=("median", "native_median")) -> tuple[pd.DataFrame, dict[tuple, str]]:
-    """The table without the rows whose `medians` are too few of their tool's printed steps long to
-    compare (NPB's class S, in hundredths of a second: tools.sanity.below_resolution), and per `by`
-    group what its panel says of the points it left out."""
+    """The table without the rows too_coarse names, and per `by` group what its panel says of the
+    points it left out."""
     printed = printed_of(experiment, table)
-    coarse = np.array([bool(sanity.below_resolution(m, p)) for m, p in zip(table[list(medians)].to_numpy(), printed)],
-                      dtype=bool)
+    coarse = np.array([bool(why) for why in too_coarse(table, experiment, medians)], dtype=bool)
     notes = {}
     for group, g in table[coarse].groupby(by, sort=False):
         rule, points = printed[g.index[0]], len(g[point].drop_duplicates())
