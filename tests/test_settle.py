@@ -209,6 +209,24 @@ def test_ctrl_c_keeps_and_judges_what_was_measured_and_starts_nothing_more(tmp_p
     assert given_up["P000-90"] == "settle was stopped (Ctrl-C) before it was decided"
 
 
+def test_the_looks_of_an_earlier_settle_count_so_a_claim_gets_three_in_all(tmp_path):
+    """settle stopped and started again (a budget spread over sittings) does not start the count
+    afresh: the correction allows LOOKS looks at a claim on a run in all."""
+    run_dir = first_run(tmp_path)
+    measuring = Measuring()
+
+    def stopped_at_once(*args):  # Ctrl-C before a repetition was added: still inconclusive
+        measuring.calls.append(args)
+        raise KeyboardInterrupt
+    for look in range(1, claims.LOOKS + 1):
+        looks, *_ = st.settle([slower()], settling(tmp_path, measure=stopped_at_once))
+        assert [lk.look for lk in looks] == [look]
+    looks, given_up, _, after = st.settle([slower()], settling(tmp_path, measure=measuring))
+    assert looks == [] and len(measuring.calls) == claims.LOOKS and after.verdict.iloc[0] == INCONCLUSIVE
+    assert given_up["P000-90"].startswith(f"has had its {claims.LOOKS} looks on run {run_dir.name}")
+    assert load_meta(run_dir)["notes"][claims.LOOKS_NOTE] == {"P000-90": claims.LOOKS}
+
+
 def test_the_repetitions_of_a_run_from_its_record_or_its_rows(tmp_path):
     run_dir = first_run(tmp_path)
     assert st.repetitions_of(run_dir) == 3

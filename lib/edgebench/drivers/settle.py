@@ -159,6 +159,11 @@ def measure_again(experiment: str, run_dir: Path, reps: int, focus: tuple, anywa
     return EXPERIMENTS[experiment].run(record)
 
 
+def looks_taken(run_dir: Path, claim_id: str) -> int:
+    """The looks settle has taken at a claim on this run, in this call or an earlier one."""
+    return int(((load_meta(run_dir).get("notes") or {}).get(LOOKS_NOTE) or {}).get(claim_id, 0))
+
+
 def note_looks(run_dir: Path, claim_ids: list[str]) -> None:
     """Count a look at each claim in the run's meta.json, which make verdicts reads."""
     meta = load_meta(run_dir)
@@ -205,12 +210,18 @@ def settle(claims: list[Claim], s: Settling) -> tuple[list[Look], dict[str, str]
     by_id = {c.claim_id: c for c in claims}
     looks: list[Look] = []
     given_up: dict[str, str] = {}
-    for look in range(1, LOOKS + 1):
+    for _ in range(LOOKS):  # rounds; each claim's own count (looks_taken) stops it at LOOKS in all
         if s.stopped:
             break
         wanted: dict[Path, dict] = {}
         for claim_id, (verdict, run_dir) in judged.items():
             if verdict.verdict != INCONCLUSIVE or claim_id in given_up or run_dir is None:
+                continue
+            taken = looks_taken(run_dir, claim_id)
+            if taken >= LOOKS:  # an earlier settle's looks count too: the correction allows LOOKS in all
+                given_up[claim_id] = (f"has had its {LOOKS} looks on run {run_dir.name} (meta.json's "
+                                      f"{LOOKS_NOTE}), all the correction for repeated looks allows")
+                s.say(f"{claim_id}: not measured again: {given_up[claim_id]}")
                 continue
             reps = repetitions_of(run_dir)
             why = why_not_settled(verdict, claim_band(by_id[claim_id]), reps, s.cap)
@@ -237,7 +248,8 @@ def settle(claims: list[Claim], s: Settling) -> tuple[list[Look], dict[str, str]
                     s.say(f"{c}: {given_up[c]}")
                 continue
             experiment = chosen[0].experiment
-            s.say(f"look {look} at {', '.join(plan['claims'])}: {experiment} run {run_dir.name}, repetitions "
+            which = ", ".join(f"{c} (look {looks_taken(run_dir, c) + 1} of {LOOKS})" for c in plan["claims"])
+            s.say(f"looking at {which}: {experiment} run {run_dir.name}, repetitions "
                   f"{plan['reps']} -> {plan['to']} for {len(focus)} runtime(s) and condition(s), "
                   f"about {need_s / 60:.0f} min")
             t0 = time.monotonic()
@@ -259,7 +271,8 @@ def settle(claims: list[Claim], s: Settling) -> tuple[list[Look], dict[str, str]
             for claim in chosen:
                 verdict = judge(claim, rows, emulated, CONFIDENCE_OF_A_LOOK)
                 judged[claim.claim_id] = (verdict, run_dir)
-                looks.append(Look(claim.claim_id, claim.paper, experiment, run_dir.name, look, plan["reps"],
+                looks.append(Look(claim.claim_id, claim.paper, experiment, run_dir.name,
+                                  looks_taken(run_dir, claim.claim_id), plan["reps"],
                                   plan["to"], verdict.n, verdict.verdict, verdict.effect, verdict.ci_low,
                                   verdict.ci_high, CONFIDENCE_OF_A_LOOK, round(seconds, 1), verdict.reason))
                 s.say(f"{claim.claim_id}: {verdict.verdict} from n={verdict.n}"
