@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import uuid
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 
 import numpy as np
 import pytest
@@ -172,6 +173,27 @@ def test_the_points_a_repetition_adds_are_counted_from_the_first(tmp_path):
     assert st.points_per_repetition(run_dir, focus) == 2
     n, seconds = time_in_points(run_dir)
     assert n == 12 and st.seconds_per_point(run_dir) == pytest.approx(seconds / 12)
+
+
+def test_a_look_is_timed_by_the_points_it_measures_not_the_run_s_mean(tmp_path):
+    """NPB's LU.A takes minutes a point where EP.S takes a second: the budget is checked against
+    the focused points' own times."""
+    run_dir = first_run(tmp_path)
+    rows = load_results(run_dir)
+    fast = set(rows[rows.app == "fast"].point_id)
+    lines = []
+    for line in (run_dir / "points.jsonl").read_text().splitlines():
+        record = json.loads(line)
+        took = 60 if record["point_id"] in fast else 1
+        record["ended_at"] = (datetime.fromisoformat(record["started_at"]) + timedelta(seconds=took)).isoformat()
+        lines.append(json.dumps(record))
+    (run_dir / "points.jsonl").write_text("\n".join(lines) + "\n")
+    assert st.seconds_per_point(run_dir, st.focus_of([slower()])) == pytest.approx(60)
+    assert st.seconds_per_point(run_dir, st.focus_of([slower("even")])) == pytest.approx(1)
+    assert st.seconds_per_point(run_dir) == pytest.approx(30.5)  # no focus: the run's mean
+    # Two more repetitions of two points at 60 s each: 4 min, more than a 3 min budget holds.
+    _, given_up, _, _ = st.settle([slower()], settling(tmp_path, budget_s=180.0))
+    assert given_up["P000-90"].startswith("the time budget ran out: about 4 min more were needed")
 
 
 def test_a_real_run_grows_its_focused_points_by_new_repetitions(cgroups_ready, no_leftovers):

@@ -403,9 +403,13 @@ def time_in_points(run_dir: Path, since: str = "") -> tuple[int, float]:
     for record in ended_points(run_dir).values():
         if (record.get("started_at") or "") >= since:
             n += 1
-            seconds += (datetime.fromisoformat(record["ended_at"]) -
-                        datetime.fromisoformat(record["started_at"])).total_seconds()
+            seconds += point_seconds(record)
     return n, seconds
+
+
+def point_seconds(record: dict) -> float:
+    """A point's time in points.jsonl, start to end."""
+    return (datetime.fromisoformat(record["ended_at"]) - datetime.fromisoformat(record["started_at"])).total_seconds()
 
 
 def ended_points(run_dir: Path) -> dict[str, dict]:

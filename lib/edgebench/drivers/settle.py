@@ -41,7 +41,7 @@ from edgebench.drivers.verdicts import counts, judged, read_run
 from edgebench.errors import ConfigError, EdgebenchError
 from edgebench.experiments import EXPERIMENTS
 from edgebench.paths import DATA_DIR, FIGURES_DIR
-from edgebench.results import load_meta, load_results, time_in_points, write_meta
+from edgebench.results import ended_points, load_meta, load_results, point_seconds, time_in_points, write_meta
 from edgebench.units import as_list
 
 MAX_REPETITIONS = 20
@@ -131,14 +131,25 @@ def points_per_repetition(run_dir: Path, focus: tuple) -> int:
     df = load_results(run_dir)
     if "point_id" not in df or "rep" not in df:
         return 0
-    first = df[pd.to_numeric(df["rep"], errors="coerce") == 1]
+    return len(focused_points(df[pd.to_numeric(df["rep"], errors="coerce") == 1], focus))
+
+
+def focused_points(rows: pd.DataFrame, focus: tuple) -> set[str]:
+    """The point ids of the rows a focus names."""
     ids = set()
     for runtime, conditions in focus:
-        ids |= set(rows_where(first[first["runtime"] == runtime], conditions)["point_id"].dropna())
-    return len(ids)
+        ids |= set(rows_where(rows[rows["runtime"] == runtime], conditions)["point_id"].dropna())
+    return ids
 
 
-def seconds_per_point(run_dir: Path) -> float:
+def seconds_per_point(run_dir: Path, focus: tuple = ()) -> float:
+    """The mean time the focused points took in the repetitions measured so far (a run's points
+    differ a hundredfold: NPB's LU.A for minutes, EP.S for a second), else the run's mean point."""
+    df = load_results(run_dir)
+    ids = focused_points(df, focus) if "point_id" in df else set()
+    took = [point_seconds(record) for point_id, record in ended_points(run_dir).items() if point_id in ids]
+    if took:
+        return sum(took) / len(took)
     n, seconds = time_in_points(run_dir)
     return seconds / n if n else 0.0
 
@@ -239,7 +250,8 @@ def settle(claims: list[Claim], s: Settling) -> tuple[list[Look], dict[str, str]
                 break
             chosen = [by_id[c] for c in plan["claims"]]
             focus = focus_of(chosen)
-            need_s = points_per_repetition(run_dir, focus) * (plan["to"] - plan["reps"]) * seconds_per_point(run_dir)
+            need_s = (points_per_repetition(run_dir, focus) * (plan["to"] - plan["reps"])
+                      * seconds_per_point(run_dir, focus))
             left_s = s.budget_s - (time.monotonic() - started)
             if need_s > left_s:
                 for c in plan["claims"]:
