@@ -14,7 +14,7 @@ from edgebench.experiments import common, container_overhead as co
 from edgebench.plotting import container_overhead as plot
 from edgebench.plotting.tables import NoData
 from edgebench.reference import load_reference
-from edgebench.results import load_results
+from edgebench.results import load_results, time_in_points
 from edgebench.tools import fio, npb
 
 
@@ -205,6 +205,10 @@ def test_quick_run_native_and_docker(local, docker_ready, wrk_ready, no_leftover
                                progress=False))
     df = load_results(run_dir)
     ok = df[df["status"] == "ok"]
+    # The plan counted the points the run measured (it once counted each disk operation as a point).
+    planned = co.plan(co.Params(runtimes="native,docker", apps="go-http", profile="quick", repetitions=1,
+                                protocols="fair", npb_benchmarks="ep", file_mb=2), ["native", "docker"])
+    assert time_in_points(run_dir)[0] == planned.points
     # Disk: fio's four operations in both runtimes, each row naming where its file lived.
     disk = ok[(ok["benchmark"] == "disk") & (ok["metric"] == "throughput")]
     assert set(zip(disk["runtime"], disk["operation"])) == {(r, op) for r in ("native", "docker")

@@ -196,7 +196,7 @@ def plan(params: Params, runtimes: list[str]) -> estimate.Work:
         # each at least the profile's window under fair, after one calibration run.
         window = s.seconds if s.size_files_for_window else 0
         per_run = 4 * (max(PAPER_THREADS * s.file_mb / PLAN_DISK_MB_PER_S, window) + 1)
-        points += 4 * runs * len(tools)
+        points += runs * len(tools)  # one point measures all four operations
         seconds += estimate.model_seconds(tools, 1, runs, per_run * reps * ("fair" in protocols)) - estimate.SESSION_S
         windows += estimate.window_seconds(tools, 4 * window * reps * ("fair" in protocols))
         levels.append(f"disk {s.file_mb} MB x {PAPER_THREADS}")
