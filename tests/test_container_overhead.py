@@ -200,15 +200,13 @@ def test_quick_run_native_and_docker(local, docker_ready, wrk_ready, no_leftover
     # however late a busy machine ran the reads. (A clock read as cumulative joules put the
     # scheduler's delay of each read into the energy: 0.54 J off beside two other builds.)
     meter = "command:watts:echo 3"
-    run_dir = co.run(co.Params(runtimes="native,docker", apps="go-http", profile="quick", repetitions=1,
-                               protocols="fair", npb_benchmarks="ep", file_mb=2, power_meter=meter, crosscheck=False,
-                               progress=False))
+    params = co.Params(runtimes="native,docker", apps="go-http", profile="quick", repetitions=1, protocols="fair",
+                       npb_benchmarks="ep", file_mb=2, power_meter=meter, crosscheck=False, progress=False)
+    run_dir = co.run(params)
     df = load_results(run_dir)
     ok = df[df["status"] == "ok"]
     # The plan counted the points the run measured (it once counted each disk operation as a point).
-    planned = co.plan(co.Params(runtimes="native,docker", apps="go-http", profile="quick", repetitions=1,
-                                protocols="fair", npb_benchmarks="ep", file_mb=2), ["native", "docker"])
-    assert time_in_points(run_dir)[0] == planned.points
+    assert time_in_points(run_dir)[0] == co.plan(params, ["native", "docker"]).points
     # Disk: fio's four operations in both runtimes, each row naming where its file lived.
     disk = ok[(ok["benchmark"] == "disk") & (ok["metric"] == "throughput")]
     assert set(zip(disk["runtime"], disk["operation"])) == {(r, op) for r in ("native", "docker")
