@@ -71,6 +71,39 @@ def test_command_timeout_gives_none_exit_code(target):
     assert time.monotonic() - started < 8
 
 
+def test_a_command_that_times_out_is_ended_on_the_host_with_its_children(target, ssh_host):
+    """Without a terminal, closing a timed-out command's channel signals nothing on the host: the
+    command ran on there (a probe, a build), taking the device's CPU from the next measurement."""
+    r = target.run(["sh", "-c", "sleep 31.5; true"], timeout=1, check=False)
+    assert r.exit_code is None
+    assert wait_until(lambda: not running_in(ssh_host, "sleep\x0031.5"), 10, 0.1), "the command runs on"
+    assert target.run(["true"]).ok
+
+
+def test_ctrl_c_ends_the_command_on_the_host(target, ssh_host):
+    """As Ctrl-C ends a local command's process group, and at once: an interrupted provisioning
+    waited for NPB's build on the emulated device to finish, which nothing had ended."""
+    import threading
+    sent: list[float] = []
+
+    def interrupt_once_it_runs():
+        if wait_until(lambda: running_in(ssh_host, "sleep\x0032.5"), 10, 0.05):
+            sent.append(time.monotonic())
+            signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+
+    interrupter = threading.Thread(target=interrupt_once_it_runs)
+    interrupter.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            target.run(["sh", "-c", "sleep 32.5; true"], timeout=60)
+        raised = time.monotonic()
+    finally:
+        interrupter.join()
+    assert sent and raised - sent[0] < 15, "Ctrl-C waited for the command"
+    assert wait_until(lambda: not running_in(ssh_host, "sleep\x0032.5"), 10, 0.1), "the command runs on"
+    assert target.run(["true"]).ok
+
+
 def test_parameters_are_quoted(target, tmp_path):
     marker = f"/tmp/pwned-{uuid.uuid4().hex}"
     nasty = f"x; touch {marker}"

@@ -254,6 +254,22 @@ class LocalTarget(Target):
 _SPEC_RE = re.compile(r"^(?:(?P<user>[^@\s]+)@)?(?P<host>[^@:\s]+|\[[0-9a-fA-F:]+\])(?::(?P<port>\d+))?$")
 
 
+def _interruptible_remote():
+    """Fabric's runner, with Ctrl-C let through at once. Fabric re-raises Ctrl-C during a command
+    run without a terminal, then waits for the command's output to end, that is for the command
+    itself, which nothing reaches (an interrupted NPB build held the run until it finished).
+    Closing the channel first ends that wait; SSHTarget then ends the command on the host."""
+    from fabric.runners import Remote
+
+    class InterruptibleRemote(Remote):
+        def send_interrupt(self, interrupt):
+            if not self.using_pty:
+                self.channel.close()
+            super().send_interrupt(interrupt)
+
+    return InterruptibleRemote
+
+
 class SSHTarget(Target):
     """A host reached with Fabric. Honours ~/.ssh/config (or `ssh_config`), verifies host keys
     against known_hosts and refuses unknown hosts unless `accept_new_host_key=True`."""
@@ -286,7 +302,9 @@ class SSHTarget(Target):
         import paramiko
         from fabric import Config, Connection
 
-        config = Config(runtime_ssh_path=str(self._ssh_config)) if self._ssh_config else Config()
+        overrides = {"runners": {"remote": _interruptible_remote()}}
+        config = (Config(runtime_ssh_path=str(self._ssh_config), overrides=overrides) if self._ssh_config
+                  else Config(overrides=overrides))
         connect_kwargs = {"channel_timeout": self._channel_timeout}
         if self._key_file:
             connect_kwargs["key_filename"] = str(self._key_file)
@@ -345,7 +363,10 @@ class SSHTarget(Target):
         # The remote shell waits for the command instead of exec'ing it, so a command killed by a
         # signal (an OOM kill's SIGKILL) ends with status 128 + the signal. Exec'd, sshd reports an
         # exit signal, which paramiko does not read: the result had no status, as if it timed out.
-        waited = f"{cmd}\nexit $?"
+        # sshd starts that shell as a process group's leader: its pid, written first, is what a
+        # timeout or Ctrl-C ends there (_end_command), as LocalTarget ends its command's group.
+        group_file = f"/tmp/edgebench-command-{secrets.token_hex(6)}.pgid"
+        waited = f"echo $$ > {group_file}; trap 'rm -f {group_file}' EXIT\n{cmd}\nexit $?"
         try:
             r = conn.run(waited, hide=True, warn=True, timeout=timeout,
                          in_stream=io.StringIO(stdin) if stdin is not None else False)
@@ -356,6 +377,9 @@ class SSHTarget(Target):
             ended = r
         except CommandTimedOut as e:
             ended = e.result
+        except KeyboardInterrupt:
+            self._end_command(conn, group_file)
+            raise
         except paramiko.SSHException as e:
             if "Timeout opening channel" not in str(e):
                 raise
@@ -365,7 +389,7 @@ class SSHTarget(Target):
                 "host has stopped answering (hung or overloaded; for an emulated device, its console log "
                 "says which)") from None
         elapsed = time.monotonic() - start
-        if self._still_answers(conn):
+        if self._end_command(conn, group_file):
             return CommandResult(self.name, cmd, ended.stdout, ended.stderr, None, elapsed)
         self.close()
         # The host, not the command: a row would otherwise blame the app for a host that went.
@@ -377,10 +401,15 @@ class SSHTarget(Target):
             "device, its console log says which)") from None
 
     @staticmethod
-    def _still_answers(conn) -> bool:
-        """After a command timed out: does the host run another (waiting at most the channel timeout)?"""
+    def _end_command(conn, group_file: str) -> bool:
+        """After a command timed out or was interrupted: end its process group on the host, and say
+        whether the host ran this (waiting at most the channel timeout). Without a terminal, closing
+        the command's channel signals nothing there: a timed-out probe or an interrupted build ran
+        on, taking the device's CPU from the measurements after it."""
+        end = (f"group=$(cat {group_file} 2>/dev/null) && kill -KILL -- -$group 2>/dev/null; "
+               f"rm -f {group_file}; true")
         try:
-            return conn.run("true", hide=True, warn=True, timeout=30, in_stream=False).exited == 0
+            return conn.run(end, hide=True, warn=True, timeout=30, in_stream=False).exited == 0
         except Exception:  # a timeout, a closed transport, no channel: all say no
             return False
 
