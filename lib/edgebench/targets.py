@@ -366,7 +366,7 @@ class SSHTarget(Target):
         # sshd starts that shell as a process group's leader: its pid, written first, is what a
         # timeout or Ctrl-C ends there (_end_command), as LocalTarget ends its command's group.
         group_file = f"/tmp/edgebench-command-{secrets.token_hex(6)}.pgid"
-        waited = f"echo $$ > {group_file}; trap 'rm -f {group_file}' EXIT\n{cmd}\nexit $?"
+        waited = f"{{ echo $$ > {group_file}; }} 2>/dev/null; trap 'rm -f {group_file}' EXIT\n{cmd}\nexit $?"
         try:
             r = conn.run(waited, hide=True, warn=True, timeout=timeout,
                          in_stream=io.StringIO(stdin) if stdin is not None else False)
