@@ -59,8 +59,9 @@ $(STAMP): pyproject.toml constraints.txt
 	$(PY) -m pip install -q -c constraints.txt -e '.[dev]'
 	touch $@
 
-provision: setup ## Install and start what the experiments need on TARGET (CHECK=1: only show it; LOAD_GENERATOR=1: only what a load-generator host runs)
-	$(PY) -m edgebench.provisioning.provision --target '$(TARGET)' $(if $(CHECK),--check) $(if $(FOR_TESTS),--for-tests) $(if $(LOAD_GENERATOR),--load-generator)
+provision: setup ## Install and start what the experiments need on TARGET (CHECK=1: only show it; LOAD_GENERATOR=1: only what a load-generator host runs; PROFILE=quick: NPB's classes only as big as that profile runs)
+	$(PY) -m edgebench.provisioning.provision --target '$(TARGET)' $(if $(CHECK),--check) $(if $(FOR_TESTS),--for-tests) $(if $(LOAD_GENERATOR),--load-generator) \
+		$(if $(filter command line environment,$(origin PROFILE)),--profile '$(PROFILE)')
 
 figures: setup ## Provision TARGET, run every experiment notebook headless there, render the figures (TARGET=a,b or FLEET=file: every device in parallel)
 	$(PY) -m edgebench.drivers.figures $(FIGURE_ARGS)

@@ -2,12 +2,16 @@
 folder outside the project), finding binaries on a target, the classes provisioning builds for a
 run's profile, and a real run where NPB is built."""
 
+import os
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
 from conftest import need
 from edgebench.errors import EdgebenchError
+from edgebench.experiments.common import PROFILES
+from edgebench.paths import PROJECT_ROOT
 from edgebench.provisioning.needs import Preparation
 from edgebench.targets import LocalTarget
 from edgebench.tools import npb
@@ -93,3 +97,21 @@ def test_provisioning_builds_the_classes_its_runs_profile_uses(tmp_path, monkeyp
     npb.install(again)
     assert again.actions == ([] if classes == "S" else [f"build NPB {npb.VERSION} (OpenMP) for classes {classes} "
                                                         f"in {tmp_path}/npb/bin"])
+
+
+def test_every_profile_names_its_npb_classes():
+    assert set(npb.PROFILE_CLASSES) == set(PROFILES)
+
+
+def test_make_provision_passes_the_profile_and_refuses_an_unknown_one():
+    """`make provision TARGET=pi PROFILE=quick` builds class S only (20 min less on an emulated board);
+    a misspelt profile must not quietly build every class."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("EDGEBENCH_") and k not in ("PROFILE", "TARGET")}
+    shown = subprocess.run(["make", "--no-print-directory", "-n", "provision", "PROFILE=quick"], cwd=PROJECT_ROOT,
+                           env=env, capture_output=True, text=True, check=True).stdout
+    assert "--profile 'quick'" in shown
+    assert "--profile" not in subprocess.run(["make", "--no-print-directory", "-n", "provision"], cwd=PROJECT_ROOT,
+                                             env=env, capture_output=True, text=True, check=True).stdout
+    bad = subprocess.run(["make", "--no-print-directory", "provision", "PROFILE=qiuck", "CHECK=1"], cwd=PROJECT_ROOT,
+                         env=env, capture_output=True, text=True, timeout=120)
+    assert bad.returncode != 0 and "PROFILE='qiuck' is not a profile" in bad.stderr, bad.stderr

@@ -42,6 +42,7 @@ from edgebench.provisioning import shared_fixtures
 from edgebench.provisioning.parts import TOOL_NEEDS, runtime_needs, survey_commands, table_versions
 from edgebench.runtimes import RUNTIMES
 from edgebench.targets import Target, connect
+from edgebench.tools import npb
 
 APT_UPDATE_MAX_AGE_S = 24 * 3600  # when only unavailable packages are missing, re-ask apt this often
 
@@ -466,6 +467,9 @@ def main(argv=None) -> int:
                     help="the host drives load at a target from outside: only wrk, ab, iperf3, redis-benchmark, "
                          "curl, oha and the image registry, no runtime")
     args = ap.parse_args(argv)
+    if args.profile and args.profile not in npb.PROFILE_CLASSES:  # before anything is installed
+        ap.error(f"PROFILE={args.profile!r} is not a profile; choose from {', '.join(npb.PROFILE_CLASSES)}, "
+                 f"or leave it out to provision for every profile")
     opts = {"accept_new_host_key": True} if args.accept_new_host_key else {}  # only SSH targets use it
     try:
         with connect(args.target, **opts) as target:
