@@ -442,6 +442,36 @@ def test_the_papers_ratio_is_marked_in_the_figure(tmp_path):
     assert [list(c.get_offsets()[0]) for c in marks] == [[0, pytest.approx(1.5)]]
 
 
+def test_an_emulated_devices_times_are_pale_and_its_sizes_plain(tmp_path):
+    """Its times and rates are QEMU's: beside a real device's they must not read as a board's."""
+    import matplotlib.pyplot as plt
+    rows = {"io_bound": http_rows({("go-http", "native"): [100, 100], ("go-http", "docker"): [80, 80]}),
+            "static_footprint": [dict(app="go-http", runtime=rt, protocol="fair", rep=1, metric="image_size",
+                                      value=v, unit="bytes") for rt, v in (("native", 4e6), ("docker", 7e6))]}
+    for device, emulated in (("pi-arm64", True), ("pi@pi1", False)):
+        for experiment, found in rows.items():
+            run_dir = write_run(tmp_path, experiment, f"r-{experiment}-{emulated}", device,
+                                "2026-01-01T00:00:00+00:00", found,
+                                extra_columns=HTTP_COLUMNS if experiment == "io_bound" else [])
+            if emulated:
+                meta = json.loads((run_dir / "meta.json").read_text())
+                meta["target"].update(emulated_device="emulated device (aarch64)", arch="aarch64")
+                (run_dir / "meta.json").write_text(json.dumps(meta))
+    result = compare_runs(data_dir=tmp_path)
+    fig = plot.compare_figure(result.ratios)
+    alphas = {}
+    for ax in fig.axes:
+        if ax.has_data():
+            bars = [p for p in ax.patches if isinstance(p, Rectangle) and p.get_gid() == "docker"]
+            alphas[ax.get_title().split(":")[0]] = sorted(round(b.get_facecolor()[3], 2) for b in bars)
+    assert alphas == {"static_footprint": [1.0, 1.0], "io_bound": [plot.EMULATED_ALPHA, 1.0]}
+    assert plot.EMULATOR_NOTE in [t.get_text() for legend in fig.legends for t in legend.get_texts()]
+    plt.close(fig)
+    text = plot.findings(result.ratios)
+    assert "on pi-arm64 (emulated aarch64) (the emulator's)" in text
+    assert text.count("(the emulator's)") == 1  # io_bound's rate only, not the image size
+
+
 @pytest.mark.slow
 def test_make_compare_runs_the_notebook_headless(fleet_data, tmp_path):
     env = dict(os.environ, EDGEBENCH_DATA_DIR=str(fleet_data), EDGEBENCH_FIGURES_DIR=str(tmp_path / "figures"))

@@ -20,7 +20,7 @@ COMPLETED = "completed"
 # Folders under data/ that hold no runs.
 NOT_EXPERIMENTS = ("reference", "history")
 INDEX_COLUMNS = ["experiment", "run_id", "device", "target", "hostname", "started_at", "ended_at", "status",
-                 "profile", "commit", "dirty", "version", "rows_ok", "rows_failed", "path"]
+                 "profile", "commit", "dirty", "version", "rows_ok", "rows_failed", "path", "emulated"]
 
 
 def version_of(project: dict) -> str:
@@ -52,7 +52,8 @@ def _index_row(meta: dict, experiment: str, run_dir: Path) -> dict:
                 hostname=facts.get("hostname"), started_at=meta.get("started_at"), ended_at=meta.get("ended_at"),
                 status=meta.get("status"), profile=(meta.get("parameters") or {}).get("profile"),
                 commit=project.get("commit"), dirty=project.get("dirty"), version=version_of(project),
-                rows_ok=rows.get("ok"), rows_failed=rows.get("failed"), path=str(run_dir))
+                rows_ok=rows.get("ok"), rows_failed=rows.get("failed"), path=str(run_dir),
+                emulated=bool(facts.get("emulated_device")))
 
 
 def runs_index(data_dir: Path = DATA_DIR) -> pd.DataFrame:

@@ -100,6 +100,6 @@ def compare_runs(experiments="all", targets="all", runs="latest", runtimes="all"
         raise NoData("no ratio to native in the selected runs: " + " ".join(n.replace("**", "") for n in notes)
                      if notes else "no ratio to native in the selected runs")
     paper = pd.concat([paper_ratios(e) for e in selected["experiment"].unique()], ignore_index=True)
-    labels = selected[["experiment", "run_id", "device", "label", "started_at", "version"]]
+    labels = selected[["experiment", "run_id", "device", "label", "started_at", "version", "emulated"]]
     ratios = with_paper(ratios.merge(labels, on=["experiment", "run_id"], how="left"), paper)
     return Comparison(index, selected, ratios, paper, notes)

@@ -7,8 +7,11 @@ import math
 
 import numpy as np
 import pandas as pd
+from matplotlib.colors import to_rgba
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
+
+from edgebench.claims import UNTIMED_UNITS
 
 from edgebench.comparison.ratios import ALL_KEY_COLUMNS, headline, key_columns_of, verdict
 from edgebench.experiments import EXPERIMENTS
@@ -23,6 +26,17 @@ HATCHES = ("", "//", "..", "xx", "\\\\", "++", "--", "oo")
 # Above this spread a panel's ratios go on a log axis (where 0.5 and 2 are as far from 1).
 LOG_SPAN = 4.0
 PANEL_SIZE = (5.2, 3.6)
+# An emulated device's times and rates are the emulator's: its bars in such a panel are pale, so
+# they read as the emulator's numbers beside a real device's; its sizes and counts are drawn plain.
+EMULATED_ALPHA = 0.35
+EMULATOR_NOTE = "pale: an emulated device's time or rate (the emulator's, not a board's)"
+
+
+def emulator_timed(rows: pd.DataFrame) -> set[str]:
+    """The labels whose values in these rows are an emulator's times or rates (not sizes or counts)."""
+    if "emulated" not in rows.columns or set(rows["unit"].astype(str)) <= UNTIMED_UNITS:
+        return set()
+    return set(rows.loc[rows["emulated"].fillna(False).astype(bool), "label"])
 
 
 def _experiment_rank(name: str) -> int:
@@ -111,12 +125,15 @@ def compare_figure(ratios: pd.DataFrame):
     nrows = math.ceil(len(panels) / ncols)
     fig, axes = plt.subplots(nrows, ncols, figsize=(PANEL_SIZE[0] * ncols, PANEL_SIZE[1] * nrows + 0.8),
                              squeeze=False)
+    pale_drawn = False
     for ax, (exp, metric) in zip(axes.flat, panels):
         rows = data[(data["experiment"] == exp) & (data["metric"] == metric)]
         proto = panel_protocol(rows)
         if "protocol" in rows.columns:
             rows = rows[rows["protocol"] == proto]
-        _panel(ax, rows, [lab for lab in labels if lab in set(rows["label"])], hatch)
+        pale = emulator_timed(rows)
+        pale_drawn |= bool(pale)
+        _panel(ax, rows, [lab for lab in labels if lab in set(rows["label"])], hatch, pale)
         how = headline(exp, metric)
         ax.set_ylabel(f"ratio to native\n({'higher' if how.higher_is_better else 'lower'} is better)", fontsize=8)
         points = rows.groupby(["runtime", "label"]).size().max()
@@ -131,11 +148,13 @@ def compare_figure(ratios: pd.DataFrame):
                    markeredgecolor="black", markersize=8, label="paper's ratio (a line: its range)")
     fig.suptitle("Each runtime against the same device's native runtime (1 = native); whiskers: "
                  "lowest and highest ratio over the panel's points", fontsize=10)
-    figure_legend(fig, extra=[*runtimes, *runs, paper], ncol=4)
+    emulator = [Patch(facecolor=to_rgba("grey", EMULATED_ALPHA), edgecolor="black", linewidth=0.5,
+                      label=EMULATOR_NOTE)] if pale_drawn else []
+    figure_legend(fig, extra=[*runtimes, *runs, paper, *emulator], ncol=4)
     return fig
 
 
-def _panel(ax, rows: pd.DataFrame, labels: list[str], hatch: dict) -> None:
+def _panel(ax, rows: pd.DataFrame, labels: list[str], hatch: dict, pale: set[str] = frozenset()) -> None:
     runtimes = in_runtime_order(rows["runtime"])
     width = 0.8 / max(1, len(labels))
     drawn = [1.0]
@@ -147,8 +166,9 @@ def _panel(ax, rows: pd.DataFrame, labels: list[str], hatch: dict) -> None:
                 continue
             gm = _geomean(vals)
             x = i - 0.4 + width * (j + 0.5)
+            face = to_rgba(runtime_colour(rt), EMULATED_ALPHA if lab in pale else 1.0)
             ax.bar(x, gm - 1, width * 0.9, bottom=1, hatch=hatch[lab], edgecolor="black", linewidth=0.5,
-                   **runtime_artist(rt))
+                   **{**runtime_artist(rt), "color": face})
             if len(vals) > 1:
                 ax.errorbar(x, gm, yerr=[[gm - vals.min()], [vals.max() - gm]], fmt="none", ecolor="black",
                             elinewidth=0.8, capsize=2)
@@ -189,8 +209,9 @@ def findings(ratios: pd.DataFrame) -> str:
         parts = []
         for rt in in_runtime_order(rows["runtime"]):
             mine = rows[rows["runtime"] == rt]
+            pale = emulator_timed(mine)
             runs = [f"{_geomean(g['ratio']):.2f} ({verdict(_geomean(g['ratio']), how)}) on {lab}"
-                    for lab, g in mine.groupby("label", sort=False)]
+                    + (" (the emulator's)" if lab in pale else "") for lab, g in mine.groupby("label", sort=False)]
             paper = mine["paper_ratio"].dropna()
             paper_text = f"; paper {paper.min():.4g}" + (f"-{paper.max():.4g}" if paper.max() > paper.min() else "") \
                 if not paper.empty else ""
