@@ -18,7 +18,7 @@ from edgebench.comparison.paper_ratios import paper_ratios, with_paper
 from edgebench.comparison.ratios import (BASELINE, headline, headline_rows, key_columns_of, ratios_to_native,
                                          ruled_out, verdict)
 from edgebench.comparison.runs import load_runs, runs_index, select_runs
-from edgebench.comparison.side_by_side import compare_runs
+from edgebench.comparison.side_by_side import blank_reasons, compare_runs
 from edgebench.errors import ConfigError
 from edgebench.experiments import EXPERIMENTS
 from edgebench.plotting import compare as plot
@@ -440,6 +440,18 @@ def test_the_papers_ratio_is_marked_in_the_figure(tmp_path):
     (ax,) = [a for a in fig.axes if a.has_data()]
     marks = [c for c in ax.collections if c.get_gid() == "docker" and len(c.get_offsets())]
     assert [list(c.get_offsets()[0]) for c in marks] == [[0, pytest.approx(1.5)]]
+
+
+def test_blank_points_are_said_by_kind_of_reason_not_each_one():
+    """Each too-coarse point's reason names its own median: joined, 80 of them filled a page."""
+    whys = [f"too coarse: a median here is 0.{i} s; under 1 s it is the rounding's" for i in range(80)]
+    whys += ["native has no row at this point"] * 15 + ["implausible: docker 33% ahead of native"] * 3
+    blank = pd.DataFrame(dict(experiment="x", runtime="docker", metric="time", key=[f"p{i}" for i in range(98)],
+                              why=whys))
+    text = blank_reasons(blank)
+    assert text == ("80 too coarse (e.g. x docker time at p0: too coarse: a median here is 0.0 s; under 1 s it is "
+                    "the rounding's); 15 native has no row at this point (e.g. x docker time at p80); "
+                    "3 implausible (e.g. x docker time at p95: implausible: docker 33% ahead of native)")
 
 
 def test_an_emulated_devices_times_are_pale_and_its_sizes_plain(tmp_path):

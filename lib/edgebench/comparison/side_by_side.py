@@ -49,6 +49,19 @@ class Comparison:
         return "\n".join(lines + [f"- {n}" for n in self.notes])
 
 
+def blank_reasons(blank: pd.DataFrame) -> str:
+    """The blank points by kind of reason ("implausible", "too coarse", ...), each with its count and
+    one point's full reason: every point's own reason (its numbers in it) would be a page of text."""
+    kinds = blank["why"].astype(str).str.split(":", n=1).str[0]
+    parts = []
+    for kind, rows in blank.groupby(kinds, sort=False):
+        first = rows.iloc[0]
+        example = f"{first['experiment']} {first['runtime']} {first['metric']} at {first['key']}"
+        parts.append(f"{len(rows)} {kind}" + (f" (e.g. {example}: {first['why']})" if kind != first["why"]
+                                               else f" (e.g. {example})"))
+    return "; ".join(parts)
+
+
 def _headline_metrics(experiment: str) -> list[str]:
     known = EXPERIMENTS.get(experiment)
     return list(known.headline_metrics) if known else []
@@ -93,9 +106,7 @@ def compare_runs(experiments="all", targets="all", runs="latest", runtimes="all"
             notes.append(f"**{exp}**: native has no value at any point, so no ratio (did its runs include native?)")
     blank = ratios[ratios["ratio"].isna() & ratios["experiment"].isin(with_ratio)]
     if not blank.empty:
-        first = blank.iloc[0]
-        notes.append(f"{len(blank)} point(s) have no ratio (left blank: {'; '.join(dict.fromkeys(blank['why']))}), "
-                     f"e.g. {first['experiment']} {first['runtime']} {first['metric']} at {first['key']}")
+        notes.append(f"{len(blank)} point(s) have no ratio (left blank): {blank_reasons(blank)}")
     if not ratios["ratio"].notna().any():
         raise NoData("no ratio to native in the selected runs: " + " ".join(n.replace("**", "") for n in notes)
                      if notes else "no ratio to native in the selected runs")
