@@ -442,6 +442,21 @@ def test_the_papers_ratio_is_marked_in_the_figure(tmp_path):
     assert [list(c.get_offsets()[0]) for c in marks] == [[0, pytest.approx(1.5)]]
 
 
+def test_a_level_clipped_to_a_smaller_device_lines_up_with_the_level_asked_for(tmp_path):
+    """The papers' rich 2048 MB ran at 977 MB on a 1 GiB board: still the rich point, beside the others'."""
+    write_run(tmp_path, "io_bound", "r-big", "pi@big", "2026-01-01T00:00:00+00:00",
+              http_rows({("go-http", "native"): [100, 100], ("go-http", "docker"): [80, 80]}))
+    small = http_rows({("go-http", "native"): [10, 10], ("go-http", "docker"): [5, 5]},
+                      limits_note="memory 2048 MiB clipped to the target's 977")
+    write_run(tmp_path, "io_bound", "r-small", "pi@small", "2026-01-01T00:00:00+00:00",
+              [r | dict(memory_mb=977) for r in small], extra_columns=HTTP_COLUMNS + ["limits_note"])
+    result = compare_runs(data_dir=tmp_path)
+    table = plot.compare_table(result.ratios)
+    assert table[["pi@big", "pi@small"]].notna().all(axis=1).tolist() == [True]
+    assert table.index.get_level_values("at")[0].endswith("memory_mb=2048")
+    assert any("named by the level asked for" in n for n in result.notes)
+
+
 def test_blank_points_are_said_by_kind_of_reason_not_each_one():
     """Each too-coarse point's reason names its own median: joined, 80 of them filled a page."""
     whys = [f"too coarse: a median here is 0.{i} s; under 1 s it is the rounding's" for i in range(80)]

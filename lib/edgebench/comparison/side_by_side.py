@@ -83,6 +83,10 @@ def compare_runs(experiments="all", targets="all", runs="latest", runtimes="all"
                      f"({statuses})")
     df = load_runs(selected)
     notes += [f"left out (unreadable results): {s}" for s in df.attrs.get("skipped", [])]
+    if "limits_note" in df.columns and df["limits_note"].astype(str).str.contains("clipped to the target").any():
+        notes.append("A level bigger than a device (such as the papers' rich 8 CPUs / 2048 MB) ran at the device's "
+                     "size: its points are named by the level asked for, so the same level lines up across devices "
+                     "(each row's limits_note says what the device gave).")
     wanted = chosen_names(runtimes, "runtimes")
     if wanted and not df.empty:
         check_runtime_names(wanted)
