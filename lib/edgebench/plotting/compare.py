@@ -12,7 +12,6 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
 from edgebench.claims import UNTIMED_UNITS
-
 from edgebench.comparison.ratios import ALL_KEY_COLUMNS, headline, key_columns_of, verdict
 from edgebench.experiments import EXPERIMENTS
 from edgebench.plotting.style import (PAPER_VALUE_STYLE, figure_legend, in_runtime_order, plt, protocols_in,
