@@ -120,6 +120,21 @@ def test_network_bars_carry_the_runs_spread_and_write_their_value_above_it(reps,
             assert label and label[0].xy[1] == pytest.approx(expected[1]), "the value is written above the whisker"
 
 
+def test_every_network_value_is_written_inside_its_panel():
+    """On an emulated board native's RTT runs spread 6-150 ms: its written value sat on the log
+    panel's top frame."""
+    df = varied(microbench_results(), 2)
+    rtt = (df["metric"] == "network_rtt") & (df["point"] == "native")
+    df.loc[rtt, "value"] = np.linspace(6.4, 150, rtt.sum())  # pi-arm64's two runs, 2026-12-01
+    fig = microbenchmarks.network_figure(microbenchmarks.network_table(df, load_reference("microbenchmarks")))
+    renderer = fig.canvas.get_renderer()
+    for ax in fig.axes[:2]:
+        frame = ax.get_window_extent(renderer)
+        for text in ax.texts:
+            box = text.get_window_extent(renderer)
+            assert box.y1 <= frame.y1 and box.y0 >= frame.y0, (ax.get_ylabel(), text.get_text())
+
+
 # -- HTTP load: mean latency and jitter ----------------------------------------------------
 
 def http_varied() -> pd.DataFrame:

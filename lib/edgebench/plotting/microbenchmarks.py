@@ -28,6 +28,8 @@ SYSBENCH_VALUE = {("cpu", "fair"): ("events_per_s", "events/s"), ("memory", "fai
                   ("cpu", "published"): ("total_time_s", "total time (s, log)"),
                   ("memory", "published"): ("total_time_s", "total time (s, log)")}
 NETWORK_MODES = ["native", "host", "bridge"]
+# Above the highest whisker on a log axis, a written value's 8 points need about a fifth of a decade or more.
+LOG_HEADROOM = 2.0
 
 
 def median_of(df: pd.DataFrame, metric: str, keys: list[str]) -> pd.Series:
@@ -294,6 +296,8 @@ def network_figure(table: pd.DataFrame):
         ax.set_ylabel(f"{ylabel}\n{whisker_note(table, kind)}", fontsize=8)
         if "log" in ylabel:
             ax.set_yscale("log")
+            # room for the written values above the whiskers: the highest one sat on the frame
+            ax.set_ylim(top=max(ax.get_ylim()[1], LOG_HEADROOM * np.nanmax(tops)))
             readable_log_ticks(ax)
         else:  # room for the written values above the whiskers
             ax.set_ylim(0, max(ax.get_ylim()[1], 1.15 * np.nanmax(tops)))
