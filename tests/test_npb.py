@@ -106,7 +106,9 @@ def test_every_profile_names_its_npb_classes():
 def test_make_provision_passes_the_profile_and_refuses_an_unknown_one():
     """`make provision TARGET=pi PROFILE=quick` builds class S only (20 min less on an emulated board);
     a misspelt profile must not quietly build every class."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("EDGEBENCH_") and k not in ("PROFILE", "TARGET")}
+    # Not the outer make's settings either (`make test PROFILE=...` hands them down in MAKEFLAGS).
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("EDGEBENCH_") and k not in ("PROFILE", "TARGET", "MAKEFLAGS", "MFLAGS", "MAKELEVEL")}
     shown = subprocess.run(["make", "--no-print-directory", "-n", "provision", "PROFILE=quick"], cwd=PROJECT_ROOT,
                            env=env, capture_output=True, text=True, check=True).stdout
     assert "--profile 'quick'" in shown
