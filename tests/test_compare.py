@@ -457,6 +457,19 @@ def test_a_level_clipped_to_a_smaller_device_lines_up_with_the_level_asked_for(t
     assert any("named by the level asked for" in n for n in result.notes)
 
 
+def test_the_asked_level_is_read_from_the_note_the_experiments_write():
+    """asked_levels parses resolve_limits' words: a change to them must not quietly split the rows again."""
+    from edgebench.comparison.ratios import asked_levels
+    from edgebench.experiments.common import resolve_limits
+    from edgebench.targets import LocalTarget
+    facts = LocalTarget().facts()
+    cpus, memory, note = resolve_limits(LocalTarget(), facts["cores"] + 6, facts["memory_mb"] + 2048)
+    assert (cpus, memory) == (facts["cores"], facts["memory_mb"])
+    asked = asked_levels(pd.DataFrame(dict(limits_note=[note, ""])))
+    assert asked["cpus"].tolist() == [str(facts["cores"] + 6), ""]
+    assert asked["memory_mb"].tolist() == [str(facts["memory_mb"] + 2048), ""]
+
+
 def test_blank_points_are_said_by_kind_of_reason_not_each_one():
     """Each too-coarse point's reason names its own median: joined, 80 of them filled a page."""
     whys = [f"too coarse: a median here is 0.{i} s; under 1 s it is the rounding's" for i in range(80)]

@@ -116,4 +116,4 @@ def test_make_provision_passes_the_profile_and_refuses_an_unknown_one():
                                              env=env, capture_output=True, text=True, check=True).stdout
     bad = subprocess.run(["make", "--no-print-directory", "provision", "PROFILE=qiuck", "CHECK=1"], cwd=PROJECT_ROOT,
                          env=env, capture_output=True, text=True, timeout=120)
-    assert bad.returncode != 0 and "PROFILE='qiuck' is not a profile" in bad.stderr, bad.stderr
+    assert bad.returncode != 0 and "PROFILE: unknown profile 'qiuck'" in bad.stderr, bad.stderr

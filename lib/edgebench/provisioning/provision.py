@@ -34,7 +34,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
-from edgebench.errors import EdgebenchError
+from edgebench.errors import ConfigError, EdgebenchError
+from edgebench.experiments.common import check_profile
 from edgebench.provisioning.apt import (Plan, UnsupportedTarget, install_argv, make_plan, os_family, packages_for,
                                         parse_apt_policy, parse_dpkg_query, unsupported_message, update_argv)
 from edgebench.provisioning.needs import PATH_EXTRA, Preparation, VersionState, tail, version_states
@@ -42,7 +43,6 @@ from edgebench.provisioning import shared_fixtures
 from edgebench.provisioning.parts import TOOL_NEEDS, runtime_needs, survey_commands, table_versions
 from edgebench.runtimes import RUNTIMES
 from edgebench.targets import Target, connect
-from edgebench.tools import npb
 
 APT_UPDATE_MAX_AGE_S = 24 * 3600  # when only unavailable packages are missing, re-ask apt this often
 
@@ -467,9 +467,11 @@ def main(argv=None) -> int:
                     help="the host drives load at a target from outside: only wrk, ab, iperf3, redis-benchmark, "
                          "curl, oha and the image registry, no runtime")
     args = ap.parse_args(argv)
-    if args.profile and args.profile not in npb.PROFILE_CLASSES:  # before anything is installed
-        ap.error(f"PROFILE={args.profile!r} is not a profile; choose from {', '.join(npb.PROFILE_CLASSES)}, "
-                 f"or leave it out to provision for every profile")
+    if args.profile:  # before anything is installed, as make figures checks it
+        try:
+            check_profile(args.profile)
+        except ConfigError as e:
+            ap.error(f"PROFILE: {e}, or leave it out to provision for every profile")
     opts = {"accept_new_host_key": True} if args.accept_new_host_key else {}  # only SSH targets use it
     try:
         with connect(args.target, **opts) as target:
