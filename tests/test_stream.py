@@ -61,7 +61,7 @@ def test_stress_ng_rate_is_read_plus_write_times_instances():
 
 
 def test_stress_ng_too_short_says_why():
-    with pytest.raises(EdgebenchError, match="too short"):
+    with pytest.raises(stream.StressNgTooShort, match="too short"):
         stream.parse_stress_ng_stream((DATA / "stress-ng-stream-short.out").read_text())
 
 
@@ -75,6 +75,27 @@ def test_stress_ng_arrays_follow_streams_not_the_reported_cache(local):
     assert "Using CPU cache size of 6502K" in r.stdout + r.stderr
     parsed = stream.parse_stress_ng_stream(r.stdout + r.stderr)
     assert parsed["instances"] == 2 and parsed["read_mb_s"] > 0 and parsed["write_mb_s"] > 0
+
+
+def test_stress_ng_too_short_for_a_rate_runs_once_more_longer(local):
+    """A slow or busy device spends a short run filling the arrays: an emulated arm64 board
+    finished 2 passes in the cross-check's 6 s, and the row failed. 2 s is too short anywhere
+    (stress-ng needs about 4.5 s of its kernels); the second try, 4 times as long, gives a rate."""
+    need_tool(local, "stress-ng")
+    got = stream.measure_with_stress_ng(local, 2, 2, 25.4)
+    first, second = (r.stdout + r.stderr for _, r in got.tries)
+    assert "run duration too short" in first
+    assert got.tries[1][0][got.tries[1][0].index("--timeout") + 1] == f"{2 * stream.STRESS_NG_LONGER}s"
+    assert got.error is None and got.rates["seconds"] == 2 * stream.STRESS_NG_LONGER
+    assert got.rates == dict(stream.parse_stress_ng_stream(second), seconds=8) and got.rates["rate_mb_s"] > 0
+
+
+def test_stress_ng_other_failures_are_not_tried_again(local):
+    """Only "too short" asks for a longer run: arrays it cannot allocate fail once, in stress-ng's words."""
+    need_tool(local, "stress-ng")
+    got = stream.measure_with_stress_ng(local, 1, 2, 16e6)  # 16 TB arrays
+    assert len(got.tries) == 1 and got.rates is None
+    assert "no stream memory rate: stream: cannot allocate" in got.error
 
 
 def test_built_on_the_target_and_counts_its_threads(local, tmp_path):

@@ -256,23 +256,25 @@ def _memory_crosscheck(b: Bench, native_rates: dict[str, list[float]]) -> None:
     base = dict(runtime="native", protocol="fair", rep=1, benchmark="memory_crosscheck", cpus=None, memory_mb=None,
                 threads=b.cores, limits_note="native, no limits: a sanity check of apps/stream's rates")
     if t.which("stress-ng"):
-        argv = stream.stress_ng_command(b.cores, max(CROSSCHECK_MIN_S, b.settings.seconds),
-                                        max(b.settings.stream_mib))
-        r = t.run(argv, timeout=120, check=False)
-        b.run.save_raw("crosscheck-stress-ng", command=sh(argv), stdout=r.stdout, stderr=r.stderr,
-                       exit_code=r.exit_code)
-        try:
-            parsed = stream.parse_stress_ng_stream(r.stdout + r.stderr)
+        seconds = max(CROSSCHECK_MIN_S, b.settings.seconds)
+        got = stream.measure_with_stress_ng(t, b.cores, seconds, max(b.settings.stream_mib))
+        for i, (argv, r) in enumerate(got.tries):
+            b.run.save_raw("crosscheck-stress-ng" + ("-longer" if i else ""), command=sh(argv), stdout=r.stdout,
+                           stderr=r.stderr, exit_code=r.exit_code)
+        row = dict(base, app="stress-ng", tool="stress-ng --stream", operation="stream")
+        if got.rates is None:
+            b.run.failed(metric="memory_rate", unit="MB/s", error=f"stress-ng: {got.error}", **row)
+        else:
+            rate = got.rates["rate_mb_s"]
             triad = native_rates.get("triad")
-            why = (sanity.below_crosscheck(statistics.median(triad) / parsed["rate_mb_s"], "stress-ng --stream")
-                   if triad and parsed["rate_mb_s"] else "")
+            why = (sanity.below_crosscheck(statistics.median(triad) / rate, "stress-ng --stream")
+                   if triad and rate else "")
             if why:  # said in the row and the run's notes as soon as it is known
                 b.run.note("sanity", why)
-            b.run.add(metric="memory_rate", value=parsed["rate_mb_s"], unit="MB/s", app="stress-ng",
-                      tool="stress-ng --stream", operation="stream", **dict(base, note=why or None))
-        except (EdgebenchError, KeyError) as e:
-            b.run.failed(metric="memory_rate", unit="MB/s", error=f"stress-ng: {e}", app="stress-ng",
-                         tool="stress-ng --stream", operation="stream", **base)
+            longer = (f"ran {got.rates['seconds']} s: {seconds} s was too short for stress-ng to print a rate on "
+                      f"this device" if got.rates["seconds"] != seconds else "")
+            b.run.add(metric="memory_rate", value=rate, unit="MB/s",
+                      **dict(row, note="; ".join(filter(None, (why, longer))) or None))
     if t.which("sysbench"):
         for oper in ("read", "write"):
             argv = sysbench.memory(b.cores, "100G", seconds=max(CROSSCHECK_MIN_S, b.settings.seconds), block="256M")
