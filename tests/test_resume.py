@@ -62,12 +62,18 @@ def swept(run: Run, measure) -> None:
 def test_a_point_cut_by_a_stop_is_measured_again_whole_and_ended_ones_are_not(tmp_path):
     with pytest.raises(KeyboardInterrupt):
         with Run("exp", {}, FACTS, data_dir=tmp_path) as run:
+            run.add(metric="size", value=3.0, unit="u", runtime="a", app="x")  # outside the points
             swept(run, measure_into(run, stop_after=4))
     run_dir = run.dir
     assert len(ended_points(run_dir)) == 4
-    kept, discarded = resume.keep_ended_rows(run_dir, run.columns)
-    assert (kept, discarded) == (8, 1)  # the cut point's first row is set aside, not lost
-    assert len(data_lines(run_dir / resume.DISCARDED_FILE)) == 1
+    kept, cut, outside = resume.keep_ended_rows(run_dir, run.columns)
+    assert (kept, cut, outside) == (8, 1, 1)  # set aside, not lost
+    assert len(data_lines(run_dir / resume.DISCARDED_FILE)) == 2
+    # A cross-check measured outside the points was said to be "of points cut by the stop".
+    assert resume.discarded_words(cut, outside) == (
+        ", 1 rows of points cut by the stop and 1 rows measured outside its points (sizes, cross-checks) moved "
+        "to discarded.csv and measured again")
+    assert resume.discarded_words(0, 3).startswith(", 3 rows measured outside") and not resume.discarded_words(0, 0)
     seen = []
     with Run("exp", {}, FACTS, data_dir=tmp_path, run_id=run.run_id, resume=True, sitting={"resumed": True}) as again:
         swept(again, measure_into(again, seen=seen))

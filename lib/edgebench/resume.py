@@ -193,9 +193,9 @@ def _plain(value):
     return str(value)
 
 
-def keep_ended_rows(run_dir: Path, columns: list[str]) -> tuple[int, int]:
+def keep_ended_rows(run_dir: Path, columns: list[str]) -> tuple[int, int, int]:
     """Rewrite results.csv with the rows of ended points only, moving the others to
-    discarded.csv; (rows kept, rows discarded)."""
+    discarded.csv; (rows kept, rows of points cut by the stop, rows measured outside points)."""
     run_dir = Path(run_dir)
     ended = ended_points(run_dir)
     with open(run_dir / "results.csv", newline="") as f:
@@ -216,4 +216,15 @@ def keep_ended_rows(run_dir: Path, columns: list[str]) -> tuple[int, int]:
         writer.writeheader()
         writer.writerows(kept)
     tmp.replace(run_dir / "results.csv")
-    return len(kept), len(dropped)
+    outside = sum(1 for r in dropped if not r.get("point_id"))
+    return len(kept), len(dropped) - outside, outside
+
+
+def discarded_words(cut: int, outside: int) -> str:
+    """What resuming set aside, for its line: a stop's cut points, and what the run measures
+    outside its points (sizes, a cross-check), which each sitting measures again."""
+    moved = [f"{cut} rows of points cut by the stop" if cut else "",
+             f"{outside} rows measured outside its points (sizes, cross-checks)" if outside else ""]
+    if not cut and not outside:
+        return ""
+    return f", {' and '.join(filter(None, moved))} moved to {DISCARDED_FILE} and measured again"

@@ -172,11 +172,10 @@ def _reopen(experiment: str, params: dict, target: Target, facts: dict, resumpti
                           "(leave RESUME / resume empty) or go on anyway with RESUME_ANYWAY=yes "
                           "(resume_anyway=True), which the run records")
     options = {k: v for k, v in options.items() if k != "run_id"}
-    kept, discarded = resume.keep_ended_rows(resumption.run_dir, Run.columns_for(options.get("extra_columns", ())))
+    kept, cut, outside = resume.keep_ended_rows(resumption.run_dir, Run.columns_for(options.get("extra_columns", ())))
     print(f"[edgebench] resuming {experiment} run {resumption.run_id}: {kept} rows of ended points kept"
-          + (f", {discarded} rows of points cut by the stop moved to {resume.DISCARDED_FILE} and measured again"
-             if discarded else ""), file=sys.stderr)
-    sitting = {"resumed": True, "rows_kept": kept, "rows_discarded": discarded}
+          + resume.discarded_words(cut, outside), file=sys.stderr)
+    sitting = {"resumed": True, "rows_kept": kept, "rows_discarded": cut + outside}
     if found:
         sitting["went_on_anyway_despite"] = found
     if resumption.more_repetitions:
