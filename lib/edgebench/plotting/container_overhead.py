@@ -258,6 +258,7 @@ def draw_panel(ax, sub: pd.DataFrame, column: str) -> None:
     ax.axhline(0, color="black", linewidth=0.8)
     low, high = ax.get_ylim()  # room for a dagger beyond the longest bar, either way
     ax.set_ylim(low - 0.12 * (high - low), high + 0.12 * (high - low))
+    ax.set_xlim(-0.5, len(cells) - 0.5)  # every cell's slot, drawn or not: marks alone shrank the axis to them
     names = [op if sub["size"].nunique() == 1 else f"{op}\n{size}" for op, size in cells]
     ax.set_xticks(range(len(cells)), names, fontsize=7, rotation=0 if len(cells) < 8 else 45)
     ax.grid(axis="y", alpha=0.3)
