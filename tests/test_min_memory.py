@@ -110,6 +110,20 @@ def test_a_start_slower_than_the_trial_timeout_waits_longer_and_the_ceiling_keep
     assert "clipped to the target's" in found["limits_note"]
 
 
+def test_without_the_memory_controller_nothing_is_searched_and_the_row_says_why(local, monkeypatch, no_leftovers):
+    """A stock Raspberry Pi OS kernel has no memory controller: every trial would serve, unlimited,
+    and the search would end at the runtime's floor as if that were the app's minimum. This
+    machine has the controller, so the device's fact is the one thing set here."""
+    from edgebench.targets import LocalTarget
+    real = LocalTarget.facts
+    monkeypatch.setattr(LocalTarget, "facts", lambda self, refresh=False: dict(real(self, refresh),
+                                                                                memory_controller="no"))
+    run_dir = mm.run(mm.Params(runtimes="native", apps="go-http", profile="quick", start_mb=64, progress=False))
+    df = load_results(run_dir)
+    assert list(df["metric"]) == ["min_memory"] and list(df["status"]) == ["not measurable"]
+    assert "cannot be applied: the device's kernel has no memory controller" in df["error"].iloc[0]
+
+
 def test_native_and_docker_find_a_minimum_that_serves(local, docker_ready, cgroups_ready, no_leftovers):
     run_dir = mm.run(mm.Params(runtimes="native,docker", apps="go-http", profile="quick", start_mb=64, progress=False))
     df = load_results(run_dir)

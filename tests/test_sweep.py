@@ -171,3 +171,34 @@ def test_a_coordinate_a_runtime_does_not_have_is_no_point(tmp_path):
     assert sorted(set(measured)) == [("a", "bridge"), ("a", "host"), ("b", "")]
     assert len(measured) == (2 + 1) * 2 * 2 == len(load_results(run.dir))
     assert time_in_points(run.dir)[0] == len(measured)  # the points recorded are the ones measured
+
+
+def test_without_the_memory_controller_a_cgroup_limit_below_the_device_is_not_measured(tmp_path):
+    """On a kernel without the memory controller (a stock Raspberry Pi OS; pi-arm64-nomemcg)
+    Docker, LXD and native accept a memory limit and run the app unlimited: such a point was
+    measured for minutes and written as ok under the limit it never had. It is now a not measurable
+    row saying why, not run. A VM's memory is QEMU's -m, and a level clipped to the device's own
+    memory asks for nothing the device lacks: both are measured."""
+    local = connect("local")
+    native, vm = RUNTIMES["native"](local), RUNTIMES["linux-vm"](local)
+    facts = {"target": "pi", "memory_mb": 977, "memory_controller": "no"}
+    measured = []
+
+    def measure(p, row):
+        measured.append((p.runtime.name, p.outer))
+        run.add(metric="m", value=1.0, unit="ms", **row)
+
+    with Run("sweep_test", {}, facts, data_dir=tmp_path, run_id="r1") as run:
+        sweep(run, [native, vm], reps=1, outer=[977.0, 64.0], progress=False, failed=("m", "ms"), desc="t",
+              row_for=lambda p: dict(runtime=p.runtime.name, rep=p.rep, memory_mb=p.outer), measure=measure)
+    assert sorted(measured) == [("linux-vm", 64.0), ("linux-vm", 977.0), ("native", 977.0)]
+    df = load_results(run.dir)
+    (skipped,) = df[df.status == "not measurable"].itertuples()
+    assert (skipped.runtime, skipped.memory_mb) == ("native", 64.0)
+    assert skipped.error.startswith("a memory limit of 64 MiB cannot be applied: the device's kernel has no memory "
+                                    "controller") and "cgroup_enable=memory" in skipped.error
+    # With the controller, or with no limit asked, nothing changes.
+    with Run("sweep_test", {}, dict(facts, memory_controller="yes"), data_dir=tmp_path, run_id="r2") as run:
+        sweep(run, [native], reps=1, outer=[64.0, None], progress=False, failed=("m", "ms"), desc="t",
+              row_for=lambda p: dict(runtime=p.runtime.name, rep=p.rep, memory_mb=p.outer), measure=measure)
+    assert (load_results(run.dir).status == "ok").all() and len(measured) == 5

@@ -99,7 +99,8 @@ def open_run(record, target: Target, **options) -> Run:
         # Said before anything is measured: runtimes accept a memory limit here and do not apply it.
         warning = f"memory limits are not applied on {target.name}: {NO_MEMORY_CONTROLLER}"
         run.note("memory_limits", warning)
-        print(f"[edgebench] {warning}. A sweep over memory measures nothing on this device.", file=sys.stderr)
+        print(f"[edgebench] {warning}. Points below the device's memory that need a cgroup's limit are "
+              "not measurable here (their rows say so; they are not run).", file=sys.stderr)
     return run
 
 

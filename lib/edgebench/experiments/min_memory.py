@@ -32,11 +32,11 @@ from typing import Callable, ClassVar
 from urllib.parse import urlsplit
 
 from edgebench.apps import HTTP_APPS, place_probe
-from edgebench.errors import ConfigError
+from edgebench.errors import ConfigError, NotMeasurable
 from edgebench.experiments import estimate
 from edgebench.experiments.common import check_apps, check_repetitions, opening, resolve_limits
 from edgebench.experiments.parameters import Limited, library, parsed
-from edgebench.experiments.protocols import limits_for, with_instance
+from edgebench.experiments.protocols import limits_for, memory_not_applicable, with_instance
 from edgebench.experiments.sweep import Point, artifact_for, sweep
 from edgebench.runtimes import Limits, Runtime, StartFailed
 
@@ -225,6 +225,9 @@ def run(params: Params) -> Path:
 
         def measure(p: Point, row: dict) -> None:
             rt, artifact = p.runtime, artifact_for(artifacts, p.inner, p.runtime)
+            why = memory_not_applicable(rt, rt.min_memory_mb, tgt.facts())  # what it searches, below the device's
+            if why:
+                raise NotMeasurable(why)
             trial_no = itertools.count(1)
             seen = {}  # what the trials read back that the result row carries (the VM's accelerator)
             patience = Patience(settings.trial_timeout_s)

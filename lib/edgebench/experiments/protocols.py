@@ -41,6 +41,19 @@ def verify_limits(requested: Limits, applied) -> str:
     return "; ".join(diffs)
 
 
+def memory_not_applicable(runtime, memory_mb: float | None, facts: dict) -> str:
+    """Why a point asking `runtime` for `memory_mb` cannot be measured on this device ('' if it
+    can): the kernel has no memory controller and the runtime limits memory with a cgroup, which
+    would run the app unlimited under a row that names the limit. A level clipped to the device's
+    own memory asks nothing the device lacks, and is measured."""
+    if memory_mb in (None, "") or facts.get("memory_controller") != "no" or not runtime.memory_by_cgroup:
+        return ""
+    if facts.get("memory_mb") and float(memory_mb) >= float(facts["memory_mb"]):
+        return ""
+    return (f"a memory limit of {float(memory_mb):g} MiB cannot be applied: {NO_MEMORY_CONTROLLER} "
+            f"({runtime.name} limits memory with a cgroup; not run)")
+
+
 def with_limits_note(row: dict, note: str) -> dict:
     """The row with `note` added after what its limits_note already says (clipping, pinning, ...)."""
     return dict(row, limits_note="; ".join(x for x in (row.get("limits_note"), note) if x))

@@ -11,6 +11,8 @@ A point whose row names an app its runtime cannot run (node-http on unikraft) is
 once and noted in the run (`left_out`), not measured into failed rows.
 A run with a `focus` (make settle's: (runtime, {column: "v1|v2"}) pairs) measures only the points
 whose runtime and row match one of them; the others are neither measured nor counted.
+A point whose row asks for a memory limit the device cannot apply (no memory controller) is a
+`not measurable` row, not run (protocols.memory_not_applicable).
 Each point is bracketed by `run.begin_point()` / `run.end_point()`: the run's health monitor checks
 there, while nothing of the point runs yet, whether other processes keep the device busy, and
 marks the point's rows with what it saw (edgebench.tools.health).
@@ -26,6 +28,7 @@ from tqdm import tqdm
 
 from edgebench.apps import APPS
 from edgebench.errors import EdgebenchError, NotMeasurable, TargetUnreachable
+from edgebench.experiments.protocols import memory_not_applicable
 from edgebench.resume import point_id
 from edgebench.results import Run
 from edgebench.runtimes import Artifact, Runtime
@@ -91,6 +94,9 @@ def sweep(run: Run, runtimes: Sequence[Runtime], *, reps: int, row_for: Callable
         run.begin_point(key)
         ended = False
         try:
+            why = memory_not_applicable(point.runtime, row.get("memory_mb"), run.meta.get("target") or {})
+            if why:
+                raise NotMeasurable(why)
             measure(point, row)
             ended = True
         except TargetUnreachable:

@@ -78,6 +78,9 @@ class Runtime(ABC):
     network_modes: ClassVar[tuple[str, ...]] = ()
     # Chosen by runtimes="auto" where available; False: only when named (a variant of another).
     in_auto: ClassVar[bool] = True
+    # Its memory limit is a cgroup's, which a kernel without the memory controller (a stock
+    # Raspberry Pi OS) accepts and does not apply; False where it needs none (a VM's -m).
+    memory_by_cgroup: ClassVar[bool] = True
     # What it needs on a target (packages and what runs them, versions to record): provisioning,
     # its table and meta.json iterate the registry's declarations (edgebench.provisioning.parts).
     needs: ClassVar[TargetNeeds | None] = None

@@ -38,6 +38,7 @@ class VmRuntime(Runtime):
     batch_faults_scope = "host side: QEMU running the VM (the guest's own faults are not the host's)"
     batch_rusage_missing = ""
     require_kvm = False
+    memory_by_cgroup = False  # QEMU's -m gives the guest its memory, with or without the memory controller
 
     def _arch(self) -> str:
         return self.target.facts().get("arch") or "x86_64"
