@@ -255,8 +255,8 @@ def _memory_crosscheck(b: Bench, native_rates: dict[str, list[float]]) -> None:
     t = b.target
     base = dict(runtime="native", protocol="fair", rep=1, benchmark="memory_crosscheck", cpus=None, memory_mb=None,
                 threads=b.cores, limits_note="native, no limits: a sanity check of apps/stream's rates")
+    seconds = max(CROSSCHECK_MIN_S, b.settings.seconds)
     if t.which("stress-ng"):
-        seconds = max(CROSSCHECK_MIN_S, b.settings.seconds)
         got = stream.measure_with_stress_ng(t, b.cores, seconds, max(b.settings.stream_mib))
         for i, (argv, r) in enumerate(got.tries):
             b.run.save_raw("crosscheck-stress-ng" + ("-longer" if i else ""), command=sh(argv), stdout=r.stdout,
@@ -277,7 +277,7 @@ def _memory_crosscheck(b: Bench, native_rates: dict[str, list[float]]) -> None:
                       **dict(row, note="; ".join(filter(None, (why, longer))) or None))
     if t.which("sysbench"):
         for oper in ("read", "write"):
-            argv = sysbench.memory(b.cores, "100G", seconds=max(CROSSCHECK_MIN_S, b.settings.seconds), block="256M")
+            argv = sysbench.memory(b.cores, "100G", seconds=seconds, block="256M")
             argv.insert(-1, f"--memory-oper={oper}")
             r = t.run(argv, timeout=120, check=False)
             b.run.save_raw(f"crosscheck-sysbench-{oper}", command=sh(argv), stdout=r.stdout, stderr=r.stderr,
