@@ -177,6 +177,10 @@ def test_several_targets_give_one_table_of_claims_by_device(tmp_path, claims_fil
     assert "| claim | statement | local | debian-v2 | pi-arm64 | measurable on |" in text
     assert "Smoke runs (every run on debian-v2)" in text
     assert "| time_to_ready | 20261126T1000Z-debian-v2 | smoke |" in text
+    runs = [line for line in text.splitlines() if line.startswith("| time_to_ready | ")]
+    # The runs judged in the columns' order (TARGET's), not the alphabet's (debian-v2 before local).
+    assert [next(d for d in ("local", "debian-v2", "pi-arm64") if f"Z-{d} |" in line) for line in runs] \
+        == ["local", "debian-v2", "pi-arm64"], runs
     assert "| local | debian-v2 | pi-arm64 |" in shown.claims and list(shown.counts.index) == list(wide.columns[3:6])
     # One target again: today's files, and the devices' ones gone.
     drv.write_page("local", data_dir=data, figures_dir=figures, claims_file=claims_file)

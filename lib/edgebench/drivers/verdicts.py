@@ -239,14 +239,17 @@ def _caveat(one: str, many: str, runs: pd.DataFrame, mine: pd.Series, said: str)
 
 
 def runs_markdown(table: pd.DataFrame) -> list[str]:
-    """Which runs were judged: experiment, run id, profile, date, device."""
+    """Which runs were judged: experiment, run id, profile, date, device; the devices in the order
+    the table gives them (TARGET's, the by-device columns'), not the alphabet's."""
     runs = table[table["run"].astype(str) != ""].drop_duplicates(["experiment", "run"])
+    order = {device: i for i, device in enumerate(dict.fromkeys(runs["device"]))}
+    runs = runs.sort_values(["device", "experiment"], key=lambda c: c.map(order) if c.name == "device" else c)
     if runs.empty:
         return ["No run judged yet: `make figures` measures, then `make verdicts` judges.", ""]
     lines = ["Runs judged:", "", "| experiment | run | profile | date | device |", "|---|---|---|---|---|"]
     lines += [f"| {r.experiment} | {r.run} | {r.profile} | {r.run_date} | {r.device}"
               + (f", {r.emulated_device}" if isinstance(r.emulated_device, str) and r.emulated_device else "") + " |"
-              for r in runs.sort_values(["device", "experiment"]).itertuples()]
+              for r in runs.itertuples()]
     return lines + [""]
 
 
