@@ -132,6 +132,10 @@ def test_latest_is_each_devices_newest_completed_run(fleet_data):
     assert set(named["run_id"]) == {"r-pi1-new", "r-pi1-old"}  # named runs, whatever their status
     assert set(named["label"]) == {"pi@pi1 2026-01-01 10:00 1111111", "pi@pi1 2026-02-01 10:00 2222222+dirty"}
     assert set(select_runs(index, targets="pi@pi2")["run_id"]) == {"r-pi2"}
+    # The columns follow TARGET's order (a user's "this board, then that one"), not the alphabet's.
+    assert list(select_runs(index, targets="pi@pi2,pi@pi1")["label"]) == ["pi@pi2", "pi@pi1"]
+    both = compare_runs(targets="pi@pi2,pi@pi1", data_dir=fleet_data)
+    assert plot.column_order(both.ratios) == ["pi@pi2", "pi@pi1"] and "device(s): pi@pi2, pi@pi1." in both.summary()
 
 
 @pytest.mark.parametrize("kwargs, message", [

@@ -145,7 +145,12 @@ def select_runs(index: pd.DataFrame, experiments="all", targets="all", runs="lat
             raise ConfigError(f"no run {', '.join(unknown)} under data/ (run ids are the folder names "
                               "under data/<experiment>/); or use 'latest' or 'all'")
         sel = sel[sel["run_id"].isin(ids)]
-    sel = sel.sort_values(["experiment", "device", "started_at"], key=_experiment_order).reset_index(drop=True)
+    # Devices in the order TARGET names them (its first column the first), else by name.
+    named = {d: i for i, d in enumerate(devices or [])}
+    rank = sel["device"].map(named).fillna(sel["target"].map(named))
+    by_name = {d: len(named) + i for i, d in enumerate(sorted(set(sel["device"])))}
+    sel = sel.assign(device_rank=rank.fillna(sel["device"].map(by_name)).astype(int))
+    sel = sel.sort_values(["experiment", "device_rank", "started_at"], key=_experiment_order).reset_index(drop=True)
     return sel.assign(label=_column_labels(sel))
 
 

@@ -28,7 +28,7 @@ class Comparison:
 
     def targets(self) -> list[str]:
         """The targets compared, as `make verdicts` names them (local, debian-v2, user@host)."""
-        return list(dict.fromkeys(self.runs["target"]))
+        return list(dict.fromkeys(self.runs.sort_values("device_rank", kind="stable")["target"]))
 
     def runs_table(self) -> pd.DataFrame:
         cols = ["experiment", "label", "run_id", "started_at", "status", "profile", "version", "rows_ok",
@@ -37,7 +37,7 @@ class Comparison:
 
     def summary(self) -> str:
         """Markdown: what is compared, and what cannot be."""
-        devices = list(dict.fromkeys(self.runs["device"]))
+        devices = list(dict.fromkeys(self.runs.sort_values("device_rank", kind="stable")["device"]))
         one_each = not self.runs.duplicated(["experiment"], keep=False).any()
         lines = [f"Comparing {len(self.runs)} run(s) of {self.runs['experiment'].nunique()} experiment(s) "
                  f"on {len(devices)} device(s): {', '.join(devices)}."]
@@ -115,6 +115,6 @@ def compare_runs(experiments="all", targets="all", runs="latest", runtimes="all"
         raise NoData("no ratio to native in the selected runs: " + " ".join(n.replace("**", "") for n in notes)
                      if notes else "no ratio to native in the selected runs")
     paper = pd.concat([paper_ratios(e) for e in selected["experiment"].unique()], ignore_index=True)
-    labels = selected[["experiment", "run_id", "device", "label", "started_at", "version", "emulated"]]
+    labels = selected[["experiment", "run_id", "device", "device_rank", "label", "started_at", "version", "emulated"]]
     ratios = with_paper(ratios.merge(labels, on=["experiment", "run_id"], how="left"), paper)
     return Comparison(index, selected, ratios, paper, notes)

@@ -64,8 +64,9 @@ def ordered(ratios: pd.DataFrame) -> pd.DataFrame:
 
 
 def column_order(ratios: pd.DataFrame) -> list[str]:
-    """Devices by name, each one's runs oldest first."""
-    cols = ["device", "started_at"] if {"device", "started_at"} <= set(ratios.columns) else []
+    """Devices in the order TARGET named them (by name when it named none), each one's runs oldest first."""
+    device = "device_rank" if "device_rank" in ratios.columns else "device"  # TARGET's order, when given
+    cols = [device, "started_at"] if {device, "started_at"} <= set(ratios.columns) else []
     return list(dict.fromkeys(ratios.sort_values(cols)["label"] if cols else ratios["label"]))
 
 
