@@ -64,6 +64,15 @@ def test_a_command_killed_by_a_signal_exits_128_plus_it_here_and_over_ssh(target
     assert [t.run(command, check=False).exit_code for t in (local, target)] == [137, 137]
 
 
+def test_a_command_that_execs_leaves_no_file_on_the_host(target):
+    """The remote shell writes its process group to a file that its exit removes: a command that
+    exec'd at its top level replaced that shell, so nothing removed the file."""
+    before = set(Path("/tmp").glob("edgebench-command-*.pgid"))  # the namespace's host shares /tmp
+    assert target.run("exec echo replaced").stdout == "replaced\n"
+    assert target.run("exec sh -c 'exit 5'", check=False).exit_code == 5
+    assert set(Path("/tmp").glob("edgebench-command-*.pgid")) - before == set()
+
+
 def test_command_timeout_gives_none_exit_code(target):
     started = time.monotonic()
     r = target.run(["sleep", "10"], timeout=1, check=False)

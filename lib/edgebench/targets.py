@@ -364,9 +364,11 @@ class SSHTarget(Target):
         # signal (an OOM kill's SIGKILL) ends with status 128 + the signal. Exec'd, sshd reports an
         # exit signal, which paramiko does not read: the result had no status, as if it timed out.
         # sshd starts that shell as a process group's leader: its pid, written first, is what a
-        # timeout or Ctrl-C ends there (_end_command), as LocalTarget ends its command's group.
+        # timeout or Ctrl-C ends there (_end_command), as LocalTarget ends its command's group. The
+        # command runs in a subshell of that shell, so one that execs replaces the subshell, not the
+        # shell whose exit removes the file.
         group_file = f"/tmp/edgebench-command-{secrets.token_hex(6)}.pgid"
-        waited = f"{{ echo $$ > {group_file}; }} 2>/dev/null; trap 'rm -f {group_file}' EXIT\n{cmd}\nexit $?"
+        waited = f"{{ echo $$ > {group_file}; }} 2>/dev/null; trap 'rm -f {group_file}' EXIT\n(\n{cmd}\n)\nexit $?"
         try:
             r = conn.run(waited, hide=True, warn=True, timeout=timeout,
                          in_stream=io.StringIO(stdin) if stdin is not None else False)
