@@ -119,8 +119,12 @@ class DeviceSpec:
 X86_TCG_CPU = "Nehalem"
 
 # A Raspberry Pi 3B+/4 class board: Cortex-A72, 2 vCPUs of its 4 cores (this machine has two), 1 GiB.
-# Its pace: iomt 34x, static footprint 60x, a time-to-ready point 70x the models (pi-arm64-nomemcg).
-_PI = dict(arch="aarch64", machine="virt", cpu="cortex-a72", cpus=2, memory_mb=1024, typical_pace=50.0)
+# Its pace (as debian-v2's below; its complete quick run of 2026-12-01, beside debian-v2, the
+# notebooks run whole in one sitting): cpu bound 6.4x, io bound 6.5x, page faults 11x, lxd appendix
+# 11x, microbenchmarks 11.5x, home automation 11.6x, static footprint 18x, face recognition 18.6x,
+# min memory 19.4x, boot time 19.6x. The median, 11.5 (50 before, from its first four notebooks
+# against models since made to stretch quick's load windows, planned its 8 hours at 28).
+_PI = dict(arch="aarch64", machine="virt", cpu="cortex-a72", cpus=2, memory_mb=1024, typical_pace=12.0)
 
 DEVICES: dict[str, DeviceSpec] = {d.name: d for d in (
     # On `-cpu max` TCG emulated AMD's SVM (KVM's modules stay unloaded, so the device's own VMs run
@@ -131,12 +135,12 @@ DEVICES: dict[str, DeviceSpec] = {d.name: d for d in (
                arch=None, machine="pc", cpu=X86_TCG_CPU, cpus=2, memory_mb=2048, lan_index=1,
                cmdline_extra=("modprobe.blacklist=kvm_amd,kvm_intel",),
                # The work's pace, the models' set load windows taken out (quick; native, Docker and
-               # LXD; the 12 notebooks' wall times of stops 38-50): microbenchmarks 14.6x, lxd
-               # appendix 15.1x, services 17.8x, page faults 23.7x, home automation 25.5x, min
-               # memory 27.3x, cpu bound 29.6x, time to ready 30.6x, io bound 33x, boot time 70x,
-               # static footprint 90x; container overhead 4.8x (its model counts NPB binaries the
-               # device lacks). The median, 26.4.
-               typical_pace=26.0),
+               # LXD; its complete quick run of 2026-12-01, the notebooks run whole in one sitting):
+               # cpu bound 5.2x, io bound 5.9x, page faults 9.1x, lxd appendix 9.6x, home automation
+               # 9.7x, microbenchmarks 10x, time to ready 14.8x, boot time 16.3x, face recognition
+               # 19x, static footprint 19.1x, min memory 20.5x. The median, 10 (26 before, from
+               # stops 38-50, against models since made to stretch quick's load windows).
+               typical_pace=10.0),
     DeviceSpec("pi-arm64", "Debian 12 arm64 on QEMU virt, Cortex-A72, 2 vCPUs, 1 GiB (a Raspberry Pi 3B+/4)",
                lan_index=2, **_PI),
     DeviceSpec("pi-arm64-nomemcg", "pi-arm64 booted with the memory controller off (cgroup_disable=memory), as "
