@@ -175,6 +175,10 @@ def test_several_targets_give_one_table_of_claims_by_device(tmp_path, claims_fil
     assert not (out / "verdicts.csv").exists()  # the folder holds this invocation's files only
     text = (out / "by_device.md").read_text()
     assert "| claim | statement | local | debian-v2 | pi-arm64 | measurable on |" in text
+    # A cell that cannot judge says why in a few words; the device's page has the whole reason.
+    row = next(line for line in text.splitlines() if line.startswith("| P000-01 |"))
+    assert "| not measurable here (a smoke run) | not measurable here (the emulator's times) |" in row, row
+    assert "| not measurable here (no experiment measures it) |" in text
     assert "Smoke runs (every run on debian-v2)" in text
     assert "| time_to_ready | 20261126T1000Z-debian-v2 | smoke |" in text
     runs = [line for line in text.splitlines() if line.startswith("| time_to_ready | ")]

@@ -19,6 +19,7 @@ relative EDGEBENCH_DATA_DIR would name another folder (and every claim would rea
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from dataclasses import asdict, dataclass
 from datetime import datetime
@@ -306,7 +307,34 @@ def device_counts(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
     return out.reindex(columns=VERDICTS).fillna(0).astype(int)
 
 
-def _device_cell(verdict: str, effect: str) -> str:
+# A not-measurable cell of the by-device table in a few words (the device's page has the reason
+# whole), so a reader tells "the emulator's times" from "not at quick's sizes" without leaving it.
+SHORT_REASONS = [
+    (r"emulated device", "the emulator's times"),
+    (r"ran under TCG", "a VM under TCG"),
+    (r"no power meter", "no power meter"),
+    (r"hardware counter", "no hardware counter"),
+    (r"no edgebench experiment", "no experiment measures it"),
+    (r"smoke run", "a smoke run"),
+    (r"this run has no (\S+) rows", "no {0} rows"),
+    (r"did not measure \S+ at ([^;]+);", "not at {0}"),
+    (r"no run of \S+ yet", "no run yet"),
+]
+
+
+def short_reason(reason) -> str:
+    """The first of SHORT_REASONS the reason matches, in its words ('' when none does)."""
+    for pattern, words in SHORT_REASONS:
+        found = re.search(pattern, str(reason)) if isinstance(reason, str) else None
+        if found:
+            return words.format(*found.groups())
+    return ""
+
+
+def _device_cell(verdict: str, effect: str, reason=None) -> str:
+    if verdict == NOT_MEASURABLE:
+        short = short_reason(reason)
+        return f"{verdict} ({short})" if short else verdict
     return f"{verdict}: {effect}" if effect else verdict
 
 
@@ -315,13 +343,15 @@ def by_device_claims(wide: pd.DataFrame, tables: dict[str, pd.DataFrame], files:
     `files`: first, which file holds each device's reasons (the files make verdicts writes)."""
     devices = list(tables)
     effects = {d: {r.claim_id: effect_text(r) for r in t.itertuples()} for d, t in tables.items()}
+    reasons = {d: dict(zip(t["claim_id"], t["reason"])) for d, t in tables.items()}
     lines = ["Each device's reasons and intervals: " + ", ".join(f"{device_file('verdicts', d)}.md" for d in devices)
              + " in figures/verdicts/.", ""] if files else []
     for paper, rows in wide.groupby("paper", sort=True):
         lines += [f"## Paper {paper}", "", "| claim | statement | " + " | ".join(devices) + " | measurable on |",
                   "|---" * (len(devices) + 3) + "|"]
         lines += [f"| {r['claim_id']} | {r['statement']} | "
-                  + " | ".join(_device_cell(r[d], effects[d][r['claim_id']]) for d in devices)
+                  + " | ".join(_device_cell(r[d], effects[d][r['claim_id']], reasons[d][r['claim_id']])
+                               for d in devices)
                   + f" | {r['measurable_on']} |" for _, r in rows.iterrows()]
         lines.append("")
     return "\n".join(lines)
