@@ -122,8 +122,8 @@ X86_TCG_CPU = "Nehalem"
 # Its pace (as debian-v2's below; its complete quick run of 2026-12-01, beside debian-v2, the
 # notebooks run whole in one sitting): cpu bound 6.4x, io bound 6.5x, page faults 11x, lxd appendix
 # 11x, microbenchmarks 11.5x, home automation 11.6x, static footprint 18x, face recognition 18.6x,
-# min memory 19.4x, boot time 19.6x. The median, 11.5 (50 before, from its first four notebooks
-# against models since made to stretch quick's load windows, planned its 8 hours at 28).
+# min memory 19.4x, boot time 19.6x. The median, 11.5. (It was 50, from its first four notebooks
+# against models since made to stretch quick's load windows: the plan said 28 hours for 8.)
 _PI = dict(arch="aarch64", machine="virt", cpu="cortex-a72", cpus=2, memory_mb=1024, typical_pace=12.0)
 
 DEVICES: dict[str, DeviceSpec] = {d.name: d for d in (
