@@ -200,6 +200,36 @@ def test_a_figure_says_which_runtime_it_cannot_draw_because_every_row_failed(tmp
                     "lxd is not drawn: every row is not measurable here (no power meter)")
 
 
+def test_a_figure_says_which_memory_levels_a_device_without_memory_controller_did_not_run(tmp_path, monkeypatch):
+    """On pi-arm64-nomemcg io_bound's figure showed the rich level alone, with no word of the 256
+    and 64 MiB points its rows call not measurable (a cgroup's limit would not apply)."""
+    import json
+
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import pandas as pd
+    from edgebench.experiments.protocols import memory_not_applicable
+    from edgebench.plotting import style
+    from edgebench.runtimes import RUNTIMES
+    monkeypatch.setattr(style, "FIGURES_DIR", tmp_path / "figures")
+    facts = {"target": "pi-arm64-nomemcg", "memory_controller": "no", "memory_mb": 977}
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "meta.json").write_text(json.dumps({"target": facts}))
+    rows = [dict(runtime=rt, memory_mb=m, status="not measurable", error=memory_not_applicable(RUNTIMES[rt], m, facts))
+            for rt in ("lxd", "native") for m in (64, 256)]
+    rows += [dict(runtime=rt, memory_mb=977, status="ok", error="") for rt in ("native", "lxd", "docker")]
+    rows += [dict(runtime="docker", memory_mb=256, status="not measurable", error="no power meter")]
+    pd.DataFrame(rows).assign(metric="requests_per_second").to_csv(run / "results.csv", index=False)
+    assert all(r["error"] for r in rows[:4])  # the real rule's words, as the sweep writes them
+    fig, _ = plt.subplots()
+    style.save_figure(fig, "demo", "a", run)
+    (mark,) = [" ".join(t.get_text().split()) for t in fig.texts if t.get_gid() == style.FIGURE_NOTES_MARK]
+    assert mark == ("Not drawn: native, lxd at 256 MiB, 64 MiB (not run: the device's kernel has no memory "
+                    "controller, so a cgroup's limit would not apply).")
+
+
 def test_booting_a_cached_image_asks_only_for_what_a_boot_needs(monkeypatch):
     """Found on a machine provisioned afresh: the cached pi-arm64 image booted into
     FileNotFoundError 'qemu-system-aarch64' (its build had installed it; the boot checked nothing)."""

@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
+from edgebench.cgroups import NO_MEMORY_CONTROLLER
 from edgebench.paths import FIGURES_DIR
 from edgebench.results import NOT_MEASURABLE
 from edgebench.runtimes import runtime_colours
@@ -313,9 +314,28 @@ def left_out_runtimes(run_dir: Path) -> dict[str, tuple[str, str]]:
             for rt, (_, why, what) in failed_runtimes(df).items()}
 
 
+def memory_limits_not_run(run_dir: Path) -> str:
+    """The note for a run's points that asked a cgroup for a memory limit the device's kernel
+    cannot apply (experiments.protocols.memory_not_applicable): not run, so absent from every
+    figure, which without it shows fewer levels with no word why. '' when there are none."""
+    try:
+        df = pd.read_csv(Path(run_dir) / "results.csv", usecols=["runtime", "status", "error", "memory_mb"])
+    except (OSError, ValueError):
+        return ""
+    skipped = df[(df["status"] == NOT_MEASURABLE)
+                 & df["error"].astype(str).str.contains(NO_MEMORY_CONTROLLER.split(";")[0], regex=False)]
+    if skipped.empty:
+        return ""
+    levels = ", ".join(f"{m:g} MiB" for m in sorted(skipped["memory_mb"].dropna().unique(), reverse=True))
+    runtimes = ", ".join(in_runtime_order(skipped["runtime"].astype(str)))
+    return (f"Not drawn: {runtimes} at {levels or 'its memory limits'} (not run: the device's kernel has no "
+            "memory controller, so a cgroup's limit would not apply).")
+
+
 def figure_notes(run_dir: Path) -> list[str]:
     """What a reader of a figure must know first, from the run it came from: an emulated
-    device's numbers measure QEMU, not a device; a runtime without an ok row is missing."""
+    device's numbers measure QEMU, not a device; a runtime without an ok row is missing; memory
+    levels the device could not limit were not run."""
     try:
         facts = json.loads((Path(run_dir) / "meta.json").read_text()).get("target") or {}
     except (OSError, ValueError):
@@ -326,7 +346,7 @@ def figure_notes(run_dir: Path) -> list[str]:
                      "not a device.")
     for runtime, (what, why) in left_out_runtimes(run_dir).items():
         notes.append(f"{runtime} is not drawn: every row {'failed' if what == 'failed' else 'is ' + what} ({why})")
-    return notes
+    return notes + [note for note in [memory_limits_not_run(run_dir)] if note]
 
 
 def mark_figure_notes(fig, run_dir: Path) -> None:
