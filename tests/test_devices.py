@@ -240,3 +240,12 @@ def test_booting_a_cached_image_asks_only_for_what_a_boot_needs(monkeypatch):
     boot = image.host_missing(device_spec("pi-arm64"), boot_only=True)
     assert boot == {"qemu-system-aarch64": "qemu-system-arm", "ip": "iproute2"}
     assert "mmdebstrap" in image.host_missing(device_spec("pi-arm64"))  # a build needs the rest
+
+
+def test_the_page_of_a_device_without_memory_controller_says_what_it_still_measures():
+    """It said "A sweep over memory measures nothing on this device", though the device's own
+    memory (time_to_ready's level, io_bound's rich level) and VMs' memory are measured."""
+    from edgebench.plotting.tables import device_notes
+    (line,) = device_notes({}, {"memory_limits": "memory limits are not applied on pi-arm64-nomemcg"})
+    assert "measures nothing" not in line
+    assert "less memory than the device has are not run here" in line and "own memory" in line

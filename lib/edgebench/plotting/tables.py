@@ -263,8 +263,9 @@ def device_notes(facts: dict, notes: dict) -> list[str]:
         lines.append(f"- Measured on **{facts.get('target')}**, an {facts['emulated_device']}: its numbers "
                      "measure QEMU's emulator, not a device; what they show is that every code path runs there.")
     if notes.get("memory_limits"):
-        lines.append(f"- **{notes['memory_limits'][0].upper()}{notes['memory_limits'][1:]}.** A sweep over "
-                     "memory measures nothing on this device.")
+        lines.append(f"- **{notes['memory_limits'][0].upper()}{notes['memory_limits'][1:]}.** Points that ask a "
+                     "cgroup for less memory than the device has are not run here (their rows say so); the "
+                     "device's own memory and VMs' memory are measured.")
     if notes.get("sanity"):  # edgebench.tools.sanity: a result physics rules out, seen while measuring
         lines.append(f"- **Ruled out:** {notes['sanity']}.")
     if notes.get("stream_rule"):
