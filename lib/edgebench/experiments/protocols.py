@@ -41,6 +41,10 @@ def verify_limits(requested: Limits, applied) -> str:
     return "; ".join(diffs)
 
 
+# What memory_not_applicable's reason says, which the figures' notes look for in the rows.
+LIMIT_NOT_APPLIED = f"cannot be applied: {NO_MEMORY_CONTROLLER}"
+
+
 def memory_not_applicable(runtime, memory_mb: float | None, facts: dict) -> str:
     """Why a point asking `runtime` for `memory_mb` cannot be measured on this device ('' if it
     can): the kernel has no memory controller and the runtime limits memory with a cgroup, which
@@ -50,7 +54,7 @@ def memory_not_applicable(runtime, memory_mb: float | None, facts: dict) -> str:
         return ""
     if facts.get("memory_mb") and float(memory_mb) >= float(facts["memory_mb"]):
         return ""
-    return (f"a memory limit of {float(memory_mb):g} MiB cannot be applied: {NO_MEMORY_CONTROLLER} "
+    return (f"a memory limit of {float(memory_mb):g} MiB {LIMIT_NOT_APPLIED} "
             f"({runtime.name} limits memory with a cgroup; not run)")
 
 

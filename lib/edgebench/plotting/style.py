@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
-from edgebench.cgroups import NO_MEMORY_CONTROLLER
+from edgebench.experiments.protocols import LIMIT_NOT_APPLIED
 from edgebench.paths import FIGURES_DIR
 from edgebench.results import NOT_MEASURABLE
 from edgebench.runtimes import runtime_colours
@@ -304,29 +304,22 @@ def failed_runtimes(df: pd.DataFrame) -> dict[str, tuple[int, str, str]]:
     return out
 
 
-def left_out_runtimes(run_dir: Path) -> dict[str, tuple[str, str]]:
+def left_out_runtimes(df: pd.DataFrame) -> dict[str, tuple[str, str]]:
     """failed_runtimes of a run's results: what happened, and the reason shortened for a figure's note."""
-    try:
-        df = pd.read_csv(Path(run_dir) / "results.csv", usecols=["runtime", "status", "error"])
-    except (OSError, ValueError):
-        return {}
     return {rt: (what, why if len(why) <= 90 else why[:87] + "...")
             for rt, (_, why, what) in failed_runtimes(df).items()}
 
 
-def memory_limits_not_run(run_dir: Path) -> str:
+def memory_limits_not_run(df: pd.DataFrame) -> str:
     """The note for a run's points that asked a cgroup for a memory limit the device's kernel
     cannot apply (experiments.protocols.memory_not_applicable): not run, so absent from every
     figure, which without it shows fewer levels with no word why. '' when there are none."""
-    try:
-        df = pd.read_csv(Path(run_dir) / "results.csv", usecols=["runtime", "status", "error", "memory_mb"])
-    except (OSError, ValueError):
-        return ""
-    skipped = df[(df["status"] == NOT_MEASURABLE)
-                 & df["error"].astype(str).str.contains(NO_MEMORY_CONTROLLER.split(";")[0], regex=False)]
+    not_applied = df["error"].astype(str).str.contains(LIMIT_NOT_APPLIED, regex=False)
+    skipped = df[(df["status"] == NOT_MEASURABLE) & not_applied]
     if skipped.empty:
         return ""
-    levels = ", ".join(f"{m:g} MiB" for m in sorted(skipped["memory_mb"].dropna().unique(), reverse=True))
+    memory = skipped["memory_mb"] if "memory_mb" in skipped else pd.Series(dtype=float)
+    levels = ", ".join(f"{m:g} MiB" for m in sorted(memory.dropna().unique(), reverse=True))
     runtimes = ", ".join(in_runtime_order(skipped["runtime"].astype(str)))
     return (f"Not drawn: {runtimes} at {levels or 'its memory limits'} (not run: the device's kernel has no "
             "memory controller, so a cgroup's limit would not apply).")
@@ -344,9 +337,16 @@ def figure_notes(run_dir: Path) -> list[str]:
     if facts.get("emulated_device"):
         notes.append(f"{facts.get('target')}: {facts['emulated_device']}. Its numbers measure QEMU's emulator, "
                      "not a device.")
-    for runtime, (what, why) in left_out_runtimes(run_dir).items():
+    try:  # once, for both notes below (a run's results can be megabytes)
+        df = pd.read_csv(Path(run_dir) / "results.csv", low_memory=False,
+                         usecols=lambda c: c in ("runtime", "status", "error", "memory_mb"))
+    except (OSError, ValueError):
+        return notes
+    if not {"runtime", "status", "error"} <= set(df.columns):
+        return notes
+    for runtime, (what, why) in left_out_runtimes(df).items():
         notes.append(f"{runtime} is not drawn: every row {'failed' if what == 'failed' else 'is ' + what} ({why})")
-    return notes + [note for note in [memory_limits_not_run(run_dir)] if note]
+    return notes + [note for note in [memory_limits_not_run(df)] if note]
 
 
 def mark_figure_notes(fig, run_dir: Path) -> None:
