@@ -169,6 +169,42 @@ def test_an_app_a_runtime_cannot_run_costs_it_nothing_in_every_plan():
     assert estimate.runnable("some-new-runtime", ["node-http"]) == ["node-http"]
 
 
+def test_a_device_without_a_memory_controller_plans_what_it_cannot_run_in_no_time(tmp_path):
+    # pi-arm64-nomemcg's io_bound took a quarter of the Pi's time (496 s to 1,921 s): its 256 and
+    # 64 MiB points for the runtimes that limit memory with a cgroup are rows saying why, which the
+    # plan counted at full time (and the pace learnt from them came out too fast).
+    from edgebench.drivers.figures import notebooks
+    from edgebench.experiments import EXPERIMENTS
+    nomemcg, with_controller = {"memory_controller": "no", "memory_mb": 977}, {"memory_mb": 977}
+    quick, runtimes = {"profile": "quick"}, ["native", "docker", "linux-vm"]
+    io = EXPERIMENTS["io_bound"]
+    whole, here = io.plan_work(quick, runtimes), io.plan_work(quick, runtimes, nomemcg)
+    assert io.plan_work(quick, runtimes, with_controller) == whole
+    vm = io.plan_work(quick, ["linux-vm"])
+    assert len(io.params(quick).asked) == 3  # rich (2048 MiB, clipped to the device's own) and 256, 64 MiB
+    assert here.points == whole.points and here.not_run == (whole.points - vm.points) * 2 // 3
+    assert io.plan_work(quick, ["linux-vm"], nomemcg) == vm  # QEMU's -m needs no controller
+    assert vm.seconds < here.seconds < whole.seconds - 100 and here.window_s < whole.window_s
+    # min_memory searches below the device's memory: no trial for a cgroup runtime, only its packaging.
+    mm = EXPERIMENTS["min_memory"]
+    searched = mm.plan_work(quick, ["native", "docker"], nomemcg)
+    assert searched.not_run == searched.points > 0
+    assert searched.seconds < mm.plan_work(quick, ["native", "docker"]).seconds / 5
+    # Every other experiment asks one limit for all its points: a runtime runs at it or not at all.
+    ttr = EXPERIMENTS["time_to_ready"]
+    asked = {**quick, "memory": "256m"}
+    alone = ttr.plan_work(asked, ["linux-vm"])
+    limited = ttr.plan_work(asked, runtimes, nomemcg)
+    assert limited.not_run == limited.points - alone.points > 0 and limited.seconds == pytest.approx(alone.seconds)
+    assert ttr.plan_work(quick, runtimes, nomemcg).not_run == 0  # 2048 MiB, above the device's: clipped, run
+    # The plan's line says so, and its estimate is the smaller one.
+    nb = next(n for n in notebooks() if n.name.startswith("03_"))
+    params = {**quick, "target": "pi-arm64-nomemcg", "runtimes": "native,docker,linux-vm"}
+    line = plan.make_plan(nb, params, runtimes, tmp_path, facts=nomemcg)
+    assert line.work == here and line.estimate_s < plan.make_plan(nb, params, runtimes, tmp_path).estimate_s
+    assert f"{here.not_run} of them not run, in no time: the device's kernel has no memory controller" in line.line()
+
+
 def test_history_of_the_same_device_replaces_the_model_scaled_by_points(tmp_path):
     nb = plan.NotebookPlan("02_time_to_ready.ipynb", "time_to_ready", "pi1", "quick", ["native"],
                            estimate.Work(points=10, seconds=30), 30, "model")

@@ -262,14 +262,14 @@ def planned(todo: list[Path], per_notebook: dict[Path, dict], params: dict,
     target = params.get("target") or "local"
     try:
         with connect(target) as t:
-            found = plan.runtime_availability(t)
+            found, facts = plan.runtime_availability(t), t.facts()
             try:
                 left = leftovers_on(t, run_tag_prefix())
             except EdgebenchError as e:  # a courtesy too: the plan stands without it
                 left = []
                 print(f"== {target}: could not look for what earlier runs left there ({e})", file=sys.stderr)
         available = plan.available_runtimes(t, found)
-        plans = {nb: plan.make_plan(nb, per_notebook[nb], available) for nb in todo}
+        plans = {nb: plan.make_plan(nb, per_notebook[nb], available, facts=facts) for nb in todo}
         for nb, p in plans.items():  # a resumed run measures only the points it has not
             if per_notebook[nb].get("resume"):
                 p.measured_before = plan.resumed_points(p.experiment, per_notebook[nb]["resume"])

@@ -68,6 +68,9 @@ class NotebookPlan:
             "apps " + ",".join(w.apps) if w.apps else "", w.levels,
             reps_text(w)) if x)
         line = f"{self.notebook:<30} {w.points:>5} points  ~{duration(self.left_s):>8}  {what}  [{self.basis}]"
+        if w.not_run:
+            line += (f"\n{'':<30} {w.not_run} of them not run, in no time: the device's kernel has no memory "
+                     "controller, so a limit below its own memory would not apply (their rows say so)")
         if self.measured_before:
             line += (f"\n{'':<30} resumed: {min(self.measured_before, w.points)} of {w.points} points measured in "
                      f"earlier sittings; the time is for the {self.points_left} left")
@@ -190,14 +193,16 @@ def same_board(target: str) -> str | None:
 
 # -- the plan -------------------------------------------------------------------------------
 
-def make_plan(nb: Path, params: dict, available: list[str], data_dir: Path | None = None) -> NotebookPlan:
+def make_plan(nb: Path, params: dict, available: list[str], data_dir: Path | None = None,
+              facts: dict | None = None) -> NotebookPlan:
     """The plan of one notebook run with `params` (what make figures passes), on a target whose
-    available runtimes are `available`."""
+    available runtimes are `available` and whose `facts` say what it cannot run (memory limits
+    without a memory controller): those points are counted, in no time."""
     experiment = for_notebook(nb)
     record = experiment.params(params)  # the notebook's defaults with these over them, checked
     names, named = requested_runtimes(record.runtimes or "auto")
     runtimes = [n for n in names if n in named or n in available]
-    work = experiment.plan(record, runtimes)
+    work = experiment.plan_work(record, runtimes, facts)
     target, profile = str(record.target or "local"), record.profile
     runtimes = work.runtimes if work.runtimes is not None else runtimes
     entries = history(data_dir)

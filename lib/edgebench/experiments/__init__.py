@@ -3,15 +3,16 @@ the apps it can run and the papers' numbers it is compared with.
 
 Adding an experiment: its module here, named after it (a `Params` record of its parameters, a
 `run(params)` that opens with `common.opening` and measures through `sweep`, a `plan(params,
-runtimes)`), its plotting module in edgebench.plotting, its
-notebook, its reference CSV in data/reference/, and one record below. `make figures` reads these
-records; tests check each against its notebook's parameters cell.
+runtimes)`, with a `facts` keyword where its points ask memory levels of their own), its plotting
+module in edgebench.plotting, its notebook, its reference CSV in data/reference/, and one record
+below. `make figures` reads these records; tests check each against its notebook's parameters cell.
 """
 
 from __future__ import annotations
 
+import inspect
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
@@ -20,7 +21,7 @@ from edgebench.errors import ConfigError
 from edgebench.experiments import (boot_time, container_overhead, cpu_bound, face_recognition, home_automation,
                                    io_bound, iomt, lxd_appendix, microbenchmarks, min_memory, page_faults, services,
                                    static_footprint, time_to_ready)
-from edgebench.experiments.estimate import Work
+from edgebench.experiments.estimate import SESSION_S, Work, not_run
 from edgebench.experiments.parameters import Parameters
 from edgebench.experiments.reading import READING, Headline, PaperRule, Printed
 from edgebench.paths import PROJECT_ROOT, REFERENCE_DIR
@@ -35,7 +36,7 @@ class Experiment:
     notebook: str                      # under notebooks/
     parameters: type[Parameters]       # its typed parameters: the notebook's cell, checked once
     run: Callable[[Parameters], Path]  # measures now, returns the run directory
-    plan: Callable[[Parameters, list[str]], Work]  # its model of a run: points and seconds
+    plan: Callable[..., Work]          # its model of a run: points and seconds (plan_work calls it)
     references: tuple[str, ...] = ()   # data/reference/ files with its published numbers
     apps: tuple[str, ...] = ()         # the apps it can run; () = its own program
     # How its rows are read once measured (edgebench.experiments.reading says more of each):
@@ -56,9 +57,23 @@ class Experiment:
         """Its record from some of its parameters (the rest default), checked."""
         return values if isinstance(values, Parameters) else self.parameters.from_values(values)
 
-    def plan_work(self, values: Mapping[str, Any] | Parameters, runtimes: list[str]) -> Work:
-        """The experiment's model of a run with these parameters (edgebench.drivers.plan)."""
-        return self.plan(self.params(values), runtimes)
+    def plan_work(self, values: Mapping[str, Any] | Parameters, runtimes: list[str],
+                  facts: Mapping[str, Any] | None = None) -> Work:
+        """The experiment's model of a run with these parameters (edgebench.drivers.plan), on a
+        device with `facts` when given: the points it cannot run (estimate.not_run) take no time.
+        A plan whose points ask memory levels of their own reads the facts itself; for the others
+        every point asks the record's one limit, so a runtime is run at it or not at all."""
+        params = self.params(values)
+        if "facts" in inspect.signature(self.plan).parameters:
+            return self.plan(params, runtimes, facts=facts)
+        work = self.plan(params, runtimes)
+        limit = getattr(params, "memory_limit_mb", None)
+        ran = [n for n in runtimes if not not_run(n, limit, facts)]
+        if ran == runtimes:
+            return work
+        # What runs, as the model of the runtimes that run it (the others are packaged, in seconds)
+        runs = self.plan(params, ran) if ran else Work(points=0, seconds=SESSION_S)
+        return replace(work, seconds=runs.seconds, window_s=runs.window_s, not_run=work.points - runs.points)
 
     def check_apps(self, apps: str | None) -> None:
         """Refuse, before anything runs, apps this experiment cannot run."""

@@ -6,8 +6,10 @@ replaces the estimate with the device's own history)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Mapping
 
 from edgebench.apps import APPS
+from edgebench.experiments.protocols import memory_not_applicable
 from edgebench.experiments.windows import MAX_SCALE
 from edgebench.runtimes import RUNTIMES
 from edgebench.units import as_list
@@ -31,6 +33,8 @@ class Work:
     # Windows that follow the device's pace (quick's load windows: experiments/windows.py), which a
     # slower device does stretch, up to windows.MAX_SCALE.
     windows_follow_pace: bool = False
+    # Of `points`, those the device cannot run (not_run below): written as rows saying why, in no time.
+    not_run: int = 0
 
     def paced(self, pace: float) -> float:
         """The estimate on a device `pace` times slower than the model's machine at the work (the
@@ -57,6 +61,15 @@ def runnable(runtime: str, apps: list[str]) -> list[str]:
     if runtime not in RUNTIMES:
         return list(apps)
     return [a for a in apps if a not in APPS or RUNTIMES[runtime].runs(APPS[a])]
+
+
+def not_run(runtime: str, memory_mb: float | None, facts: Mapping | None) -> bool:
+    """Whether a point asking `runtime` for `memory_mb` is written as not run on a device with
+    these facts, as the sweep does (protocols.memory_not_applicable: a limit below the device's
+    memory, by a cgroup its kernel lacks the memory controller for). Without facts, none is."""
+    if not facts or runtime not in RUNTIMES:
+        return False
+    return bool(memory_not_applicable(RUNTIMES[runtime], memory_mb, facts))
 
 
 def pairs(runtimes: list[str], apps: list[str]) -> int:

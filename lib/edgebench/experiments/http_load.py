@@ -428,23 +428,31 @@ def measure_load(run: Run, rt, artifact, limits: Limits, port: int, path: str, l
         rt.stop(instance)
 
 
-def plan(params: HttpLoad, runtimes: list[str]) -> estimate.Work:
+def plan(params: HttpLoad, runtimes: list[str], facts: dict | None = None) -> estimate.Work:
     """One start and one load run (warm-up, the measured seconds, a second that checks it still
     answers, then the open-loop rates under the fair protocol) per (scenario, runtime, app,
-    protocol, repetition), each protocol its own repetitions."""
+    protocol, repetition), each protocol its own repetitions; on a device with `facts`, none at a
+    level it cannot apply to the runtime (estimate.not_run), though every runtime is packaged."""
     apps, protocols, levels = params.app_names, params.protocol_names, params.levels
     reps = params.protocol_reps
     given = given_scale(params.window_scale)
     load, opened = stretched(params, WindowScale(given or 1.0, "given"))  # a scale given by hand, here
     closed_s = load.warmup_s + load.duration_s
     open_s = len(opened.rates) * opened.duration_s if opened else 0.0
-    cells = len(params.asked) * len(apps)
-    runs = cells * sum(reps.values())  # closed-loop runs, each with its own start
-    busy = runs * closed_s + cells * reps.get("fair", 0) * open_s  # the open loop follows each fair run
-    return estimate.Work(points=len(params.asked) * sum(reps.values()) * estimate.pairs(runtimes, apps),
-                         # the second after each run is set but does not follow the device's pace
-                         seconds=estimate.model_seconds(runtimes, len(apps), runs, busy + runs * AFTER_RUN_S, apps),
-                         window_s=estimate.window_seconds(runtimes, busy, apps),  # every load run lasts its set time
+    runs = len(apps) * sum(reps.values())  # closed-loop runs per level and runtime, each with its own start
+    busy = runs * closed_s + len(apps) * reps.get("fair", 0) * open_s  # the open loop follows each fair run
+    points = not_run = window = 0
+    seconds = estimate.SESSION_S
+    for name in runtimes:
+        here = sum(not estimate.not_run(name, mem, facts) for _, _, mem in params.asked)  # levels it runs
+        per_level = sum(reps.values()) * estimate.pairs([name], apps)
+        points += len(params.asked) * per_level
+        not_run += (len(params.asked) - here) * per_level
+        # the second after each run is set but does not follow the device's pace
+        seconds += estimate.model_seconds([name], len(apps), here * runs, here * (busy + runs * AFTER_RUN_S),
+                                          apps) - estimate.SESSION_S
+        window += estimate.window_seconds([name], here * busy, apps)  # every load run lasts its set time
+    return estimate.Work(points=points, seconds=seconds, window_s=window, not_run=not_run,
                          windows_follow_pace=given is None and params.profile in SCALED_PROFILES,
                          apps=apps, levels=("rich + " if params.asked[0][0] == "rich" else "")
                          + f"memory {','.join(levels)}, protocols {','.join(protocols)}",

@@ -38,7 +38,7 @@ from edgebench.experiments.common import check_apps, check_repetitions, opening,
 from edgebench.experiments.parameters import Limited, library, parsed
 from edgebench.experiments.protocols import limits_for, memory_not_applicable, with_instance
 from edgebench.experiments.sweep import Point, artifact_for, sweep
-from edgebench.runtimes import Limits, Runtime, StartFailed
+from edgebench.runtimes import RUNTIMES, Limits, Runtime, StartFailed
 
 EXPERIMENT = "min_memory"
 EXTRA_COLUMNS = ["trial", "bound", "build", "network", "accelerator", "cpus_applied", "memory_mb_applied",
@@ -284,17 +284,22 @@ def run(params: Params) -> Path:
         return run.dir
 
 
-def plan(params: Params, runtimes: list[str]) -> estimate.Work:
+def plan(params: Params, runtimes: list[str], facts: dict | None = None) -> estimate.Work:
     """One bisection per (runtime, app, repetition): about log2(start / resolution) trials, each a
-    start, the hold and a second readiness check (a trial that fails to start ends sooner)."""
+    start, the hold and a second readiness check (a trial that fails to start ends sooner); on a
+    device with `facts`, none for a runtime whose floor it cannot apply (estimate.not_run)."""
     s, apps = params.settings, params.app_names
     # A runtime's floor often ends the bisection early: about half the halvings are run.
     trials = 1 + math.ceil(math.log2(max(2.0, params.start_mb / s.resolution_mb)) / 2)
     bisections = len(apps) * s.repetitions
     hold = params.hold_s + 0.3
+    searched = [n for n in runtimes if not estimate.not_run(n, getattr(RUNTIMES.get(n), "min_memory_mb", None), facts)]
+    skipped = [n for n in runtimes if n not in searched]  # packaged all the same, before the search
     return estimate.Work(points=s.repetitions * estimate.pairs(runtimes, apps),
-                         seconds=estimate.model_seconds(runtimes, len(apps), bisections * trials,
-                                                        bisections * trials * hold, apps),
-                         window_s=estimate.window_seconds(runtimes, bisections * trials * params.hold_s, apps),
+                         not_run=s.repetitions * estimate.pairs(skipped, apps),
+                         seconds=estimate.model_seconds(searched, len(apps), bisections * trials,
+                                                        bisections * trials * hold, apps)
+                         + estimate.model_seconds(skipped, len(apps), 0, 0, apps) - estimate.SESSION_S,
+                         window_s=estimate.window_seconds(searched, bisections * trials * params.hold_s, apps),
                          apps=apps, levels=f"bisection to {s.resolution_mb:g} MiB (~{trials} trials)",
                          repetitions=s.repetitions)
