@@ -249,3 +249,41 @@ def test_the_page_of_a_device_without_memory_controller_says_what_it_still_measu
     (line,) = device_notes({}, {"memory_limits": "memory limits are not applied on pi-arm64-nomemcg"})
     assert "measures nothing" not in line
     assert "less memory than the device has are not run here" in line and "own memory" in line
+
+
+def test_a_page_with_nothing_the_device_can_measure_says_so_and_does_not_fail(tmp_path, monkeypatch):
+    """min_memory and boot_time on a device without a memory controller: every point is not run
+    (a cgroup's limit would not apply), and their pages failed on NoData, so `make figures` called
+    two notebooks failed on a stock Raspberry Pi. A run with a failed row and nothing ok still fails."""
+    import json
+
+    import pandas as pd
+    from edgebench.experiments import min_memory
+    from edgebench.experiments.protocols import memory_not_applicable
+    from edgebench.plotting import NoData, page
+    from edgebench.plotting import min_memory as plots
+    from edgebench.plotting.tables import run_notes
+    from edgebench.runtimes import RUNTIMES
+    shown = []
+    monkeypatch.setattr(page, "display", lambda what, **_: shown.append(getattr(what, "data", what)))
+    facts = {"target": "pi-arm64-nomemcg", "memory_controller": "no", "memory_mb": 977}
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "meta.json").write_text(json.dumps({"target": facts}))
+    rows = [dict(runtime=rt, app=app, point_id=f"{rt}-{app}", metric="min_memory", value=None, status="not measurable",
+                 error=memory_not_applicable(RUNTIMES[rt], RUNTIMES[rt].min_memory_mb, facts))
+            for rt in ("native", "docker", "lxd") for app in ("go-http", "redis")]
+    pd.DataFrame(rows).to_csv(run / "results.csv", index=False)
+    made = plots.show(run, min_memory.Params())
+    assert made.table.empty and len(made.df) == 6
+    assert shown[-1].startswith("**Nothing measured on this device:** all 6 of its points are not measurable here")
+    # The notes above give each reason once, whole (it was cut at 160 characters, "cgroup_enable=memo"):
+    # what to change ends it, and the runtime is the row's, not the reason's.
+    notes = run_notes(run, made.df)
+    assert ("a memory limit of 4 MiB cannot be applied: the device's kernel has no memory controller (read back "
+            "from its cgroups); on a Raspberry Pi add cgroup_enable=memory to /boot/firmware/cmdline.txt and reboot "
+            "(this runtime limits memory with a cgroup; not run) (4)") in notes  # native's and lxd's
+    assert "a memory limit of 6 MiB" in notes and "memo (" not in notes  # docker's floor
+    pd.DataFrame(rows + [dict(rows[0], status="failed", error="timed out")]).to_csv(run / "results.csv", index=False)
+    with pytest.raises(NoData):
+        plots.show(run, min_memory.Params())

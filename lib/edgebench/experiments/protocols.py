@@ -55,7 +55,7 @@ def memory_not_applicable(runtime, memory_mb: float | None, facts: dict) -> str:
     if facts.get("memory_mb") and float(memory_mb) >= float(facts["memory_mb"]):
         return ""
     return (f"a memory limit of {float(memory_mb):g} MiB {LIMIT_NOT_APPLIED} "
-            f"({runtime.name} limits memory with a cgroup; not run)")
+            "(this runtime limits memory with a cgroup; not run)")  # the row names the runtime
 
 
 def with_limits_note(row: dict, note: str) -> dict:

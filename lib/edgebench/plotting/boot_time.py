@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from edgebench.experiments.boot_time import EVENTS, Params
-from edgebench.plotting.page import Page, open_page, show_figure, show_findings, show_table
+from edgebench.plotting.page import Page, open_page, said_if_nothing_measured, show_figure, show_findings, show_table
 from edgebench.plotting.style import part_colours, plt
 from edgebench.plotting.tables import (NoData, counted, draw_whiskers, interval, mark_emulated, ok_rows,
                                        sort_by_runtime, spread)
@@ -253,6 +253,7 @@ class BootTimePage(Page):
     split: pd.DataFrame  # the VMM's part against the guest's, beside the paper's
 
 
+@said_if_nothing_measured
 def show(run_dir: Path, params: Params) -> BootTimePage:
     """Notebook 11: the run's notes, the boot's phases and their figure, the VMM/guest split
     beside the paper's and its figure, then the findings."""

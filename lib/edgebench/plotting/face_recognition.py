@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from edgebench.experiments.face_recognition import Params
-from edgebench.plotting.page import Page, open_page, show_figure, show_findings, show_table
+from edgebench.plotting.page import Page, open_page, said_if_nothing_measured, show_figure, show_findings, show_table
 from edgebench.plotting.services import label
 from edgebench.plotting.style import PROTOCOL_TITLE, part_colours, plt, protocols_in, times
 from edgebench.plotting.tables import WHISKERS, interval, stacked_with_interval, wrapped_suptitle
@@ -128,6 +128,7 @@ def face_findings(table: pd.DataFrame, reference: pd.DataFrame) -> str:
 
 # -- the notebook's page (edgebench.plotting.page) ---------------------------------------------
 
+@said_if_nothing_measured
 def show(run_dir: Path, params: Params) -> Page:
     """Notebook 14: the run's notes, the times over the images with the accuracy beside them, the
     figure and the findings beside the paper's ratios."""

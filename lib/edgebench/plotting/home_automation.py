@@ -11,7 +11,7 @@ import pandas as pd
 from matplotlib.lines import Line2D
 
 from edgebench.experiments.home_automation import Params
-from edgebench.plotting.page import Page, open_page, show_figure, show_findings, show_table
+from edgebench.plotting.page import Page, open_page, said_if_nothing_measured, show_figure, show_findings, show_table
 from edgebench.plotting.services import label
 from edgebench.plotting.style import (PROTOCOL_TITLE, part_colours, plt, protocols_in, readable_log_ticks,
                                       runtime_artist, times)
@@ -152,6 +152,7 @@ def latency_findings(table: pd.DataFrame, reference: pd.DataFrame) -> str:
 
 # -- the notebook's page (edgebench.plotting.page) ---------------------------------------------
 
+@said_if_nothing_measured
 def show(run_dir: Path, params: Params) -> Page:
     """Notebook 13: the run's notes, each request's latency split into its parts, the figure and
     the findings beside the paper's ratios."""

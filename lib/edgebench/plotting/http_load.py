@@ -15,7 +15,7 @@ import pandas as pd
 from matplotlib import pyplot as plt
 from matplotlib.lines import Line2D
 
-from edgebench.plotting.page import Page, open_page, show_figure, show_findings, show_table
+from edgebench.plotting.page import Page, open_page, said_if_nothing_measured, show_figure, show_findings, show_table
 from edgebench.plotting.style import (FAILED_STYLE, PROTOCOL_TITLE, dodge, figure_legend, in_runtime_order,
                                       keep_in_view, mark_health, mark_paper_values, protocol_grid, protocol_line,
                                       protocols_in, readable_log_ticks, room_for_health_marks, runtime_artist,
@@ -357,6 +357,7 @@ class HttpLoadPage(Page):
     open_table: pd.DataFrame   # the open-loop rates (fair protocol only)
 
 
+@said_if_nothing_measured
 def show_http_load(run_dir: Path, params) -> HttpLoadPage:
     """Notebooks 03 (I/O-bound) and 04 (CPU-bound), written once (edgebench.plotting.io_bound and
     cpu_bound call it): the run's notes, the table, the figure and its findings, then the

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from edgebench.experiments.iomt import LABELS, Params, parse_size
-from edgebench.plotting.page import Page, open_page, show_figure, show_findings, show_table
+from edgebench.plotting.page import Page, open_page, said_if_nothing_measured, show_figure, show_findings, show_table
 from edgebench.plotting.style import (PROTOCOL_TITLE, figure_legend, in_runtime_order, log_dodge, mark_health,
                                       mark_paper_values, paper_key, protocol_grid, protocol_line, protocols_in,
                                       readable_log_ticks, room_for_health_marks)
@@ -243,6 +243,7 @@ def checksum_findings(df: pd.DataFrame) -> str:
 
 # -- the notebook's page (edgebench.plotting.page) ---------------------------------------------
 
+@said_if_nothing_measured
 def show(run_dir: Path, params: Params) -> Page:
     """Notebook 05: the run's notes, the latencies beside Table 4, the figure, its findings and
     whether every runtime computed the same outputs."""

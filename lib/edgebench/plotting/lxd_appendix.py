@@ -10,7 +10,7 @@ import pandas as pd
 from matplotlib.ticker import NullFormatter
 
 from edgebench.experiments.lxd_appendix import Params
-from edgebench.plotting.page import Page, open_page, show_figure, show_findings, show_table
+from edgebench.plotting.page import Page, open_page, said_if_nothing_measured, show_figure, show_findings, show_table
 from edgebench.plotting.style import (figure_legend, in_runtime_order, log_dodge, mark_health, plt, runtime_artist,
                                       runtime_colour)
 from edgebench.plotting.tables import NoData, cell_health, ratio_to_baseline
@@ -118,6 +118,7 @@ class LxdAppendixPage(Page):
     reference: pd.DataFrame  # what the appendix states, which the findings set the ratios beside
 
 
+@said_if_nothing_measured
 def show(run_dir: Path, params: Params) -> LxdAppendixPage:
     """Notebook 07: the run's notes, the ratios to native, their figure and findings beside what
     the appendix states, and the appendix's own values."""

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from edgebench.experiments.microbenchmarks import Params
-from edgebench.plotting.page import Page, open_page, show_figure, show_findings, show_table
+from edgebench.plotting.page import Page, open_page, said_if_nothing_measured, show_figure, show_findings, show_table
 from edgebench.plotting.reasons import plain_reason, run_meta
 from edgebench.plotting.style import (HEALTH_GID, HEALTH_MARK, PROTOCOL_TITLE, figure_legend, health_marked,
                                       in_runtime_order, mark_health, mark_paper_values, protocol_grid, protocols_in,
@@ -344,6 +344,7 @@ class MicrobenchmarksPage(Page):
     network: pd.DataFrame  # iperf3 per runtime and mode, beside the paper's (empty, with why, without rows)
 
 
+@said_if_nothing_measured
 def show(run_dir: Path, params: Params) -> MicrobenchmarksPage:
     """Notebook 08: the run's notes, sysbench beside Table 2 with its figure and findings, then
     host against bridge networking where the notebook asks for it (`network`)."""

@@ -10,7 +10,7 @@ import pandas as pd
 from matplotlib.patches import Patch
 
 from edgebench.experiments.min_memory import MEASURED_APPS, Params
-from edgebench.plotting.page import Page, open_page, show_figure, show_findings, show_table
+from edgebench.plotting.page import Page, open_page, said_if_nothing_measured, show_figure, show_findings, show_table
 from edgebench.plotting.style import plt, readable_log_ticks, runtime_artist
 from edgebench.plotting.tables import NoData, mark_emulated, ok_rows, sort_by_runtime, spread, wrapped_suptitle
 from edgebench.reference import load_reference
@@ -113,6 +113,7 @@ def min_memory_findings(table: pd.DataFrame, reference: pd.DataFrame) -> str:
 
 # -- the notebook's page (edgebench.plotting.page) ---------------------------------------------
 
+@said_if_nothing_measured
 def show(run_dir: Path, params: Params) -> Page:
     """Notebook 10: the run's notes, each runtime's memory floor, the figure beside the paper's
     band and the findings."""

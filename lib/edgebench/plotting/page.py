@@ -6,6 +6,7 @@ and returns a `Page` (or its own subclass, for more tables) for the reader to ex
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -15,7 +16,7 @@ from matplotlib import pyplot as plt
 
 from edgebench.plotting.style import FIGURE_NAME_KEY, save_figure
 from edgebench.plotting.tables import NoData, run_notes
-from edgebench.results import load_results
+from edgebench.results import NOT_MEASURABLE, load_results
 
 
 @dataclass
@@ -56,3 +57,28 @@ def show_findings(*texts: str) -> None:
 def show_absent(what: str, why: NoData) -> None:
     """Said where a table or figure would be: a run without it is a finding, not a failed page."""
     display(Markdown(f"**No {what}:** {why}"))
+
+
+def said_if_nothing_measured(show):
+    """A plotting module's `show(run_dir, params)` that, on a run with nothing measured because the
+    device cannot measure it (every row not measurable, none failed: a kernel without a memory
+    controller asked for limits below its memory), says so with the reasons instead of failing on a
+    figure it has no value for. A run with a failed row and nothing ok still fails its page."""
+    @functools.wraps(show)
+    def shown(run_dir: Path, params) -> Page:
+        try:
+            return show(run_dir, params)
+        except NoData:
+            df = load_results(run_dir)
+            if df.empty or not (df["status"] == NOT_MEASURABLE).all():
+                raise
+            display(Markdown(nothing_measured(df)))
+            return Page(run_dir, df, pd.DataFrame())
+    return shown
+
+
+def nothing_measured(df: pd.DataFrame) -> str:
+    """What a page with nothing measured says in place of its tables (the notes above give why)."""
+    points = df["point_id"].nunique() if "point_id" in df else len(df)
+    return (f"**Nothing measured on this device:** all {points} of its points are not measurable here "
+            "(why, and what to change, in the notes above), so this page has no table or figure.")

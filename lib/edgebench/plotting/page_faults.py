@@ -14,7 +14,7 @@ from edgebench.experiments.iomt import LABELS, parse_size
 from edgebench.experiments.page_faults import Params
 from edgebench.plotting.iomt import (beside_paper, beside_size, interval_kind, interval_note, lines_over_size,
                                      mark_papers_sizes, size_axis, workload_grid, workload_medians)
-from edgebench.plotting.page import Page, open_page, show_figure, show_findings, show_table
+from edgebench.plotting.page import Page, open_page, said_if_nothing_measured, show_figure, show_findings, show_table
 from edgebench.plotting.style import PROTOCOL_TITLE, figure_legend, paper_key, readable_log_ticks, room_for_health_marks
 from edgebench.plotting.tables import NoData, mark_emulated
 from edgebench.reference import load_reference
@@ -210,6 +210,7 @@ class PageFaultsPage(Page):
     missing: pd.DataFrame    # counters this device could not count, and why
 
 
+@said_if_nothing_measured
 def show(run_dir: Path, params: Params) -> PageFaultsPage:
     """Notebook 06: the run's notes, the faults beside Table 5, their figure (saying what it cannot
     draw) and findings, how the counters agree, the cache misses where the machine counts them, and

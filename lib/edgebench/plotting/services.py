@@ -11,7 +11,7 @@ import pandas as pd
 
 from edgebench.claims import ratio_interval
 from edgebench.experiments.services import Params
-from edgebench.plotting.page import Page, open_page, show_figure, show_findings, show_table
+from edgebench.plotting.page import Page, open_page, said_if_nothing_measured, show_figure, show_findings, show_table
 from edgebench.plotting.reasons import plain_reason, run_meta
 from edgebench.plotting.style import PROTOCOL_TITLE, plt, protocols_in, runtime_colour, times
 from edgebench.plotting.tables import (NoData, mark_emulated, mark_health, ok_rows, ratio_to_baseline, sort_by_runtime,
@@ -181,6 +181,7 @@ def services_findings(table: pd.DataFrame, reference: pd.DataFrame) -> str:
 
 # -- the notebook's page (edgebench.plotting.page) ---------------------------------------------
 
+@said_if_nothing_measured
 def show(run_dir: Path, params: Params) -> Page:
     """Notebook 12: the run's notes, each service's throughput per runtime, the figure and the
     findings beside the page's ratios."""

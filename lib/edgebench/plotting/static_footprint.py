@@ -9,7 +9,7 @@ import pandas as pd
 from matplotlib.patches import Patch
 
 from edgebench.experiments.static_footprint import Params
-from edgebench.plotting.page import Page, open_page, show_figure, show_findings, show_table
+from edgebench.plotting.page import Page, open_page, said_if_nothing_measured, show_figure, show_findings, show_table
 from edgebench.plotting.style import plt, runtime_artist, runtime_colour
 from edgebench.plotting.tables import NoData, beside_published, ok_rows, sort_by_runtime
 from edgebench.reference import load_reference
@@ -82,6 +82,7 @@ def footprint_findings(table: pd.DataFrame) -> str:
 
 # -- the notebook's page (edgebench.plotting.page) ---------------------------------------------
 
+@said_if_nothing_measured
 def show(run_dir: Path, params: Params) -> Page:
     """Notebook 01: the run's notes, the sizes beside the paper's, the figure and its findings."""
     df = open_page(run_dir)

@@ -223,7 +223,8 @@ def run_notes(run_dir, df: pd.DataFrame | None = None) -> str:
     if df is not None and "status" in df.columns:
         nm = df[df["status"] == NOT_MEASURABLE]
         if not nm.empty:
-            reasons = nm["error"].astype(str).str[:160].value_counts()
+            reasons = nm["error"].astype(str).map(lambda why: textwrap.shorten(why, 260, placeholder=" ...")) \
+                .value_counts()  # cut at a word, long enough for what to change at the end of a reason
             more = f" ({counted(len(reasons) - 3, 'more reason')} in the table)" if len(reasons) > 3 else ""
             lines.append(f"- **{counted(len(nm), 'row')} not measurable here** (not failures; "
                          f"{', '.join(in_runtime_order(nm['runtime'].dropna().unique()))}): "

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from edgebench.experiments.time_to_ready import Params
-from edgebench.plotting.page import Page, open_page, show_figure, show_findings, show_table
+from edgebench.plotting.page import Page, open_page, said_if_nothing_measured, show_figure, show_findings, show_table
 from edgebench.plotting.style import (COLD, FIRST, HEALTH_MARK, PROTOCOL_TITLE, base_runtime, figure_legend,
                                       in_runtime_order, mark_health, mark_paper_values, part_colours, protocol_grid,
                                       protocols_in, readable_log_ticks, runtime_artist, runtime_colour)
@@ -284,6 +284,7 @@ class TimeToReadyPage(Page):
     first_starts: pd.DataFrame  # per app and runtime with first starts: the pull, then the start
 
 
+@said_if_nothing_measured
 def show(run_dir: Path, params: Params) -> TimeToReadyPage:
     """Notebook 02: the run's notes, the times to ready beside the paper's, their figure and
     findings, then where a first start's time goes (the figure says why where the run has none)."""
