@@ -277,13 +277,14 @@ def test_a_page_with_nothing_the_device_can_measure_says_so_and_does_not_fail(tm
     made = plots.show(run, min_memory.Params())
     assert made.table.empty and len(made.df) == 6
     assert shown[-1].startswith("**Nothing measured on this device:** all 6 of its points are not measurable here")
-    # The notes above give each reason once, whole (it was cut at 160 characters, "cgroup_enable=memo"):
-    # what to change ends it, and the runtime is the row's, not the reason's.
-    notes = run_notes(run, made.df)
-    assert ("a memory limit of 4 MiB cannot be applied: the device's kernel has no memory controller (read back "
-            "from its cgroups); on a Raspberry Pi add cgroup_enable=memory to /boot/firmware/cmdline.txt and reboot "
-            "(this runtime limits memory with a cgroup; not run) (4)") in notes  # native's and lxd's
-    assert "a memory limit of 6 MiB" in notes and "memo (" not in notes  # docker's floor
+    # The notes above say it once for every runtime and level, not a reason per row; another reason
+    # is cut at a word (at 160 characters it read "cgroup_enable=memo").
+    long_reason = "no power meter on pi-arm64-nomemcg: " + "powercap zone without an energy counter; " * 8
+    notes = run_notes(run, pd.DataFrame(rows + [dict(rows[0], metric="energy", error=long_reason)]))
+    assert ("- Not drawn: native, docker, lxd at its memory limits (not run: the device's kernel has no memory "
+            "controller, so a cgroup's limit would not apply).") in notes
+    assert "**1 row not measurable here** (not failures; native): no power meter" in notes
+    assert "energy counter; powercap zone ... (1)" in notes  # the 260th character falls inside a word
     pd.DataFrame(rows + [dict(rows[0], status="failed", error="timed out")]).to_csv(run / "results.csv", index=False)
     with pytest.raises(NoData):
         plots.show(run, min_memory.Params())

@@ -15,8 +15,9 @@ from matplotlib import patheffects
 from edgebench.claims import MIN_N, median_interval
 from edgebench.errors import EdgebenchError
 from edgebench.experiments.reading import printed_of
+from edgebench.experiments.protocols import LIMIT_NOT_APPLIED
 from edgebench.plotting.style import (COLD, EMULATED, FIRST, HEALTH_LABEL, HEALTH_MARK, base_runtime, failed_runtimes,
-                                      in_runtime_order, plt, runtime_colour)
+                                      in_runtime_order, memory_limits_not_run, plt, runtime_colour)
 from edgebench.results import NOT_MEASURABLE, load_meta
 from edgebench.tools import sanity
 from edgebench.tools.health import BUSY, MARKED, THROTTLED, UNKNOWN, flags
@@ -222,6 +223,10 @@ def run_notes(run_dir, df: pd.DataFrame | None = None) -> str:
         lines.append(f"- Left out, as they cannot run: {pairs}")
     if df is not None and "status" in df.columns:
         nm = df[df["status"] == NOT_MEASURABLE]
+        not_run = memory_limits_not_run(df) if "error" in df.columns else ""
+        if not_run:  # said once for all its levels and runtimes, not a reason per row
+            lines.append(f"- {not_run}")
+            nm = nm[~nm["error"].astype(str).str.contains(LIMIT_NOT_APPLIED, regex=False)]
         if not nm.empty:
             reasons = nm["error"].astype(str).map(lambda why: textwrap.shorten(why, 260, placeholder=" ...")) \
                 .value_counts()  # cut at a word, long enough for what to change at the end of a reason
