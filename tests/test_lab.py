@@ -15,6 +15,7 @@ import subprocess
 import threading
 import time
 import urllib.request
+from pathlib import Path
 import uuid
 from datetime import datetime, timezone
 
@@ -161,19 +162,28 @@ def images(outputs: list[dict]) -> list[str]:
             if m["msg_type"] in ("display_data", "execute_result") and "image/png" in m["content"]["data"]]
 
 
-def kernel_pids() -> set[int]:
+def kernel_pids(tmp_path) -> set[int]:
+    """The kernels the lab of `tmp_path` started, known by the IPYTHONDIR it gives them: CI shares
+    the machine with other runs' kernels (a board's `make figures` started one in this window)."""
     r = subprocess.run(["pgrep", "-f", "ipykernel_launcher"], capture_output=True, text=True)
-    return {int(p) for p in r.stdout.split()}
+    marker = f"IPYTHONDIR={tmp_path / 'ipython'}".encode()
+    ours = set()
+    for pid in map(int, r.stdout.split()):
+        try:
+            if marker in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0"):
+                ours.add(pid)
+        except OSError:
+            continue  # ended meanwhile
+    return ours
 
 
 @pytest.fixture
 def lab(tmp_path, cgroups_ready, no_leftovers):
-    kernels_before = kernel_pids()
     lab = Lab(tmp_path)
     yield lab
     if lab.proc.poll() is None:
         lab.ctrl_c()
-    assert wait_until(lambda: not kernel_pids() - kernels_before, STOP_TIMEOUT_S, 0.2), "a kernel outlived `make lab`"
+    assert wait_until(lambda: not kernel_pids(tmp_path), STOP_TIMEOUT_S, 0.2), "a kernel outlived `make lab`"
 
 
 def test_lab_lists_the_notebooks_and_runs_them_with_the_projects_kernel(lab, tmp_path):
@@ -244,9 +254,9 @@ def test_interrupting_a_measuring_kernel_keeps_its_rows_and_leaves_nothing_runni
     assert 2 <= len(rows) < 50, "rows kept, and fewer than a full run"
 
 
-def test_ctrl_c_stops_make_lab_and_its_kernels(lab):
+def test_ctrl_c_stops_make_lab_and_its_kernels(lab, tmp_path):
     kernel = lab.api("POST", "/api/kernels", {"name": KERNEL_NAME})
-    assert kernel_pids(), "the started kernel is not running"
+    assert wait_until(lambda: kernel_pids(tmp_path), 30, 0.2), "the started kernel is not running"
     started = time.monotonic()
     code = lab.ctrl_c()
     # make ends itself with the SIGINT it got, as a shell expects (-2); what it ran stopped cleanly.
