@@ -242,6 +242,8 @@ def run_notes(run_dir, df: pd.DataFrame | None = None) -> str:
             lines.append(f"- **{rt}** ran with accelerator: {kinds}{emulated}")
     if df is not None and {"runtime", "status", "error"} <= set(df.columns):
         for rt, (rows, why, what) in failed_runtimes(df).items():
+            if what != "failed" and LIMIT_NOT_APPLIED in why:
+                continue  # the memory levels not run, said once above for every runtime
             if rows == 1:
                 happened = f"its one row {'failed' if what == 'failed' else 'is ' + what}: {why}"
             else:
