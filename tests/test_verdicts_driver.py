@@ -28,12 +28,12 @@ EMULATED = "emulated device (aarch64)"
 
 
 def write_run(data: Path, experiment: str, run_id: str, target: str, df: pd.DataFrame, emulated: str = "",
-              profile: str = "standard") -> None:
+              profile: str = "standard", status: str = "completed") -> None:
     d = data / experiment / run_id
     d.mkdir(parents=True)
     df.to_csv(d / "results.csv", index=False)
     meta = {"started_at": run_id.split("-")[0], "parameters": {"target": target, "profile": profile},
-            "target": {"emulated_device": emulated}}
+            "target": {"emulated_device": emulated}, "status": status}
     (d / "meta.json").write_text(json.dumps(meta))
 
 
@@ -96,6 +96,22 @@ def test_make_verdicts_judges_each_claim_on_the_latest_run_of_its_experiment(tmp
     assert "| P000-99 (Fig. 3) | statement | [holds](../time_to_ready/time_to_ready.png) |" in drv.markdown(local)
     with pytest.raises(ConfigError, match="leave run_id at 'latest'"):  # refused, not ignored
         drv.judge_claims("local", run_id="20261126T1000Z", data_dir=tmp_path / "data")
+
+
+def test_a_run_a_device_is_still_measuring_is_not_judged_while_a_whole_one_exists(tmp_path):
+    """make verdicts beside a board's make figures judged the container_overhead run it had just
+    begun (a few points) instead of none; a run judged before it ended whole says so."""
+    data, rng = tmp_path / "data", np.random.default_rng(7)  # its own draws: the other tests' stay as they were
+    fast = pd.concat([rows("docker", 1500 + rng.normal(0, 10, 6)), rows("nanos", 100 + rng.normal(0, 1, 6))])
+    write_run(data, "time_to_ready", "20261126T1000Z", "local", fast)
+    write_run(data, "time_to_ready", "20261126T1100Z", "local", fast.head(2), status="running")
+    claims = [claim("ratio_range", low=13, high=18)]
+    judged = drv.verdicts(claims, target="local", data_dir=data)
+    assert judged.verdict.iloc[0] == HOLDS and judged.run.iloc[0] == "20261126T1000Z"
+    write_run(data, "time_to_ready", "20261126T0900Z-pi", "pi", fast, status="interrupted")
+    alone = drv.verdicts(claims, target="pi", data_dir=data)  # the only run there: judged, and said to be part
+    assert alone.verdict.iloc[0] == HOLDS and alone.run.iloc[0] == "20261126T0900Z-pi (interrupted)"
+    assert "| time_to_ready | 20261126T0900Z-pi (interrupted) | standard |" in "\n".join(drv.runs_markdown(alone))
 
 
 def test_each_verdict_links_a_figure_its_experiments_notebook_saves():

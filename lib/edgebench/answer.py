@@ -160,7 +160,8 @@ def not_a_finding(meta: dict, timed: bool = True) -> str:
 
 
 def _latest(target: str | None, data_dir: Path, profile: str) -> dict[str, Path | None]:
-    return {e: latest_run(e, target, profile, data_dir) for e in (*LOAD_EXPERIMENTS, "time_to_ready", "min_memory")}
+    return {e: latest_run(e, target, profile, data_dir, finished_first=True)
+            for e in (*LOAD_EXPERIMENTS, "time_to_ready", "min_memory")}
 
 
 def _readable(run_dir: Path | None, timed: bool) -> Path | None:

@@ -300,11 +300,20 @@ def run_dirs(experiment: str, data_dir: Path = DATA_DIR) -> list[Path]:
     return sorted(dirs, key=lambda d: json.loads((d / "meta.json").read_text()).get("started_at") or "")
 
 
-def latest_run(experiment: str, target: str | None, profile: str = "any", data_dir: Path = DATA_DIR) -> Path | None:
-    """The newest run of the experiment on the target (any target: None), made with that profile."""
+# A run that has not ended whole: still measuring, stopped (it resumes) or failed.
+UNFINISHED = ("running", "interrupted", "failed")
+
+
+def latest_run(experiment: str, target: str | None, profile: str = "any", data_dir: Path = DATA_DIR,
+               finished_first: bool = False) -> Path | None:
+    """The newest run of the experiment on the target (any target: None), made with that profile;
+    with `finished_first`, the newest that ended whole where there is one, so a reading is not made
+    from part of a run a device is still measuring (or was stopped in) while a whole one exists."""
     dirs = [d for d in run_dirs(experiment, data_dir)
             if (target is None or run_target(load_meta(d)) == target)
             and (profile == "any" or (load_meta(d).get("parameters") or {}).get("profile") == profile)]
+    if finished_first:
+        dirs = [d for d in dirs if load_meta(d).get("status") not in UNFINISHED] or dirs
     return dirs[-1] if dirs else None
 
 

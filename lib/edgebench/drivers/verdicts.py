@@ -36,7 +36,7 @@ from edgebench.errors import ConfigError, EdgebenchError
 from edgebench.experiments import EXPERIMENTS, NOTEBOOKS_DIR
 from edgebench.paths import DATA_DIR, FIGURES_DIR
 from edgebench.plotting.tables import PROFILE_CAVEATS, counted
-from edgebench.results import latest_run, load_meta, load_results, run_target
+from edgebench.results import UNFINISHED, latest_run, load_meta, load_results, run_target
 from edgebench.units import as_list
 
 COLUMNS = ["claim_id", "paper", "verdict", "effect", "effect_unit", "ci_low", "ci_high", "n", "reason",
@@ -81,7 +81,9 @@ class JudgedRun:
 
     def facts(self) -> dict[str, str]:
         """What the page's table of runs says of it: its id, profile, date and device."""
-        return dict(run=self.path.name, profile=self.profile or "?", run_date=readable_date(self.meta),
+        status = self.meta.get("status")  # a run judged before it ended whole says so
+        return dict(run=self.path.name + (f" ({status})" if status in UNFINISHED else ""),
+                    profile=self.profile or "?", run_date=readable_date(self.meta),
                     device=str(self.meta.get("device") or run_target(self.meta) or "?"),
                     emulated_device=self.emulated_device)
 
@@ -96,7 +98,7 @@ def readable_date(meta: dict) -> str:
 
 
 def read_run(experiment: str, target: str | None, profile: str, data_dir: Path) -> JudgedRun | None:
-    run_dir = latest_run(experiment, target, profile, data_dir)
+    run_dir = latest_run(experiment, target, profile, data_dir, finished_first=True)
     return JudgedRun(run_dir, load_meta(run_dir), load_results(run_dir)) if run_dir else None
 
 
