@@ -195,6 +195,11 @@ def test_several_targets_give_one_table_of_claims_by_device(tmp_path, claims_fil
     row = next(line for line in text.splitlines() if line.startswith("| P000-01 |"))
     assert "| not measurable here (a smoke run) | not measurable here (the emulator's times) |" in row, row
     assert "| not measurable here (no experiment measures it) |" in text
+    # pi-arm64-nomemcg's min_memory: every search below its memory, not run (its page has the fix).
+    from edgebench.experiments.protocols import memory_not_applicable
+    from edgebench.runtimes import RUNTIMES
+    why = memory_not_applicable(RUNTIMES["native"], 4, {"memory_controller": "no", "memory_mb": 977})
+    assert drv.short_reason(f"this device cannot measure it for native ({why})") == "no memory controller"
     assert "Smoke runs (every run on debian-v2)" in text
     assert "| time_to_ready | 20261126T1000Z-debian-v2 | smoke |" in text
     runs = [line for line in text.splitlines() if line.startswith("| time_to_ready | ")]

@@ -314,6 +314,7 @@ def device_counts(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
 SHORT_REASONS = [
     (r"emulated device", "the emulator's times"),
     (r"ran under TCG", "a VM under TCG"),
+    (r"no memory controller", "no memory controller"),
     (r"no power meter", "no power meter"),
     (r"hardware counter", "no hardware counter"),
     (r"no edgebench experiment", "no experiment measures it"),
