@@ -62,8 +62,8 @@ def show_absent(what: str, why: NoData) -> None:
 def said_if_nothing_measured(show):
     """A plotting module's `show(run_dir, params)` that, on a run with nothing measured because the
     device cannot measure it (every row not measurable, none failed: a kernel without a memory
-    controller asked for limits below its memory), says so with the reasons instead of failing on a
-    figure it has no value for. A run with a failed row and nothing ok still fails its page."""
+    controller asked for limits below its memory), says so under the run's notes (which give why)
+    instead of failing on a figure it has no value for. A run with a failed row and nothing ok still fails its page."""
     @functools.wraps(show)
     def shown(run_dir: Path, params) -> Page:
         try:
