@@ -210,16 +210,13 @@ def run(params: Params) -> Path:
                     rt.cleanup()
 
 
-def plan(params: Params, runtimes: list[str], facts: dict | None = None) -> estimate.Work:
-    """One start per (runtime[, machine], app, repetition); each app packaged once per runtime; on a
-    device with `facts`, no start where it cannot apply the runtime's memory limit (estimate.not_run)."""
+def plan(params: Params, runtimes: list[str]) -> estimate.Work:
+    """One start per (runtime[, machine], app, repetition); each app packaged once per runtime."""
     apps, reps, machines = params.app_names, params.reps, params.machine_names
     variants = [rt for name in runtimes for rt in ([name] * len(machines) if name == "linux-vm" else [name])]
-    points, not_run, seconds = 0, 0, estimate.SESSION_S
+    points, seconds = 0, estimate.SESSION_S
     for name in variants:
-        here = len(estimate.runnable(name, apps)) * reps
-        starts = 0 if estimate.not_run(name, params.memory_limit_mb, facts) else len(apps) * reps
-        points, not_run = points + here, not_run + (0 if starts else here)
-        seconds += estimate.model_seconds([name], len(apps), starts, 0, apps) - estimate.SESSION_S
-    return estimate.Work(points=points, seconds=seconds, apps=apps, not_run=not_run,
+        points += len(estimate.runnable(name, apps)) * reps
+        seconds += estimate.model_seconds([name], len(apps), len(apps) * reps, 0, apps) - estimate.SESSION_S
+    return estimate.Work(points=points, seconds=seconds, apps=apps,
                          levels=f"linux-vm machines {','.join(machines)}", repetitions=reps)
